@@ -1,0 +1,110 @@
+"""Phase 1 covers: size-k probes that test every GPU and every GPU pair of a replica.
+
+``plan_cover(n, k, method)`` is the one entry point; it is deterministic for a given
+(n, k, method) and cached in-process. Methods:
+
+* ``"greedy"`` -- the paper's Algorithm 1 (FaultSense, APSys '26, §4.2), :mod:`.greedy`.
+* ``"best"`` (default) -- as close to the Schönheim bound as known designs and local search
+  get, never worse than greedy, :mod:`.best`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from .bounds import all_pairs, schonheim_bound
+from .greedy import greedy_cover
+from .rounds import first_fit_rounds
+
+__all__ = ["Cover", "CoverMethod", "plan_cover", "schonheim_bound", "all_pairs", "greedy_cover"]
+
+CoverMethod = Literal["greedy", "best"]
+COVER_METHODS: tuple[str, ...] = ("greedy", "best")
+
+
+@dataclass(frozen=True)
+class Cover:
+    """A Phase 1 plan for one replica size.
+
+    Attributes:
+        gpus: n, GPUs in the replica.
+        probe_size: k, GPUs per probe (probes may hold fewer when n < k).
+        method: how it was built (``"greedy"`` or ``"best"``).
+        probes: sorted tuples of 0-based GPU ids; together they contain every GPU and pair.
+        rounds: indices into ``probes``; probes of one round share no GPU.
+        lower_bound: Schönheim's bound L(n, k) on the number of probes.
+    """
+
+    gpus: int
+    probe_size: int
+    method: str
+    probes: tuple[tuple[int, ...], ...]
+    rounds: tuple[tuple[int, ...], ...]
+    lower_bound: int
+
+    @property
+    def all_pairs(self) -> int:
+        """n(n-1)/2: probes needed to test every pair separately."""
+        return all_pairs(self.gpus)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready dict (the ``faultsense plan --json`` contract)."""
+        return {
+            "gpus": self.gpus,
+            "probe_size": self.probe_size,
+            "method": self.method,
+            "probes": [list(p) for p in self.probes],
+            "rounds": [list(r) for r in self.rounds],
+            "lower_bound": self.lower_bound,
+            "all_pairs": self.all_pairs,
+        }
+
+
+def validate_cover_args(n: int, k: int, method: str) -> None:
+    """Raise ``ValueError`` naming the bad value if (n, k, method) cannot be planned."""
+    if not isinstance(n, int) or n < 2:
+        raise ValueError(f"gpus must be an integer >= 2, got {n!r}")
+    if not isinstance(k, int) or k < 2:
+        raise ValueError(f"probe_size must be an integer >= 2, got {k!r}")
+    if k > n:
+        raise ValueError(f"probe_size must be <= gpus, got probe_size={k} > gpus={n}")
+    if method not in COVER_METHODS:
+        raise ValueError(f"method must be one of {', '.join(COVER_METHODS)}, got {method!r}")
+
+
+@lru_cache(maxsize=256)
+def plan_cover(n: int, k: int, method: str = "best") -> Cover:
+    """Build (or fetch from the in-process cache) the Phase 1 cover for ``n`` GPUs and probe size ``k``.
+
+    Args:
+        n: GPUs in the replica (>= 2).
+        k: probe size (2 <= k <= n).
+        method: ``"greedy"`` (paper's Algorithm 1) or ``"best"``.
+
+    Returns:
+        A :class:`Cover` whose probes contain every GPU and every GPU pair.
+
+    Raises:
+        ValueError: naming the bad argument.
+
+    >>> plan_cover(8, 4, "greedy").probes[:2]
+    ((0, 1, 2, 3), (4, 5, 6, 7))
+    """
+    validate_cover_args(n, k, method)
+    if method == "greedy":
+        probes = greedy_cover(n, k)
+    else:
+        from .best import best_cover
+
+        probes = best_cover(n, k)
+    rounds = first_fit_rounds(probes, n)
+    return Cover(
+        gpus=n,
+        probe_size=k,
+        method=method,
+        probes=tuple(tuple(p) for p in probes),
+        rounds=tuple(tuple(r) for r in rounds),
+        lower_bound=schonheim_bound(n, k),
+    )

@@ -1,0 +1,79 @@
+"""What every probe executor returns, and the one interface they share.
+
+An executor runs one probe (a set of GPUs, see FaultSense §4.1) ``repeats`` times on a
+replica and reports the end-to-end latency of each repeat in milliseconds. Simulated,
+local torch.distributed, Ray and vLLM executors all implement :class:`ProbeExecutor`;
+the localization code depends on nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["ProbeMeasurement", "ProbeExecutor", "ExecutorError"]
+
+
+class ExecutorError(RuntimeError):
+    """An executor could not measure a probe (unreachable server, worker crash, timeout).
+
+    This is never evidence of a fault: callers record it as an error row and move on.
+    """
+
+
+@dataclass(frozen=True)
+class ProbeMeasurement:
+    """One probe measured ``len(latencies_ms)`` times.
+
+    Attributes:
+        gpus: the probe's GPU ids, sorted, 0-based.
+        latencies_ms: end-to-end latency of each repeat, in ms (finite, >= 0); empty when
+            ``error`` is set.
+        error: why the probe could not be measured, or ``None``.
+    """
+
+    gpus: tuple[int, ...]
+    latencies_ms: tuple[float, ...]
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        for v in self.latencies_ms:
+            if not math.isfinite(v) or v < 0:
+                raise ValueError(f"latency_ms must be finite and >= 0, got {v!r} for probe {list(self.gpus)}")
+        if self.error is None and not self.latencies_ms:
+            raise ValueError(f"probe {list(self.gpus)} has neither latencies nor an error")
+
+    @property
+    def ok(self) -> bool:
+        """True when the probe was measured (no error)."""
+        return self.error is None
+
+
+@runtime_checkable
+class ProbeExecutor(Protocol):
+    """Runs probes on one replica.
+
+    Attributes:
+        name: executor kind (``"simulated"``, ``"local"``, ``"ray"``, ``"vllm"``).
+        gpus: number of GPUs in the replica it drives.
+    """
+
+    name: str
+    gpus: int
+
+    def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
+        """Measure the probe over ``gpus`` ``repeats`` times.
+
+        Returns a :class:`ProbeMeasurement`; failures to measure come back as a measurement
+        with ``error`` set, never as a latency.
+
+        Raises:
+            ValueError: if a GPU id is outside ``0..gpus-1`` or ``repeats < 1``.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release workers, connections and processes. Safe to call twice."""
+        ...
