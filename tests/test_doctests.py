@@ -1,0 +1,30 @@
+"""Every docstring example in the core library runs and gives the value it shows."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import faultsense_pipelines
+import probe
+
+_SKIP_PREFIXES = ("faultsense_pipelines.definitions", "faultsense_pipelines.cli")
+
+
+def _modules() -> list[str]:
+    names = []
+    for pkg in (faultsense_pipelines, probe):
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=pkg.__name__ + "."):
+            if not info.name.startswith(_SKIP_PREFIXES):
+                names.append(info.name)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("module_name", _modules())
+def test_docstring_examples_hold(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} doctest(s) failed in {module_name}"
