@@ -1,0 +1,227 @@
+"""Block designs that cover every pair of points exactly once (or every cross-group pair).
+
+A *2-(v, k, 1) design* (Steiner system S(2, k, v)) is a family of k-subsets (blocks) of a
+v-set such that every pair of points lies in exactly one block; it has v(v-1)/(k(k-1)) blocks
+and meets Schönheim's bound, so it is the best possible Phase 1 cover. A *transversal design*
+TD(k, m) has k groups of m points and m^2 blocks, each block one point from every group, such
+that every pair of points from different groups lies in exactly one block.
+
+Constructions here (points are 0-based ints; ``classes`` lists parallel classes -- sets of
+disjoint blocks that cover all points -- where the design is resolvable):
+
+* lines of PG(d, q):   S(2, q+1, (q^{d+1}-1)/(q-1)), e.g. PG(2, 7) = S(2, 8, 57);
+* lines of AG(d, q):   S(2, q, q^d), resolvable, e.g. AG(2, 8) = S(2, 8, 64);
+* Denniston arcs:      S(2, 2^a, (2^a-1) 2^h + 2^a) in PG(2, 2^h), e.g. S(2, 8, 120), S(2, 4, 100);
+* TD(k, m) from the ring of :func:`.fields.macneish_ring` (k <= smallest prime-power factor
+  of m, resolvable; or one more group, not resolvable).
+
+References:
+    C. J. Colbourn, J. H. Dinitz (eds.), Handbook of Combinatorial Designs, 2nd ed., 2007:
+    §VII.2 (finite geometry), §III.3 (MOLS, MacNeish), §VII.2.5 (maximal arcs).
+    R. H. F. Denniston, "Some maximal arcs in finite projective planes", J. Comb. Theory 6 (1969).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .fields import Ring, galois_field, macneish_ring, prime_power
+
+__all__ = [
+    "Design",
+    "projective_geometry",
+    "affine_geometry",
+    "denniston_design",
+    "transversal_design",
+    "max_td_groups",
+]
+
+
+@dataclass(frozen=True)
+class Design:
+    """Blocks on points 0..points-1, with parallel classes (indices into ``blocks``) if known."""
+
+    points: int
+    blocks: tuple[tuple[int, ...], ...]
+    classes: tuple[tuple[int, ...], ...] = ()
+
+
+def _inverse_table(F: Ring) -> np.ndarray:
+    inv = np.zeros(F.order, dtype=np.int64)
+    for x in range(1, F.order):
+        inv[x] = int(np.flatnonzero(F.mul[x] == 1)[0])
+    return inv
+
+
+def _vectors(d: int, q: int) -> np.ndarray:
+    """All vectors of GF(q)^d as a (q^d, d) array, coordinate 0 least significant."""
+    codes = np.arange(q**d)
+    return np.stack([(codes // q**i) % q for i in range(d)], axis=1)
+
+
+@lru_cache(maxsize=16)
+def projective_geometry(d: int, q: int) -> Design:
+    """Points and lines of the projective space PG(d, q): a 2-((q^{d+1}-1)/(q-1), q+1, 1) design.
+
+    Args:
+        d: dimension (>= 2).
+        q: prime power, the field order.
+
+    Returns:
+        A :class:`Design` (not resolvable in general, so no classes).
+
+    Notes:
+        O(b (q+1)^2) for b lines; PG(2, q) has q^2+q+1 lines.
+
+    >>> D = projective_geometry(2, 2)         # the Fano plane
+    >>> D.points, len(D.blocks), {len(b) for b in D.blocks}
+    (7, 7, {3})
+    """
+    F = galois_field(q)
+    inv = _inverse_table(F)
+    vecs = _vectors(d + 1, q)[1:]
+    # a point is a nonzero vector whose last nonzero coordinate is 1
+    last = np.array([v[np.flatnonzero(v)[-1]] for v in vecs])
+    pts = vecs[last == 1]
+    index = {tuple(p): i for i, p in enumerate(pts.tolist())}
+    v = len(pts)
+
+    def normalise(x: np.ndarray) -> tuple[int, ...]:
+        lead = x[np.flatnonzero(x)[-1]]
+        return tuple(int(c) for c in F.mul[inv[lead], x])
+
+    covered = np.zeros((v, v), dtype=bool)
+    blocks: list[tuple[int, ...]] = []
+    for a in range(v):
+        for b in range(a + 1, v):
+            if covered[a, b]:
+                continue
+            line = {a, b}
+            for t in range(1, q):  # points P + t Q for t != 0
+                x = F.add[pts[a], F.mul[t, pts[b]]]
+                line.add(index[normalise(x)])
+            block = tuple(sorted(line))
+            covered[np.ix_(block, block)] = True
+            blocks.append(block)
+    return Design(v, tuple(blocks))
+
+
+@lru_cache(maxsize=16)
+def affine_geometry(d: int, q: int) -> Design:
+    """Points and lines of the affine space AG(d, q): a resolvable 2-(q^d, q, 1) design.
+
+    Each parallel class is the set of lines with one direction.
+
+    >>> D = affine_geometry(2, 3)
+    >>> D.points, len(D.blocks), len(D.classes)
+    (9, 12, 4)
+    """
+    F = galois_field(q)
+    pts = _vectors(d, q)
+    weights = q ** np.arange(d)
+    # directions: nonzero vectors whose last nonzero coordinate is 1
+    dirs = [x for x in pts[1:] if x[np.flatnonzero(x)[-1]] == 1]
+    blocks: list[tuple[int, ...]] = []
+    classes: list[tuple[int, ...]] = []
+    for direction in dirs:
+        seen = np.zeros(len(pts), dtype=bool)
+        cls = []
+        for start in range(len(pts)):
+            if seen[start]:
+                continue
+            line = [int((F.add[pts[start], F.mul[t, direction]] * weights).sum()) for t in range(q)]
+            seen[line] = True
+            cls.append(len(blocks))
+            blocks.append(tuple(sorted(line)))
+        classes.append(tuple(cls))
+    return Design(len(pts), tuple(blocks), tuple(classes))
+
+
+@lru_cache(maxsize=16)
+def denniston_design(h: int, a: int) -> Design:
+    """The 2-((2^a - 1) 2^h + 2^a, 2^a, 1) design of a Denniston maximal arc in PG(2, 2^h).
+
+    With q = 2^h, take x^2 + b x y + y^2 irreducible over GF(q) and the additive subgroup A of
+    order 2^a; the arc {(x, y) : x^2 + b x y + y^2 in A} meets every affine line in 0 or 2^a
+    points, so its secant lines form a Steiner system.
+
+    Args:
+        h: field GF(2^h).
+        a: 1 <= a < h, the block size is 2^a.
+
+    >>> D = denniston_design(3, 2)          # S(2, 4, 28) in PG(2, 8)
+    >>> D.points, len(D.blocks), {len(b) for b in D.blocks}
+    (28, 63, {4})
+    """
+    if not 1 <= a < h:
+        raise ValueError(f"need 1 <= a < h, got a={a}, h={h}")
+    q, deg = 2**h, 2**a
+    F = galois_field(q)
+    beta = next(b for b in range(1, q) if all(F.add[F.add[F.mul[x, x], F.mul[b, x]], 1] != 0 for x in range(q)))
+    xs, ys = np.divmod(np.arange(q * q), q)  # affine point code = x*q + y
+    form = F.add[F.add[F.mul[xs, xs], F.mul[beta, F.mul[xs, ys]]], F.mul[ys, ys]]
+    arc = np.flatnonzero(form < deg)  # codes 0..deg-1 are the GF(2)-span of 1, x, ..., x^{a-1}
+    relabel = -np.ones(q * q, dtype=np.int64)
+    relabel[arc] = np.arange(len(arc))
+    plane = affine_geometry(2, q)
+    # affine_geometry codes a point as x0 + q*x1; map to our x*q + y with x = x1, y = x0
+    blocks = []
+    for line in plane.blocks:
+        kept = [int(relabel[c]) for c in line if relabel[c] >= 0]
+        if len(kept) >= 2:
+            blocks.append(tuple(sorted(kept)))
+    return Design(len(arc), tuple(blocks))
+
+
+def max_td_groups(m: int) -> int:
+    """The most groups k for which :func:`transversal_design` builds a TD(k, m).
+
+    That is one more than the smallest prime-power factor of m (MacNeish's bound).
+
+    >>> max_td_groups(7), max_td_groups(12), max_td_groups(10)
+    (8, 4, 3)
+    """
+    return 1 + len(macneish_ring(m).distinct)
+
+
+@lru_cache(maxsize=256)
+def transversal_design(k: int, m: int) -> Design:
+    """A TD(k, m): groups {i*m, ..., i*m + m - 1} for i < k, m^2 blocks of size k.
+
+    Block (a, b) is {(i, a + c_i b)} over the ring R of order m, where c_0, c_1, ... have unit
+    differences; two points of different groups determine (a, b) uniquely. For fixed b the
+    blocks are disjoint (a parallel class). If k exceeds the number of such c_i by one, the
+    last group takes coordinate b and the design is not resolvable.
+
+    Raises:
+        ValueError: if ``k > max_td_groups(m)`` or ``k < 2``.
+
+    >>> D = transversal_design(4, 5)
+    >>> len(D.blocks), len(D.classes), D.blocks[0]
+    (25, 5, (0, 5, 10, 15))
+    """
+    R = macneish_ring(m)
+    c = R.distinct
+    if not 2 <= k <= len(c) + 1:
+        raise ValueError(f"TD({k}, {m}) needs 2 <= k <= {len(c) + 1}")
+    resolvable = k <= len(c)
+    blocks: list[tuple[int, ...]] = []
+    classes: list[tuple[int, ...]] = []
+    for b in range(m):
+        cls = []
+        for a in range(m):
+            cols = [int(R.add[a, R.mul[c[i], b]]) + i * m for i in range(k if resolvable else k - 1)]
+            if not resolvable:
+                cols.append(b + (k - 1) * m)
+            cls.append(len(blocks))
+            blocks.append(tuple(cols))
+        classes.append(tuple(cls))
+    return Design(k * m, tuple(blocks), tuple(classes) if resolvable else ())
+
+
+def prime_powers(lo: int, hi: int) -> list[int]:
+    """Prime powers q with lo <= q <= hi."""
+    return [q for q in range(max(lo, 2), hi + 1) if prime_power(q) is not None]
