@@ -1,0 +1,370 @@
+"""The fleet file: which serving replicas FaultSense sweeps, how, and where the ledger lives.
+
+A *fleet* is a list of replicas, each with its GPU count n, probe size k and the executor
+that runs its probes (``simulated``, ``local``, ``ray`` or ``vllm``), plus the URI of the
+fault ledger. The file is YAML, validated once here (pydantic); every error names the field,
+e.g. ``replicas[1].probe_size: must be <= gpus (got 9 > 8)``, and nothing runs on a bad file.
+
+>>> fleet = parse_fleet({"ledger": "/tmp/l", "replicas": [
+...     {"name": "sim-8", "gpus": 8, "probe_size": 4, "executor": "simulated"}]})
+>>> fleet.replica("sim-8").shape
+'n8-k4'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+__all__ = [
+    "Fleet",
+    "FleetError",
+    "Replica",
+    "SimulatedOptions",
+    "LocalOptions",
+    "RayOptions",
+    "VllmOptions",
+    "EXECUTORS",
+    "DEFAULT_FLEET_PATH",
+    "load_fleet",
+    "parse_fleet",
+    "shape_key",
+]
+
+#: The fleet used when none is given: ``examples/fleet.yaml`` at the repository root.
+DEFAULT_FLEET_PATH = Path(__file__).resolve().parents[1] / "examples" / "fleet.yaml"
+
+EXECUTORS: tuple[str, ...] = ("simulated", "local", "ray", "vllm")
+NAME_PATTERN = r"[a-z0-9_-]+"
+_ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_URI_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+
+
+class FleetError(ValueError):
+    """A fleet file that cannot be used; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _finite(v: float, minimum: float, inclusive: bool = True) -> float:
+    ok = math.isfinite(v) and (v >= minimum if inclusive else v > minimum)
+    if not ok:
+        raise ValueError(f"must be a finite number {'>=' if inclusive else '>'} {minimum}, got {v!r}")
+    return v
+
+
+def _link(v: tuple[int, int] | None) -> tuple[int, int] | None:
+    if v is not None and v[0] == v[1]:
+        raise ValueError(f"a link joins two different GPUs, got {list(v)}")
+    return v
+
+
+class SimulatedFault(_Strict):
+    """A simulated fault: GPU ``gpu`` or path ``link`` is ``slowdown`` times slower (> 0)."""
+
+    gpu: Annotated[int, Field(ge=0)] | None = None
+    link: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = None
+    slowdown: float
+
+    _check_link = field_validator("link")(_link)
+
+    @field_validator("slowdown")
+    @classmethod
+    def _slowdown(cls, v: float) -> float:
+        return _finite(v, 0.0, inclusive=False)
+
+    @model_validator(mode="after")
+    def _one_component(self) -> SimulatedFault:
+        if (self.gpu is None) == (self.link is None):
+            raise ValueError("give exactly one of gpu or link")
+        return self
+
+
+class Injection(_Strict):
+    """A real fault injected into ``local`` / ``ray`` workers: ``{gpu, slowdown >= 1}`` (extra
+    compute on that GPU's worker) or ``{link: [a, b], delay_ms >= 0}`` (delay on that path)."""
+
+    gpu: Annotated[int, Field(ge=0)] | None = None
+    slowdown: float | None = None
+    link: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = None
+    delay_ms: float | None = None
+
+    _check_link = field_validator("link")(_link)
+
+    @field_validator("slowdown")
+    @classmethod
+    def _slowdown(cls, v: float | None) -> float | None:
+        return None if v is None else _finite(v, 1.0)
+
+    @field_validator("delay_ms")
+    @classmethod
+    def _delay(cls, v: float | None) -> float | None:
+        return None if v is None else _finite(v, 0.0)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Injection:
+        if self.gpu is not None and self.slowdown is not None and self.link is None and self.delay_ms is None:
+            return self
+        if self.link is not None and self.delay_ms is not None and self.gpu is None and self.slowdown is None:
+            return self
+        raise ValueError("give either {gpu, slowdown} or {link: [a, b], delay_ms}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The executor's injection spec, e.g. ``{"gpu": 2, "slowdown": 3.0}``."""
+        return self.model_dump(exclude_none=True, mode="json")
+
+
+class SimulatedOptions(_Strict):
+    """``simulated:`` section: injected faults, lognormal noise sigma, seed, healthy latency."""
+
+    faults: list[SimulatedFault] = []
+    noise_sigma: Annotated[float, Field(ge=0.0, le=1.0)] = 0.02
+    seed: int = 0
+    base_ms: Annotated[float, Field(gt=0.0)] = 10.0
+
+
+class LocalOptions(_Strict):
+    """``local:`` section: faults injected into the real local worker processes."""
+
+    inject: list[Injection] = []
+
+
+class RayOptions(_Strict):
+    """``ray:`` section: the Ray cluster address (``auto``, ``ray://host:10001``, or none
+    for a local Ray started on demand) and optional injected faults."""
+
+    address: str | None = None
+    inject: list[Injection] = []
+
+
+class VllmOptions(_Strict):
+    """``vllm:`` section: the probe server's URL and the *name* of the environment variable
+    holding its API key (the key itself never appears in the fleet file)."""
+
+    url: str
+    api_key_env: str | None = None
+    timeout_s: Annotated[float, Field(gt=0.0, le=600.0)] = 10.0
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not re.match(r"^https?://[^\s/:]+(:\d+)?(/\S*)?$", v):
+            raise ValueError(f"must be an http:// or https:// URL, got {v!r}")
+        return v
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(_ENV_NAME, v):
+            raise ValueError(f"must be the name of an environment variable (not the key itself), got {v!r}")
+        return v
+
+
+_SECTIONS: tuple[str, ...] = EXECUTORS
+
+
+def shape_key(gpus: int, probe_size: int) -> str:
+    """The ``probe_cover`` partition key of a replica shape, e.g. ``shape_key(64, 8) == "n64-k8"``."""
+    return f"n{gpus}-k{probe_size}"
+
+
+class Replica(_Strict):
+    """One serving replica to sweep (field order matters: later validators read earlier fields)."""
+
+    name: str
+    gpus: Annotated[int, Field(ge=2, le=4096)]
+    probe_size: Annotated[int, Field(ge=2)]
+    executor: Literal["simulated", "local", "ray", "vllm"]
+    alpha: float | None = None
+    repeats: Annotated[int, Field(ge=1, le=100)] | None = None
+    gpus_per_node: Annotated[int, Field(ge=1)] | None = None
+    simulated: SimulatedOptions | None = Field(default=None, validate_default=True)
+    local: LocalOptions | None = Field(default=None, validate_default=True)
+    ray: RayOptions | None = Field(default=None, validate_default=True)
+    vllm: VllmOptions | None = Field(default=None, validate_default=True)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.fullmatch(NAME_PATTERN, v) or len(v) > 64:
+            raise ValueError(f"must be 1-64 of a-z, 0-9, '_' and '-', got {v!r}")
+        return v
+
+    @field_validator("probe_size")
+    @classmethod
+    def _probe_size_fits(cls, v: int, info: ValidationInfo) -> int:
+        gpus = info.data.get("gpus")
+        if gpus is not None and v > gpus:
+            raise ValueError(f"must be <= gpus (got {v} > {gpus})")
+        return v
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, v: float | None) -> float | None:
+        if v is not None and not (math.isfinite(v) and v > 1.0):
+            raise ValueError(f"must be a finite number > 1, got {v!r}")
+        return v
+
+    @field_validator("simulated", "local", "ray", "vllm")
+    @classmethod
+    def _section_matches_executor(cls, v: Any, info: ValidationInfo) -> Any:
+        executor, section = info.data.get("executor"), info.field_name
+        if executor is None:  # the executor field itself was invalid; that error is enough
+            return v
+        if section != executor:
+            if v is not None:
+                raise ValueError(f"given, but executor is {executor!r}")
+            return v
+        if v is None:
+            if section == "vllm":
+                raise ValueError("required when executor is 'vllm' (needs at least url)")
+            v = {"simulated": SimulatedOptions, "local": LocalOptions, "ray": RayOptions}[section]()
+        _check_gpu_ids(v, info.data.get("gpus"))
+        return v
+
+    @property
+    def shape(self) -> str:
+        """``probe_cover`` partition key, e.g. ``"n64-k8"``."""
+        return shape_key(self.gpus, self.probe_size)
+
+    @property
+    def options(self) -> BaseModel:
+        """The section of the chosen executor (``simulated``, ``local``, ``ray`` or ``vllm``)."""
+        return getattr(self, self.executor)
+
+
+def _check_gpu_ids(section: BaseModel, gpus: int | None) -> None:
+    if gpus is None:
+        return
+    field = "faults" if hasattr(section, "faults") else "inject"
+    for i, item in enumerate(getattr(section, field, None) or []):
+        ids = (item.gpu,) if item.gpu is not None else item.link
+        bad = [g for g in ids if g >= gpus]
+        if bad:
+            key = "gpu" if item.gpu is not None else "link"
+            raise ValueError(f"@.{field}[{i}].{key}: GPU id {bad[0]} is outside 0..{gpus - 1}")
+
+
+class Fleet(_Strict):
+    """A validated fleet file: the ledger URI and the replicas, names unique."""
+
+    ledger: Annotated[str, Field(min_length=1)]
+    replicas: Annotated[list[Replica], Field(min_length=1)]
+
+    @field_validator("ledger")
+    @classmethod
+    def _ledger_uri(cls, v: str) -> str:
+        if v != v.strip() or "\n" in v:
+            raise ValueError(f"must be a path or URI without surrounding whitespace, got {v!r}")
+        m = _URI_SCHEME.match(v)
+        if m:
+            import fsspec
+
+            if m.group(1).lower() not in fsspec.available_protocols():
+                raise ValueError(f"unknown filesystem scheme {m.group(1)!r} in {v!r}")
+        return v
+
+    @field_validator("replicas")
+    @classmethod
+    def _unique_names(cls, v: list[Replica]) -> list[Replica]:
+        seen: dict[str, int] = {}
+        for i, r in enumerate(v):
+            if r.name in seen:
+                raise ValueError(f"@[{i}].name: {r.name!r} is already the name of replicas[{seen[r.name]}]; names must be unique")
+            seen[r.name] = i
+        return v
+
+    @property
+    def names(self) -> list[str]:
+        """Replica names in file order."""
+        return [r.name for r in self.replicas]
+
+    @property
+    def shapes(self) -> list[str]:
+        """Distinct ``n<gpus>-k<probe_size>`` keys in file order (one ``probe_cover`` partition each)."""
+        return list(dict.fromkeys(r.shape for r in self.replicas))
+
+    def replica(self, name: str) -> Replica:
+        """The replica called ``name``.
+
+        Raises:
+            KeyError: naming the unknown replica and the known ones.
+        """
+        for r in self.replicas:
+            if r.name == name:
+                return r
+        raise KeyError(f"unknown replica {name!r}; the fleet has {', '.join(self.names)}")
+
+    def with_ledger(self, uri: str) -> Fleet:
+        """A copy whose ledger URI is ``uri`` (validated like the file's)."""
+        return Fleet.model_validate({**self.model_dump(), "ledger": uri})
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    err = errors[0]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    loc = _format_loc(tuple(err["loc"]))
+    if msg.startswith("@"):  # a validator that knows a deeper location: "@<suffix>: <problem>"
+        suffix, _, msg = msg[1:].partition(": ")
+        loc = f"{loc}{suffix}"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{loc}: {msg}{more}"
+
+
+def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
+    """Validate a fleet already read into Python objects.
+
+    Args:
+        data: the parsed YAML (a mapping with ``ledger`` and ``replicas``).
+        source: how to name the file in errors.
+
+    Raises:
+        FleetError: ``"<source>: <field>: <problem>"`` for the first problem found.
+    """
+    if not isinstance(data, Mapping):
+        raise FleetError(f"{source}: the fleet must be a mapping with 'ledger' and 'replicas', got {type(data).__name__}")
+    try:
+        return Fleet.model_validate(dict(data))
+    except ValidationError as exc:
+        raise FleetError(f"{source}: {_first_error(exc)}") from None
+
+
+def load_fleet(path: str | Path | None = None) -> Fleet:
+    """Read and validate a fleet YAML file (``examples/fleet.yaml`` when ``path`` is None).
+
+    Raises:
+        FleetError: the file is missing, is not YAML, or a field is invalid; the message
+            names the file and the field.
+    """
+    p = Path(path) if path is not None else DEFAULT_FLEET_PATH
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FleetError(f"{p}: cannot read fleet file ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise FleetError(f"{p}: {where}not valid YAML ({problem})") from None
+    return parse_fleet(data, source=str(p))

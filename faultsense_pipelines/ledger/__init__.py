@@ -1,0 +1,60 @@
+"""The fault ledger: two hive-partitioned Parquet datasets every detector writes and analytics read.
+
+Layout under the ledger URI (see ``docs/ledger.md``)::
+
+    fault_ledger/date=YYYY-MM-DD/<batch>.parquet   one row per fault, FAULT_SCHEMA
+    probe_runs/date=YYYY-MM-DD/<batch>.parquet     one row per probe repeat, PROBE_RUN_SCHEMA
+
+Public API for other detectors (stable): build :class:`FaultRow` objects and hand them to
+:func:`append_faults` (or :meth:`LedgerStore.write_faults`)::
+
+    from datetime import UTC, datetime
+    from faultsense_pipelines.ledger import FaultRow, append_faults, make_fault_id
+
+    window = "2026-11-30T08:00"
+    row = FaultRow(
+        fault_id=make_fault_id("minder", "train-a", window, "machine:node-07"),
+        detected_at=datetime.now(UTC), sweep_id="minder-scan-42", replica="train-a",
+        detector="minder", component_kind="machine", component="machine:node-07",
+        status="confirmed",
+    )
+    append_faults(".faultsense/ledger", [row], batch="minder-train-a-2026-11-30T08")
+
+Re-writing the same batch of the same day replaces its rows.
+"""
+
+from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
+from .schema import (
+    COMPONENT_KINDS,
+    FAULT_LEDGER,
+    FAULT_SCHEMA,
+    PROBE_RUN_SCHEMA,
+    PROBE_RUNS,
+    SCHEMA_VERSION,
+    STATUSES,
+    gpu_component,
+    link_component,
+    make_fault_id,
+)
+from .store import LedgerStore, WriteResult, append_faults, as_day
+
+__all__ = [
+    "FaultRow",
+    "ProbeRunRow",
+    "LedgerStore",
+    "WriteResult",
+    "append_faults",
+    "as_day",
+    "fault_table",
+    "probe_run_table",
+    "make_fault_id",
+    "gpu_component",
+    "link_component",
+    "SCHEMA_VERSION",
+    "FAULT_LEDGER",
+    "PROBE_RUNS",
+    "FAULT_SCHEMA",
+    "PROBE_RUN_SCHEMA",
+    "COMPONENT_KINDS",
+    "STATUSES",
+]

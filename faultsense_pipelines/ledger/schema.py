@@ -1,0 +1,127 @@
+"""The two Parquet datasets of the fault ledger, their columns, and how fault rows are named.
+
+The *fault ledger* is FaultSense's output: one row per localized fault (or suspect), written by
+the active sweep (``detector="faultsense"``) and by the passive detectors (``"minder"``,
+``"flowpulse"``). ``probe_runs`` holds every probe measurement behind those rows. Both are
+hive-partitioned by ``date=YYYY-MM-DD`` under the ledger URI and read as-is by pandas,
+polars, DuckDB and Spark.
+
+Column types are fixed here, once; :data:`SCHEMA_VERSION` is stored in every fault row and in
+the Parquet metadata of both datasets, and increases on any incompatible change.
+
+>>> gpu_component(17), link_component(40, 3)
+('gpu:17', 'link:3-40')
+>>> make_fault_id("faultsense", "sim-64", "2026-11-30-08:00", "gpu:17")
+'ed1a60654deeeeec2497'
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "FAULT_LEDGER",
+    "PROBE_RUNS",
+    "FAULT_SCHEMA",
+    "PROBE_RUN_SCHEMA",
+    "COMPONENT_KINDS",
+    "STATUSES",
+    "gpu_component",
+    "link_component",
+    "make_fault_id",
+]
+
+#: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.
+SCHEMA_VERSION = 1
+
+#: Dataset folder names under the ledger URI.
+FAULT_LEDGER = "fault_ledger"
+PROBE_RUNS = "probe_runs"
+
+#: ``gpu`` / ``link``: FaultSense's components; ``machine`` (Minder) and ``fabric_link``
+#: (FlowPulse): the passive detectors'.
+COMPONENT_KINDS: tuple[str, ...] = ("gpu", "link", "machine", "fabric_link")
+
+#: suspect: a Phase 1 suspect not (yet) pinned; confirmed: localized; masked: a link of a
+#: confirmed faulty GPU, which cannot be judged; inconclusive: the drill-down could not decide.
+STATUSES: tuple[str, ...] = ("suspect", "confirmed", "masked", "inconclusive")
+
+_META = {b"faultsense.schema_version": str(SCHEMA_VERSION).encode()}
+
+FAULT_SCHEMA = pa.schema(
+    [
+        pa.field("fault_id", pa.string(), nullable=False),
+        pa.field("detected_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("sweep_id", pa.string(), nullable=False),
+        pa.field("replica", pa.string(), nullable=False),
+        pa.field("detector", pa.string(), nullable=False),
+        pa.field("component_kind", pa.string(), nullable=False),
+        pa.field("component", pa.string(), nullable=False),
+        pa.field("gpu", pa.int32()),
+        pa.field("peer_gpu", pa.int32()),
+        pa.field("slowdown", pa.float64()),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("phase", pa.int32()),
+        pa.field("probes_used", pa.int32()),
+        pa.field("schema_version", pa.int32(), nullable=False),
+    ],
+    metadata={**_META, b"faultsense.dataset": FAULT_LEDGER.encode()},
+)
+"""``fault_ledger/``: one row per fault. ``gpu``/``peer_gpu`` are null for components that
+are not GPUs (passive detectors); ``slowdown`` = observed / healthy median latency (null when
+not measured); ``phase`` (1 or 2) and ``probes_used`` are null for passive detectors."""
+
+PROBE_RUN_SCHEMA = pa.schema(
+    [
+        pa.field("sweep_id", pa.string(), nullable=False),
+        pa.field("replica", pa.string(), nullable=False),
+        pa.field("phase", pa.int32(), nullable=False),
+        pa.field("probe_index", pa.int32(), nullable=False),
+        pa.field("gpus", pa.list_(pa.int32()), nullable=False),
+        pa.field("latency_ms", pa.float64()),
+        pa.field("repeat", pa.int32()),
+        pa.field("executor", pa.string(), nullable=False),
+        pa.field("error", pa.string()),
+    ],
+    metadata={**_META, b"faultsense.dataset": PROBE_RUNS.encode()},
+)
+"""``probe_runs/``: one row per repeat of every probe (``latency_ms`` in ms, ``repeat``
+0-based), or one error row per probe that could not be measured (``latency_ms`` and
+``repeat`` null, ``error`` set)."""
+
+
+def gpu_component(gpu: int) -> str:
+    """The ``component`` string of a GPU: ``"gpu:17"``."""
+    return f"gpu:{int(gpu)}"
+
+
+def link_component(a: int, b: int) -> str:
+    """The ``component`` string of the path between two GPUs, smaller id first: ``"link:3-40"``.
+
+    Raises:
+        ValueError: if ``a == b``.
+    """
+    if a == b:
+        raise ValueError(f"a link joins two different GPUs, got ({a}, {b})")
+    lo, hi = sorted((int(a), int(b)))
+    return f"link:{lo}-{hi}"
+
+
+def make_fault_id(detector: str, replica: str, window: str, component: str) -> str:
+    """A deterministic fault id: the same fault found again in the same window gets the same id.
+
+    Args:
+        detector: ``"faultsense"``, ``"minder"``, ``"flowpulse"``, ...
+        replica: replica (or cluster) name.
+        window: the detection window, e.g. the sweep's hour partition ``"2026-11-30-08:00"``
+            or a passive scan's window start in ISO 8601.
+        component: ``"gpu:17"``, ``"link:3-40"``, ``"machine:node-07"``, ...
+
+    Returns:
+        20 lowercase hex digits (the first 80 bits of a SHA-256 of the four fields).
+    """
+    key = "\x1f".join((detector, replica, window, component))
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
