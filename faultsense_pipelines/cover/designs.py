@@ -161,18 +161,16 @@ def denniston_design(h: int, a: int) -> Design:
     q, deg = 2**h, 2**a
     F = galois_field(q)
     beta = next(b for b in range(1, q) if all(F.add[F.add[F.mul[x, x], F.mul[b, x]], 1] != 0 for x in range(q)))
-    xs, ys = np.divmod(np.arange(q * q), q)  # affine point code = x*q + y
+    xs, ys = np.divmod(np.arange(q * q), q)
     form = F.add[F.add[F.mul[xs, xs], F.mul[beta, F.mul[xs, ys]]], F.mul[ys, ys]]
     arc = np.flatnonzero(form < deg)  # codes 0..deg-1 are the GF(2)-span of 1, x, ..., x^{a-1}
-    relabel = -np.ones(q * q, dtype=np.int64)
-    relabel[arc] = np.arange(len(arc))
-    plane = affine_geometry(2, q)
-    # affine_geometry codes a point as x0 + q*x1; map to our x*q + y with x = x1, y = x0
-    blocks = []
-    for line in plane.blocks:
-        kept = [int(relabel[c]) for c in line if relabel[c] >= 0]
-        if len(kept) >= 2:
-            blocks.append(tuple(sorted(kept)))
+    ax, ay = xs[arc], ys[arc]
+    blocks: list[tuple[int, ...]] = []
+    # lines x = c, and y = s x + c for each slope s (characteristic 2: c = y + s x)
+    for intercept in [ax] + [F.add[ay, F.mul[s, ax]] for s in range(q)]:
+        order = np.argsort(intercept, kind="stable")
+        cuts = np.flatnonzero(np.diff(intercept[order])) + 1
+        blocks.extend(tuple(sorted(int(p) for p in g)) for g in np.split(order, cuts) if len(g) >= 2)
     return Design(len(arc), tuple(blocks))
 
 

@@ -1,0 +1,186 @@
+"""Operations on pair covers: truncation, redundancy removal, merging and filling of probes.
+
+A *pair cover* of n GPUs is a list of probes (sets of GPU ids) such that every pair of GPUs lies
+in some probe. These operations keep that property: truncating a cover of v >= n points to n
+points keeps every pair among the survivors; a probe all of whose pairs are covered elsewhere
+is redundant; two probes whose union has at most k GPUs can be replaced by the union; adding
+GPUs to a probe only adds coverage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "pair_counts",
+    "uncovered_pairs",
+    "truncate",
+    "remove_redundant",
+    "merge_small",
+    "fill_to_size",
+]
+
+Block = tuple[int, ...]
+
+
+def pair_counts(blocks: Sequence[Sequence[int]], n: int) -> np.ndarray:
+    """(n, n) int array: how many probes contain each GPU pair (diagonal: probes per GPU)."""
+    counts = np.zeros((n, n), dtype=np.int32)
+    for b in blocks:
+        idx = np.asarray(b, dtype=np.int64)
+        counts[idx[:, None], idx[None, :]] += 1
+    return counts
+
+
+def uncovered_pairs(blocks: Sequence[Sequence[int]], n: int) -> int:
+    """Number of GPU pairs {i, j} (i != j) that no probe contains.
+
+    >>> uncovered_pairs([(0, 1, 2), (2, 3)], 4)   # {0, 3} and {1, 3}
+    2
+    """
+    c = pair_counts(blocks, n)
+    return int(((c == 0).sum() - np.count_nonzero(np.diag(c) == 0)) // 2)
+
+
+def truncate(blocks: Sequence[Sequence[int]], v: int, n: int) -> list[Block]:
+    """Restrict a pair cover of ``v`` points to ``n <= v`` points.
+
+    The ``v - n`` points deleted are chosen greedily to concentrate on few probes (each step
+    deletes the point whose probes have already lost the most points), so that many probes
+    shrink to at most one point and disappear. Survivors are relabelled 0..n-1 in order.
+
+    Returns:
+        Probes with at least two GPUs, in the original order.
+
+    Notes:
+        O((v - n) * v * r) for r probes per point.
+    """
+    if not 1 <= n <= v:
+        raise ValueError(f"need 1 <= n <= v, got n={n}, v={v}")
+    members: list[list[int]] = [[] for _ in range(v)]
+    for i, b in enumerate(blocks):
+        for p in b:
+            members[p].append(i)
+    lost = np.zeros(len(blocks), dtype=np.int64)
+    alive = np.ones(v, dtype=bool)
+    for _ in range(v - n):
+        best, best_score = -1, -1
+        for p in np.flatnonzero(alive):
+            score = int(lost[members[p]].sum()) if members[p] else 0
+            if score > best_score:
+                best, best_score = int(p), score
+        alive[best] = False
+        lost[members[best]] += 1
+    label = np.cumsum(alive) - 1
+    out = []
+    for b in blocks:
+        kept = tuple(int(label[p]) for p in b if alive[p])
+        if len(kept) >= 2:
+            out.append(kept)
+    return out
+
+
+def remove_redundant(blocks: Sequence[Sequence[int]], n: int) -> list[Block]:
+    """Drop probes whose every pair (and GPU) is also covered by other probes.
+
+    Probes are examined from last to first, so constructions should list their most
+    valuable probes first.
+
+    >>> remove_redundant([(0, 1, 2), (0, 1), (1, 2)], 3)
+    [(0, 1, 2)]
+    """
+    counts = pair_counts(blocks, n)
+    keep = [True] * len(blocks)
+    for i in range(len(blocks) - 1, -1, -1):
+        idx = np.asarray(blocks[i], dtype=np.int64)
+        sub = counts[idx[:, None], idx[None, :]]
+        if sub.min() >= 2:
+            counts[idx[:, None], idx[None, :]] -= 1
+            keep[i] = False
+    return [tuple(b) for b, kept in zip(blocks, keep) if kept]
+
+
+def merge_small(blocks: Sequence[Sequence[int]], k: int) -> list[Block]:
+    """Replace probes whose union has at most ``k`` GPUs by that union (first fit, largest first).
+
+    >>> merge_small([(0, 1, 2, 3), (4, 5), (6, 7), (4, 8)], 4)
+    [(0, 1, 2, 3), (4, 5, 8), (6, 7)]
+
+    Notes:
+        Candidate partners come from a GPU -> probe index (overlapping probes) and from
+        per-size buckets (disjoint probes that fit), so truncated designs with thousands of
+        short probes merge in about linear time.
+    """
+    full = [tuple(b) for b in blocks if len(b) >= k]
+    small = sorted((set(b) for b in blocks if len(b) < k), key=lambda s: (-len(s), min(s)))
+    bins: list[set[int]] = []
+    by_point: dict[int, list[int]] = {}
+    by_size: dict[int, list[int]] = {}
+    for s in small:
+        target = _partner(s, bins, by_point, by_size, k)
+        if target is None:
+            target = len(bins)
+            bins.append(set())
+        elif len(bins[target]) < k:
+            by_size[len(bins[target])].remove(target)
+        bins[target] |= s
+        for p in s:
+            by_point.setdefault(p, []).append(target)
+        if len(bins[target]) < k:
+            by_size.setdefault(len(bins[target]), []).append(target)
+    return full + [tuple(sorted(b)) for b in bins]
+
+
+def _partner(
+    s: set[int], bins: list[set[int]], by_point: dict[int, list[int]], by_size: dict[int, list[int]], k: int
+) -> int | None:
+    """The first bin (lowest id) whose union with ``s`` has at most k GPUs, or None."""
+    found: int | None = None
+    for p in s:
+        for t in by_point.get(p, ()):
+            if (found is None or t < found) and len(bins[t] | s) <= k:
+                found = t
+    for size in range(1, k - len(s) + 1):
+        ids = by_size.get(size)
+        if ids and (found is None or ids[0] < found):
+            found = ids[0]
+    return found
+
+
+def fill_to_size(
+    blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]], n: int, k: int
+) -> tuple[list[Block], bool]:
+    """Add GPUs to probes with fewer than ``k`` GPUs (more coverage, same probe count).
+
+    A probe is filled with GPUs idle in its round, least-used first, so rounds stay GPU-disjoint;
+    if its round has too few idle GPUs, the least-used other GPUs are added.
+
+    Returns:
+        (probes, rounds_still_disjoint).
+    """
+    out = [tuple(sorted(b)) for b in blocks]
+    use = np.zeros(n, dtype=np.int64)
+    for b in out:
+        use[list(b)] += 1
+    disjoint = True
+    for r in rounds:
+        busy = np.zeros(n, dtype=bool)
+        for i in r:
+            busy[list(out[i])] = True
+        for i in r:
+            need = k - len(out[i])
+            if need <= 0:
+                continue
+            idle = np.flatnonzero(~busy)
+            extra = list(idle[np.argsort(use[idle], kind="stable")][:need])
+            if len(extra) < need:
+                disjoint = False
+                others = [p for p in np.argsort(use, kind="stable") if p not in out[i] and p not in extra]
+                extra += others[: need - len(extra)]
+            extra = [int(p) for p in extra]
+            busy[extra] = True
+            use[extra] += 1
+            out[i] = tuple(sorted(set(out[i]) | set(extra)))
+    return out, disjoint
