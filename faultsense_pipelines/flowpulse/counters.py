@@ -1,0 +1,176 @@
+"""Switch-port counters: load, validate, and cut into per-switch ingress matrices.
+
+The file contract (Parquet or CSV) is one row per iteration (one collective step), switch, port
+and direction, with columns ``iteration`` (int >= 0), ``switch``, ``port``, ``peer`` (strings),
+``direction`` (``"rx"`` or ``"tx"``), ``bytes`` and ``packets`` (ints >= 0). Switches may be
+absent (e.g. only leaves export). FlowPulse judges a switch by what *arrives* on its fabric
+ports, so :func:`ingress_packets` keeps the ``rx`` rows of ports whose peer is a switch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from faultsense_pipelines.flowpulse.topology import FabricTopology
+
+__all__ = ["COLUMNS", "SwitchIngress", "validate_counters", "load_counters", "check_topology", "ingress_packets"]
+
+COLUMNS = ("iteration", "switch", "port", "peer", "direction", "bytes", "packets")
+_INT_COLUMNS = ("iteration", "bytes", "packets")
+_STR_COLUMNS = ("switch", "port", "peer")
+
+
+@dataclass(frozen=True)
+class SwitchIngress:
+    """Packets that arrived on one switch's fabric ports.
+
+    Attributes:
+        switch: switch name.
+        iterations: (T,) int64 iteration numbers, increasing, every port reported.
+        ports: P port names; ``peers`` the switch each faces; ``up`` (P,) bool link state.
+        packets: (T, P) int64 packets received.
+    """
+
+    switch: str
+    iterations: np.ndarray
+    ports: tuple[str, ...]
+    peers: tuple[str, ...]
+    up: np.ndarray
+    packets: np.ndarray
+
+
+def _check_int(frame: pd.DataFrame, col: str) -> None:
+    values = frame[col]
+    nulls = values.isna().to_numpy()
+    if nulls.any():
+        raise ValueError(f"counters: column {col!r} has a missing value (row {int(np.argmax(nulls))})")
+    if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+        bad = pd.to_numeric(values, errors="coerce").isna().to_numpy()
+        row = int(np.argmax(bad)) if bad.any() else 0
+        raise ValueError(f"counters: column {col!r} must hold integers, got {values.iloc[row]!r} (row {row})")
+    if not pd.api.types.is_integer_dtype(values):
+        arr = values.to_numpy(dtype=float)
+        frac = arr != np.floor(arr)
+        row = int(np.argmax(frac)) if frac.any() else 0
+        raise ValueError(f"counters: column {col!r} must hold integers, got {arr[row]!r} (row {row})")
+    neg = (values < 0).to_numpy()
+    if neg.any():
+        row = int(np.argmax(neg))
+        raise ValueError(f"counters: column {col!r} must be >= 0, got {values.iloc[row]} (row {row})")
+
+
+def _check_str(frame: pd.DataFrame, col: str) -> None:
+    values = frame[col]
+    bad = values.isna().to_numpy() | ~values.map(lambda v: isinstance(v, str) and v != "").to_numpy()
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise ValueError(f"counters: column {col!r} must hold non-empty strings, got {values.iloc[row]!r} (row {row})")
+
+
+def validate_counters(frame: pd.DataFrame) -> pd.DataFrame:
+    """Check a counters frame against the contract; return it with the contract's columns and dtypes.
+
+    Args:
+        frame: one row per (iteration, switch, port, direction); extra columns are dropped.
+
+    Returns:
+        A new frame with exactly :data:`COLUMNS`, integers as int64.
+
+    Raises:
+        ValueError: naming the first problem: a missing column, a null, a non-integer or negative
+            iteration/bytes/packets, an empty name, a direction other than rx/tx, a duplicate row.
+
+    Examples:
+        >>> validate_counters(pd.DataFrame({"iteration": [0], "switch": ["l0"], "port": ["up0"],
+        ...     "peer": ["s0"], "direction": ["in"], "bytes": [1], "packets": [1]}))
+        Traceback (most recent call last):
+        ...
+        ValueError: counters: column 'direction' must be 'rx' or 'tx', got 'in' (row 0)
+    """
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"counters: missing column {missing[0]!r} (need {', '.join(COLUMNS)})")
+    frame = frame.loc[:, list(COLUMNS)].reset_index(drop=True)
+    for col in _INT_COLUMNS:
+        _check_int(frame, col)
+    for col in _STR_COLUMNS:
+        _check_str(frame, col)
+    bad = ~frame["direction"].isin(("rx", "tx")).to_numpy()
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise ValueError(f"counters: column 'direction' must be 'rx' or 'tx', got {frame['direction'].iloc[row]!r} (row {row})")
+    dup = frame.duplicated(["iteration", "switch", "port", "direction"]).to_numpy()
+    if dup.any():
+        r = frame.iloc[int(np.argmax(dup))]
+        raise ValueError(f"counters: duplicate row for iteration {r.iteration}, {r.switch}/{r.port} {r.direction}")
+    out = frame.astype({c: "int64" for c in _INT_COLUMNS})
+    return out.astype({c: object for c in (*_STR_COLUMNS, "direction")})
+
+
+def load_counters(path: str | Path) -> pd.DataFrame:
+    """Read a ``.parquet`` or ``.csv`` counters file and validate it (:func:`validate_counters`).
+
+    Raises:
+        ValueError: unknown suffix, unreadable file, or any contract violation.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv"):
+        raise ValueError(f"counters file {path} must end in .parquet or .csv")
+    if not path.is_file():
+        raise ValueError(f"counters file {path} does not exist")
+    try:
+        if suffix == ".parquet":
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, dtype={"switch": str, "port": str, "peer": str, "direction": str})
+    except Exception as exc:  # pyarrow / parser errors have many types; report the message
+        raise ValueError(f"cannot read counters file {path}: {str(exc).splitlines()[0]}") from None
+    return validate_counters(frame)
+
+
+def check_topology(frame: pd.DataFrame, topology: FabricTopology) -> None:
+    """Check every (switch, port, peer) of validated counters against the topology.
+
+    Raises:
+        ValueError: a switch not in the topology, a port no link uses, or a peer that differs.
+    """
+    keys = frame.drop_duplicates(["switch", "port", "peer"])
+    for sw, port, peer in zip(keys["switch"], keys["port"], keys["peer"], strict=True):
+        if sw not in topology.tiers:
+            raise ValueError(f"counters: switch {sw!r} is not in the topology")
+        actual = topology.peer(sw, port)
+        if actual is None:
+            raise ValueError(f"counters: port {sw}/{port} is not on any link of the topology")
+        if actual != peer:
+            raise ValueError(f"counters: {sw}/{port} faces {actual} in the topology, counters say {peer}")
+
+
+def ingress_packets(frame: pd.DataFrame, topology: FabricTopology) -> list[SwitchIngress]:
+    """Per-switch matrices of packets received on fabric ports, from validated counters.
+
+    Iterations in which a switch did not report every one of its fabric ports are left out
+    for that switch (a gap in export, not a zero).
+
+    Returns:
+        One :class:`SwitchIngress` per switch that reported rx counters on a fabric port,
+        sorted by switch name.
+    """
+    rx = frame[(frame["direction"] == "rx") & frame["peer"].isin(list(topology.tiers))]
+    out: list[SwitchIngress] = []
+    for switch, rows in rx.groupby("switch", sort=True):
+        wide = rows.pivot(index="iteration", columns="port", values="packets").sort_index().dropna()
+        if wide.empty:
+            continue
+        ports = tuple(str(p) for p in wide.columns)
+        peers = tuple(str(topology.peer(switch, p)) for p in ports)
+        up = np.array([topology.is_up(switch, p) for p in ports], dtype=bool)
+        out.append(SwitchIngress(
+            str(switch), wide.index.to_numpy(dtype=np.int64), ports, peers, up,
+            wide.to_numpy(dtype=np.int64),
+        ))
+    return out

@@ -1,0 +1,130 @@
+"""Expected per-port shares of a switch's ingress traffic under packet spraying (temporal symmetry).
+
+During a collective in a packet-spraying fabric, every packet between two leaves picks a spine
+uniformly among those with a live link to both. So, iteration after iteration, each of a
+switch's fabric ports receives a predictable *share* of what the switch receives from the
+fabric: a leaf gets equal shares from its live spines, a spine gets from each leaf in
+proportion to that leaf's cross-leaf traffic. A down link carries nothing and shifts the
+shares to the others; that is expected, not a fault. A lossy link on port j lowers port j's
+share from pi to pi(1-p)/(1-pi p), because the lost packets are re-sent and re-sprayed over
+all ports. Shares come either from the analytic model (:func:`spray_shares`) or are learned
+from the switch's own reference iterations (:func:`learned_shares`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["spray_shares", "learned_shares", "learned_dispersion", "share_under_loss", "loss_from_shares"]
+
+
+def spray_shares(live: np.ndarray, traffic: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Analytic ingress shares of every leaf and spine of a sprayed two-level fat tree.
+
+    Args:
+        live: (L, S) bool, True where the leaf-spine link is up.
+        traffic: (L, L) packets (any unit) from leaf a to leaf b per iteration; uniform
+            all-to-all between distinct leaves when omitted.
+
+    Returns:
+        ``(leaf_in, spine_in)``: ``leaf_in[b, s]`` is leaf b's expected share of its fabric
+        ingress that arrives from spine s, an (L, S) array whose rows sum to 1 (0 where
+        nothing arrives); ``spine_in[s, a]`` spine s's share from leaf a, (S, L).
+
+    Examples:
+        >>> live = np.array([[True, True, True], [True, True, False]])
+        >>> leaf_in, spine_in = spray_shares(live)
+        >>> leaf_in.tolist()            # traffic between the leaves avoids spine 2
+        [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]]
+        >>> spine_in[2].tolist()        # spine 2 carries no leaf-to-leaf traffic
+        [0.0, 0.0]
+
+    Notes:
+        O(L^2 S) time and memory.
+    """
+    live = np.asarray(live, dtype=bool)
+    n_leaves = live.shape[0]
+    if traffic is None:
+        traffic = np.ones((n_leaves, n_leaves)) - np.eye(n_leaves)
+    traffic = np.asarray(traffic, dtype=float)
+    if traffic.shape != (n_leaves, n_leaves) or (traffic < 0).any():
+        raise ValueError(f"traffic must be a non-negative ({n_leaves}, {n_leaves}) matrix")
+    paths = live[:, None, :] & live[None, :, :]  # (a, b, s): s reaches both a and b
+    n_paths = paths.sum(axis=2, keepdims=True)
+    flow = np.where(n_paths > 0, traffic[:, :, None] * paths / np.maximum(n_paths, 1), 0.0)
+    return _normalize(flow.sum(axis=0)), _normalize(flow.sum(axis=1).T)
+
+
+def _normalize(volume: np.ndarray) -> np.ndarray:
+    total = volume.sum(axis=-1, keepdims=True)
+    return np.divide(volume, total, out=np.zeros_like(volume), where=total > 0)
+
+
+def learned_shares(packets: np.ndarray) -> np.ndarray:
+    """Shares learned from reference iterations: each port's pooled fraction of the switch's ingress.
+
+    Args:
+        packets: (W, P) packets received per reference iteration and port.
+
+    Returns:
+        (P,) shares summing to 1 (all zero if nothing arrived). Pooling is the maximum
+        likelihood estimate under multinomial spraying.
+
+    Examples:
+        >>> learned_shares(np.array([[30, 10], [50, 10]])).tolist()
+        [0.8, 0.2]
+    """
+    return _normalize(np.asarray(packets, dtype=float).sum(axis=0))
+
+
+def share_under_loss(share: float | np.ndarray, loss: float | np.ndarray) -> float | np.ndarray:
+    """Share of a port whose link drops ``loss`` of its packets (losses re-sprayed over all ports).
+
+    Examples:
+        >>> round(share_under_loss(0.25, 0.04), 6)    # 0.25 * 0.96 / 0.99
+        0.242424
+    """
+    return share * (1 - loss) / (1 - share * loss)
+
+
+def loss_from_shares(expected: float | np.ndarray, observed: float | np.ndarray) -> float | np.ndarray:
+    """Invert :func:`share_under_loss`: the loss rate that turns ``expected`` into ``observed``.
+
+    Clipped to [0, 1]; a port with a higher share than expected has loss 0.
+
+    Examples:
+        >>> round(float(loss_from_shares(0.25, share_under_loss(0.25, 0.04))), 6)
+        0.04
+    """
+    expected = np.asarray(expected, dtype=float)
+    observed = np.asarray(observed, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = (expected - observed) / (expected * (1 - observed))
+    return np.clip(np.nan_to_num(p, nan=0.0), 0.0, 1.0)
+
+
+def learned_dispersion(packets: np.ndarray, shares: np.ndarray) -> float:
+    """Variance of the reference counts over the binomial variance, at least 1.
+
+    With shares pooled from the same W iterations, E[(x - N pi)^2] = (W-1)/W * N pi (1-pi)
+    under spraying, so the mean squared standardized residual is scaled by W/(W-1). Real
+    counters noisier than per-packet spraying get a factor > 1, which widens the CUSUM's variance.
+
+    Args:
+        packets: (W, P) reference packets, W >= 2.
+        shares: (P,) shares learned from them.
+
+    Returns:
+        max(1, estimated dispersion).
+    """
+    x = np.asarray(packets, dtype=float)
+    if x.shape[0] < 2:
+        return 1.0
+    n = x.sum(axis=1, keepdims=True)
+    var = n * shares * (1 - shares)
+    z2 = np.divide((x - n * shares) ** 2, var, out=np.zeros_like(x), where=var > 0)
+    judged = np.broadcast_to(var > 0, x.shape)
+    if not judged.any():
+        return 1.0
+    w = x.shape[0]
+    return max(1.0, float(z2[judged].mean()) * w / (w - 1))

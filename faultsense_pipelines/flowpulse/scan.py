@@ -1,0 +1,160 @@
+"""Scan a fabric's counters: judge every reporting switch locally, then name the lossy links.
+
+Each switch that exported counters is judged on its own (:func:`detect.detect_switch`) against
+expected shares that are either analytic (the spraying model over the topology's live links,
+assuming every leaf pair exchanges equal traffic) or learned from the switch's first
+``reference`` iterations. A flagged ingress port names the link it sits on (the switch, the
+port, the peer at the other end).
+
+A loss on a leaf-to-spine link also thins what that spine forwards on, so the next leaf's port
+from that spine sees an *echo* of the deficit. When the spine's own counters are present and
+the spine flagged a port (facing another switch) from about the same iteration, the leaf's
+alarm is an echo and is dropped. Without spine counters the echo is reported at the leaf port
+where it was seen (the spine is right, the leaf side may not be).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
+from faultsense_pipelines.flowpulse.detect import detect_switch
+from faultsense_pipelines.flowpulse.model import learned_dispersion, learned_shares, spray_shares
+from faultsense_pipelines.flowpulse.topology import FabricTopology
+
+__all__ = ["LinkFault", "ScanConfig", "scan"]
+
+Model = Literal["learned", "analytic"]
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """Detector settings.
+
+    Attributes:
+        model: ``"learned"`` (shares from each switch's first ``reference`` iterations) or
+            ``"analytic"`` (spraying model of the topology; catches a loss present from the
+            first iteration, but assumes every leaf pair exchanges equal traffic).
+        reference: iterations the learned shares come from (>= 2); not judged themselves.
+        design_loss: loss rate the CUSUM is tuned to, in (0, 1).
+        threshold: CUSUM alarm level, log-likelihood ratio (> 0).
+        echo_slack: iterations within which a spine alarm explains a leaf alarm behind it.
+    """
+
+    model: Model = "learned"
+    reference: int = 20
+    design_loss: float = 0.005
+    threshold: float = 24.0
+    echo_slack: int = 3
+
+    def __post_init__(self) -> None:
+        if self.model not in ("learned", "analytic"):
+            raise ValueError(f"model must be 'learned' or 'analytic', got {self.model!r}")
+        if self.reference < 2:
+            raise ValueError(f"reference must be >= 2 iterations, got {self.reference}")
+        if not 0 < self.design_loss < 1:
+            raise ValueError(f"design_loss must be in (0, 1), got {self.design_loss}")
+        if self.threshold <= 0:
+            raise ValueError(f"threshold must be > 0, got {self.threshold}")
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    """A link that loses packets, as seen by the switch at its receiving end.
+
+    Attributes:
+        switch, port: the receiving switch and its port; ``peer`` the switch that sends on it.
+        first_iteration: iteration where the deviation began.
+        detected_iteration: iteration at which the alarm was raised.
+        loss_estimate: estimated fraction of the link's packets lost (0..1).
+    """
+
+    switch: str
+    port: str
+    peer: str
+    first_iteration: int
+    detected_iteration: int
+    loss_estimate: float
+
+    def to_json(self) -> dict:
+        """The CLI contract's fields: switch, port, peer, first_iteration, loss_estimate."""
+        d = asdict(self)
+        d.pop("detected_iteration")
+        return d
+
+
+def _analytic(topology: FabricTopology, ing: SwitchIngress) -> np.ndarray:
+    leaf_in, spine_in = spray_shares(topology.live_matrix())
+    leaves = {n: i for i, n in enumerate(topology.leaves)}
+    spines = {n: j for j, n in enumerate(topology.spines)}
+    if ing.switch in leaves:
+        shares = np.array([leaf_in[leaves[ing.switch], spines[p]] for p in ing.peers])
+    else:
+        shares = np.array([spine_in[spines[ing.switch], leaves[p]] for p in ing.peers])
+    total = shares.sum()
+    return shares / total if total > 0 else shares
+
+
+def _judge(topology: FabricTopology, ing: SwitchIngress, config: ScanConfig) -> list[LinkFault]:
+    packets = np.where(ing.up, ing.packets, 0)  # a down link is expected to carry nothing
+    first = 0
+    if config.model == "analytic":
+        shares, ref, disp = _analytic(topology, ing) * ing.up, np.inf, 1.0
+    else:
+        if packets.shape[0] <= config.reference:
+            return []
+        reference = packets[: config.reference]
+        shares = learned_shares(reference)
+        ref = float(reference.sum())
+        disp = learned_dispersion(reference, shares)
+        packets, first = packets[config.reference :], config.reference
+    alarms = detect_switch(packets, shares, design_loss=config.design_loss, threshold=config.threshold,
+                           reference_packets=ref, dispersion=disp)
+    its = ing.iterations
+    return [
+        LinkFault(ing.switch, ing.ports[a.port], ing.peers[a.port], int(its[first + a.start]),
+                  int(its[first + a.alarm]), round(a.loss_estimate, 6))
+        for a in alarms
+    ]
+
+
+def _drop_echoes(faults: list[LinkFault], reporting: set[str], slack: int) -> list[LinkFault]:
+    by_switch: dict[str, list[LinkFault]] = {}
+    for f in faults:
+        by_switch.setdefault(f.switch, []).append(f)
+
+    def echo(f: LinkFault) -> bool:
+        if f.peer not in reporting:
+            return False
+        return any(u.peer != f.switch and u.first_iteration <= f.first_iteration + slack
+                   for u in by_switch.get(f.peer, []))
+
+    return [f for f in faults if not echo(f)]
+
+
+def scan(frame: pd.DataFrame, topology: FabricTopology, config: ScanConfig = ScanConfig()) -> list[LinkFault]:
+    """Find the lossy links in validated counters (:func:`counters.validate_counters`).
+
+    Args:
+        frame: counters in the file contract.
+        topology: the fabric the counters come from.
+        config: detector settings.
+
+    Returns:
+        Lossy links, sorted by first iteration, switch and port.
+
+    Raises:
+        ValueError: counters naming a switch, port or peer the topology does not have.
+
+    Notes:
+        O(rows) to pivot plus O(T * P) per switch for the CUSUM.
+    """
+    check_topology(frame, topology)
+    ingress = ingress_packets(frame, topology)
+    faults = [f for ing in ingress for f in _judge(topology, ing, config)]
+    faults = _drop_echoes(faults, {ing.switch for ing in ingress}, config.echo_slack)
+    return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
