@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cover import Cover
-from .probes import ProbeExecutor, ProbeMeasurement
+from .drilldown import drilldown
+from .drilldown.common import Finding
+from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
 from .suspects import SuspectRule, default_rule, probe_fails, probe_latency_ms
 from .topology import Link
 
@@ -187,8 +189,47 @@ class Localization:
 def run_phase1(
     executor: ProbeExecutor, cover: Cover, *, repeats: int = 1, rule: SuspectRule | None = None
 ) -> Phase1Result:
-    """Run every cover probe ``repeats`` times and judge the sweep with ``rule``."""
-    raise NotImplementedError  # implementation lands in the next commit
+    """Run every cover probe ``repeats`` times and judge the sweep.
+
+    Args:
+        executor: runs the probes on the replica.
+        cover: the Phase 1 plan; ``cover.gpus`` must equal ``executor.gpus``.
+        repeats: measurements per probe (>= 1); the rule uses their median.
+        rule: suspect rule; :func:`~faultsense_pipelines.suspects.default_rule` when ``None``.
+
+    Returns:
+        A :class:`Phase1Result` with one record per cover probe, in cover order.
+
+    Raises:
+        ValueError: if the cover and executor disagree on the GPU count or ``repeats < 1``.
+    """
+    _check(executor, cover.gpus, repeats)
+    rule = rule or default_rule()
+    measured = [_measure(executor, probe, repeats) for probe in cover.probes]
+    ok = [i for i, m in enumerate(measured) if m.ok]
+    baseline = threshold = None
+    suspects: tuple[int, ...] = ()
+    degraded = False
+    if ok:
+        verdict = rule.judge([measured[i].latencies_ms for i in ok])
+        baseline, threshold = verdict.baseline_ms, verdict.threshold_ms
+        suspects = tuple(ok[j] for j in verdict.suspects)
+        degraded = verdict.replica_degraded
+    slow = set(suspects)
+    records = tuple(
+        _record(1, i, m, "error" if not m.ok else "fail" if i in slow else "pass") for i, m in enumerate(measured)
+    )
+    return Phase1Result(
+        gpus=cover.gpus,
+        probe_size=cover.probe_size,
+        cover_method=cover.method,
+        records=records,
+        baseline_ms=baseline,
+        threshold_ms=threshold,
+        suspect_probes=suspects,
+        replica_degraded=degraded,
+        errors=len(measured) - len(ok),
+    )
 
 
 def run_phase2(
@@ -199,8 +240,40 @@ def run_phase2(
     repeats: int = 1,
     rule: SuspectRule | None = None,
 ) -> Localization:
-    """Drill into the suspects of ``phase1`` and return the verdicts."""
-    raise NotImplementedError  # implementation lands in the next commit
+    """Drill into the suspects of ``phase1`` and return the verdicts.
+
+    Every Phase 2 probe is measured ``repeats`` times and judged against Phase 1's
+    ``threshold_ms`` (the same rule, the same baseline), so ``rule`` only matters when it
+    differs from the one Phase 1 used; it is accepted for symmetry and not re-applied.
+
+    Args:
+        executor: the executor Phase 1 ran on.
+        phase1: the sweep to drill into.
+        method: ``"adaptive"`` (default) or ``"paper"``.
+        repeats: measurements per Phase 2 probe.
+        rule: see above.
+
+    Returns:
+        A :class:`Localization`; with no suspect, or a degraded replica, it has no Phase 2
+        probe and no verdict.
+    """
+    del rule
+    _check(executor, phase1.gpus, repeats)
+    if not phase1.needs_drilldown or phase1.threshold_ms is None:
+        return Localization(phase1, (), ())
+    threshold, records = phase1.threshold_ms, []
+
+    def oracle(gpus: tuple[int, ...]) -> bool | None:
+        m = _measure(executor, gpus, repeats)
+        fails = m.ok and probe_fails(m.latencies_ms, threshold)
+        records.append(_record(2, len(records), m, "error" if not m.ok else "fail" if fails else "pass"))
+        return None if not m.ok else fails
+
+    passed = [r.gpus for r in phase1.records if r.outcome == "pass"]
+    failed = [r.gpus for r in phase1.records if r.outcome == "fail"]
+    result = drilldown(phase1.gpus, phase1.probe_size, passed, failed, oracle, method)
+    verdicts = tuple(_verdict(f, records, phase1.baseline_ms) for f in result.findings)
+    return Localization(phase1, tuple(records), verdicts)
 
 
 def localize(
@@ -211,6 +284,32 @@ def localize(
     rule: SuspectRule | None = None,
     method: str = "adaptive",
 ) -> Localization:
-    """Phase 1 then, if needed, Phase 2 on one replica."""
+    """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`)."""
     phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule)
     return run_phase2(executor, phase1, method=method, repeats=repeats, rule=rule)
+
+
+def _check(executor: ProbeExecutor, gpus: int, repeats: int) -> None:
+    if executor.gpus != gpus:
+        raise ValueError(f"executor drives {executor.gpus} GPUs but the plan has gpus={gpus}")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+
+
+def _measure(executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int) -> ProbeMeasurement:
+    try:
+        return executor.run(gpus, repeats)
+    except ExecutorError as exc:
+        return ProbeMeasurement(tuple(sorted(gpus)), (), error=str(exc) or type(exc).__name__)
+
+
+def _record(phase: int, index: int, m: ProbeMeasurement, outcome: str) -> ProbeRecord:
+    return ProbeRecord(phase, index, tuple(sorted(m.gpus)), tuple(m.latencies_ms), m.error, outcome)
+
+
+def _verdict(f: Finding, records: list[ProbeRecord], baseline_ms: float | None) -> Verdict:
+    slowdown = None
+    if f.evidence is not None and baseline_ms:
+        latency = records[f.evidence].latency_ms
+        slowdown = None if latency is None else latency / baseline_ms
+    return Verdict(f.kind, f.gpu, f.peer_gpu, f.status, slowdown, 2, f.tests_used)

@@ -1,0 +1,82 @@
+"""``faultsense simulate``: Phase 1 + Phase 2 on a simulated replica described by a scenario file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..cover import COVER_METHODS, plan_cover
+from ..drilldown import DRILLDOWN_METHODS
+from ..localize import Localization, localize
+from ..scenario import parse_scenario
+from ..suspects import MedianRatioRule, default_rule
+from .errors import fail
+
+__all__ = ["register", "simulate"]
+
+
+def simulate(
+    scenario: Annotated[Path, typer.Option("--scenario", help="Scenario JSON file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    cover: Annotated[str, typer.Option("--cover", help="Phase 1 cover: greedy | best.")] = "best",
+    drilldown: Annotated[str, typer.Option("--drilldown", help="Phase 2: adaptive | paper.")] = "adaptive",
+    repeats: Annotated[int, typer.Option("--repeats", help="Measurements per probe (median).")] = 1,
+    alpha: Annotated[
+        float | None,
+        typer.Option("--alpha", help="Use the paper's rule T_i > alpha * median(T) instead of the robust rule."),
+    ] = None,
+) -> None:
+    """Localize the faults of a simulated replica (FaultSense Phase 1 + Phase 2)."""
+    if cover not in COVER_METHODS:
+        fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {cover!r}")
+    if drilldown not in DRILLDOWN_METHODS:
+        fail(f"--drilldown must be one of {', '.join(DRILLDOWN_METHODS)}, got {drilldown!r}")
+    if repeats < 1:
+        fail(f"--repeats must be >= 1, got {repeats}")
+    try:
+        text = scenario.read_text()
+    except OSError as exc:
+        fail(f"--scenario {scenario}: cannot read ({exc.strerror or exc})")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"--scenario {scenario}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+    try:
+        sc = parse_scenario(obj)
+        rule = default_rule() if alpha is None else MedianRatioRule(alpha)
+    except ValueError as exc:
+        fail(f"{'--alpha' if 'alpha' in str(exc) else f'scenario {scenario}'}: {exc}")
+    plan = plan_cover(sc.gpus, sc.probe_size, cover)
+    result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=drilldown)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict()))
+    else:
+        Console().print(_table(result, drilldown))
+
+
+def _table(result: Localization, method: str) -> Table:
+    p1 = result.phase1
+    table = Table(title=f"FaultSense: {p1.gpus} GPUs, probe size {p1.probe_size}, cover {p1.cover_method}, drill-down {method}")
+    table.add_column("component")
+    table.add_column("status")
+    table.add_column("slowdown", justify="right")
+    table.add_column("Phase 2 probes", justify="right")
+    for v in sorted(result.verdicts, key=lambda v: (v.component_kind, v.gpu, v.peer_gpu or -1)):
+        name = f"GPU {v.gpu}" if v.peer_gpu is None else f"link {v.gpu}-{v.peer_gpu}"
+        table.add_row(name, v.status, "" if v.slowdown is None else f"{v.slowdown:.2f}x", str(v.probes_used))
+    degraded = "  REPLICA DEGRADED (most probes slow): no localization" if result.replica_degraded else ""
+    table.caption = (
+        f"probes: Phase 1 {result.probes_phase1}, Phase 2 {result.probes_phase2}; "
+        f"suspect probes {len(p1.suspect_probes)}{degraded}"
+    )
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``simulate`` to the ``faultsense`` command."""
+    app.command("simulate")(simulate)

@@ -1,0 +1,55 @@
+"""Phase 2 drill-down: from suspect probes to the faulty GPUs and GPU-to-GPU paths.
+
+Both methods are pure functions over a *test oracle*: ``test(gpus) -> True`` (the probe over
+``gpus`` is slow), ``False`` (it passed) or ``None`` (it could not be measured). They know
+nothing of executors, latencies or ledgers; :mod:`faultsense_pipelines.localize` wires them
+to a real executor and a suspect rule.
+
+* ``"paper"`` -- the paper's Algorithm 2, one padded probe per suspect component (:mod:`.paper`).
+* ``"adaptive"`` (default) -- exonerate, then adaptive group testing by halving (:mod:`.adaptive`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .adaptive import adaptive_drilldown
+from .common import DrilldownResult, Finding, Oracle
+from .paper import paper_drilldown
+
+__all__ = ["DrilldownResult", "Finding", "Oracle", "DRILLDOWN_METHODS", "drilldown"]
+
+DRILLDOWN_METHODS: tuple[str, ...] = ("adaptive", "paper")
+
+
+def drilldown(
+    n: int,
+    k: int,
+    passed: Sequence[Sequence[int]],
+    failed: Sequence[Sequence[int]],
+    test: Oracle,
+    method: str = "adaptive",
+) -> DrilldownResult:
+    """Localize the faults behind the ``failed`` Phase 1 probes.
+
+    Args:
+        n: GPUs in the replica.
+        k: probe size; every Phase 2 probe has exactly ``min(k, n)`` GPUs.
+        passed: GPU sets of the Phase 1 probes that passed (everything in them is healthy).
+        failed: GPU sets of the suspect Phase 1 probes (the suspect groups).
+        test: the oracle that runs one Phase 2 probe.
+        method: ``"adaptive"`` or ``"paper"``.
+
+    Returns:
+        A :class:`DrilldownResult`.
+
+    Raises:
+        ValueError: on an unknown method or a GPU id outside ``0..n-1``.
+    """
+    methods: dict[str, Callable[..., DrilldownResult]] = {
+        "adaptive": adaptive_drilldown,
+        "paper": paper_drilldown,
+    }
+    if method not in methods:
+        raise ValueError(f"drilldown method must be one of {', '.join(DRILLDOWN_METHODS)}, got {method!r}")
+    return methods[method](n, k, passed, failed, test)

@@ -1,0 +1,164 @@
+"""Adaptive Phase 2 drill-down: exonerate, then group testing by halving.
+
+A probe fails iff it holds a faulty GPU or both ends of a faulty link, so a *minimal* failing
+GPU set has one GPU (a faulty GPU) or two (a faulty link). Starting from a suspect group, we
+keep the half that still fails (delta debugging), and when both halves pass the fault is a
+link across them, found by halving each side in turn. Each fault costs O(log k) probes
+instead of the paper's O(k^2). After a fault is found, the rest of the group is re-tested
+without it (for a link (a, b): the group minus a and the group minus b), so several faults
+in one group are all found, and no component is ever blamed for an unrelated fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .common import DrilldownResult, Knowledge, Oracle, Unmeasurable
+
+__all__ = ["adaptive_drilldown"]
+
+
+def adaptive_drilldown(
+    n: int, k: int, passed: Sequence[Sequence[int]], failed: Sequence[Sequence[int]], test: Oracle
+) -> DrilldownResult:
+    """Localize every fault behind the suspect groups with adaptive group testing.
+
+    Args:
+        n: GPUs in the replica.
+        k: probe size.
+        passed: GPU sets of the Phase 1 probes that passed; everything in them is exonerated.
+        failed: GPU sets of the suspect Phase 1 probes (suspect groups).
+        test: Phase 2 oracle, ``test(gpus) -> True`` when slow, ``False`` when it passed,
+            ``None`` when unmeasured.
+
+    Returns:
+        A :class:`DrilldownResult`: confirmed GPUs and links; links between two faulty GPUs
+        masked; candidates that could not be probed (error, no clean padding) inconclusive.
+
+    Examples:
+        The paper's Figure 2d (n=8, k=4, path (3, 4) slow): halves (2, 3) and (4, 5) pass,
+        (2, 4, 5) passes, (3, 4) fails and pins the path; a fifth probe clears (3, 5), the
+        one link of the group still untested:
+
+        >>> cover = [(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)]
+        >>> r = adaptive_drilldown(8, 4, cover[:5], cover[5:], lambda gpus: 3 in gpus and 4 in gpus)
+        >>> [(f.gpu, f.peer_gpu, f.status) for f in r.findings], r.tests
+        ([(3, 4, 'confirmed')], 5)
+
+    Notes:
+        Every Phase 2 probe is padded to k GPUs with exonerated GPUs whose links among
+        themselves and to the test's exonerated GPUs are exonerated, so a failure can only
+        come from candidates. A GPU is confirmed only when it fails with two disjoint
+        paddings (a slow link to one padding GPU cannot explain both). Probes per fault:
+        about 2 log2 k + 2; a suspect group with nothing left to find costs one probe.
+
+    References:
+        FaultSense (APSys '26), §4.3 (drill-down and the intersection pitfall);
+        A. Zeller and R. Hildebrandt, "Simplifying and isolating failure-inducing input",
+        IEEE TSE 28(2), 2002 (delta debugging); D.-Z. Du and F. K. Hwang, "Combinatorial
+        Group Testing and Its Applications", 2nd ed., 2000 (adaptive group testing).
+    """
+    kn = Knowledge(n, k, passed, test)
+    for group in failed:
+        _resolve_group(kn, set(group))
+    return kn.result()
+
+
+def _resolve_group(kn: Knowledge, group: set[int]) -> None:
+    """Find every fault among the candidates of one suspect group."""
+    stack: list[tuple[set[int], bool]] = [(group, True)]  # (GPU set, known to fail)
+    budget = 4 * kn.k * kn.k  # guard against noise-driven loops; ample for d <= k faults
+    while stack and budget > 0:
+        gpus, known_fail = stack.pop()
+        # a failure already explained by a confirmed fault says nothing about the rest
+        known_fail = known_fail and not (gpus & kn.bad_gpu or kn.known_fault_inside(gpus))
+        w = kn.core(gpus)
+        if not w:
+            continue
+        bad = kn.known_fault_inside(w)
+        if bad is not None:  # re-test the rest without the known faulty link
+            stack += [(w - {bad[0]}, False), (w - {bad[1]}, False)]
+            continue
+        start = kn.tests
+        try:
+            if not known_fail and not kn.test(w):
+                continue
+            _isolate(kn, w)
+        except Unmeasurable:
+            kn.give_up(w)
+            continue
+        budget -= max(1, kn.tests - start)
+        stack.append((w, False))  # re-test the rest of the group without what was found
+    if stack:
+        kn.give_up(set().union(*(g for g, _ in stack)))
+
+
+def _isolate(kn: Knowledge, w: set[int]) -> None:
+    """``w`` fails: find one minimal failing set inside it and confirm it."""
+    while True:
+        w = kn.core(w)
+        if len(w) <= 1:
+            break
+        a, b = _halves(w)
+        if kn.test(a):
+            w = a
+            continue
+        if kn.test(b):
+            w = b
+            continue
+        a, b = a & kn.core(w), b & kn.core(w)  # both halves passed: a link across them
+        if not a or not b:
+            return
+        w = _isolate_cross(kn, a, b)
+        break
+    if len(w) == 1:
+        _confirm_gpu(kn, next(iter(w)))
+    elif len(w) == 2:
+        _confirm_link(kn, tuple(sorted(w)))
+
+
+def _isolate_cross(kn: Knowledge, a: set[int], b: set[int]) -> set[int]:
+    """A fault lies on a link between ``a`` and ``b`` (each side healthy inside): find its ends."""
+    while len(a) > 1:
+        a1, a2 = _halves(a)
+        a = a1 if kn.test(a1 | b) else a2 & kn.core(a2 | b)
+        a = a or a1  # nothing left on that side: the failure was noise; confirm will tell
+    while len(b) > 1:
+        b1, b2 = _halves(b)
+        b = b1 if kn.test(a | b1) else b2 & kn.core(a | b2)
+        b = b or b1
+    return a | b
+
+
+def _confirm_gpu(kn: Knowledge, g: int) -> None:
+    """Confirm GPU ``g`` with two probes over disjoint paddings; else its slow link is found later."""
+    first = kn.last_fail
+    if first is not None and first[0] == {g}:
+        evidence = first[2]
+        pad1 = _padding_of(kn, first[2], g)
+    else:
+        if not kn.test({g}):
+            return
+        evidence, pad1 = kn.tests - 1, _padding_of(kn, kn.tests - 1, g)
+    if kn.test({g}, avoid=pad1):
+        kn.confirm_gpu(g, evidence)
+
+
+def _confirm_link(kn: Knowledge, e: tuple[int, int]) -> None:
+    """Confirm link ``e`` between two exonerated GPUs with one cleanly padded probe."""
+    last = kn.last_fail
+    if last is not None and last[0] == set(e) and last[1]:
+        kn.confirm_link(e, last[2])
+        return
+    if kn.test(set(e)) and kn.last_fail is not None and kn.last_fail[1]:
+        kn.confirm_link(e, kn.tests - 1)
+
+
+def _padding_of(kn: Knowledge, index: int, g: int) -> set[int]:
+    return set(kn.probes[index]) - {g}
+
+
+def _halves(w: set[int]) -> tuple[set[int], set[int]]:
+    s = sorted(w)
+    mid = (len(s) + 1) // 2
+    return set(s[:mid]), set(s[mid:])

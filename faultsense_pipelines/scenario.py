@@ -1,0 +1,78 @@
+"""A simulation scenario: replica size, probe size, injected faults, noise and seed.
+
+The JSON form read by ``faultsense simulate --scenario FILE``::
+
+    {"gpus": 32, "probe_size": 4,
+     "faults": [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}],
+     "noise": {"sigma": 0.02}, "seed": 7}
+
+``noise`` and ``seed`` are optional (noise-free, seed 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .faults import Fault, parse_faults
+from .simulator import SimulatedReplica
+
+__all__ = ["Scenario", "parse_scenario"]
+
+_FIELDS = {"gpus", "probe_size", "faults", "noise", "seed"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario (see the module docstring for the JSON form)."""
+
+    gpus: int
+    probe_size: int
+    faults: tuple[Fault, ...]
+    noise_sigma: float = 0.0
+    seed: int = 0
+
+    def replica(self) -> SimulatedReplica:
+        """The simulated replica (``simulated`` executor) of this scenario."""
+        return SimulatedReplica(self.gpus, self.faults, self.noise_sigma, self.seed)
+
+
+def parse_scenario(obj: object) -> Scenario:
+    """Validate a decoded JSON scenario.
+
+    Raises:
+        ValueError: naming the bad field (missing, unknown, wrong type, k > n, unknown GPU
+            id, slowdown <= 0, negative sigma, ...).
+
+    >>> parse_scenario({"gpus": 8, "probe_size": 4, "faults": [{"link": [3, 4], "slowdown": 2}]}).faults
+    (LinkFault(link=(3, 4), slowdown=2.0),)
+    """
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"scenario must be a JSON object, got {type(obj).__name__}")
+    unknown = set(obj) - _FIELDS
+    if unknown:
+        raise ValueError(f"scenario has unknown field(s) {sorted(unknown)}")
+    for name in ("gpus", "probe_size", "faults"):
+        if name not in obj:
+            raise ValueError(f"scenario field {name!r} is missing")
+    n, k = _int(obj["gpus"], "gpus", 2), _int(obj["probe_size"], "probe_size", 2)
+    if k > n:
+        raise ValueError(f"probe_size must be <= gpus, got probe_size={k} > gpus={n}")
+    faults = parse_faults(obj["faults"], n)
+    sigma = 0.0
+    if "noise" in obj:
+        noise = obj["noise"]
+        if not isinstance(noise, Mapping) or set(noise) - {"sigma"}:
+            raise ValueError(f"noise must be an object like {{\"sigma\": 0.02}}, got {noise!r}")
+        sigma = noise.get("sigma", 0.0)
+        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) or sigma < 0:
+            raise ValueError(f"noise.sigma must be a finite number >= 0, got {sigma!r}")
+    seed = _int(obj.get("seed", 0), "seed", 0)
+    return Scenario(n, k, faults, float(sigma), seed)
+
+
+def _int(v: object, name: str, minimum: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+    return v

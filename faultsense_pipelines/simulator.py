@@ -1,0 +1,95 @@
+"""A simulated replica: the ``simulated`` probe executor.
+
+The replica has n GPUs with injected :mod:`faults <faultsense_pipelines.faults>`. A probe's
+latency is ``base_ms`` x the worst slowdown among the GPUs and links it touches x
+multiplicative lognormal noise exp(N(0, sigma^2)) per repeat -- the model of FaultSense's
+simulation (APSys '26, §5), with the noise the paper left out. Seeded and reproducible: the
+same (faults, sigma, seed) and the same sequence of calls give the same latencies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .faults import Fault, GpuFault, LinkFault
+from .probes import ProbeMeasurement
+
+__all__ = ["SimulatedReplica", "DEFAULT_BASE_MS"]
+
+#: Healthy probe latency, ms: the order of a one-layer MoE forward with an all-to-all.
+DEFAULT_BASE_MS = 20.0
+
+
+class SimulatedReplica:
+    """Probe executor over a simulated replica (implements ``ProbeExecutor``).
+
+    Args:
+        gpus: n, GPUs in the replica (>= 1).
+        faults: injected faults; ids must lie in ``0..n-1``.
+        noise_sigma: sigma of the lognormal noise per repeat (>= 0; 0 = noise-free).
+        seed: seed of the noise generator.
+        base_ms: healthy probe latency, ms (> 0).
+
+    Raises:
+        ValueError: naming the bad argument.
+
+    >>> from faultsense_pipelines.faults import LinkFault
+    >>> r = SimulatedReplica(8, [LinkFault((3, 4), 1.5)], base_ms=10.0)
+    >>> r.run([2, 3, 4, 5]).latencies_ms, r.run([0, 1, 2, 3]).latencies_ms
+    ((15.0,), (10.0,))
+    """
+
+    name = "simulated"
+
+    def __init__(
+        self,
+        gpus: int,
+        faults: Sequence[Fault] = (),
+        noise_sigma: float = 0.0,
+        seed: int = 0,
+        base_ms: float = DEFAULT_BASE_MS,
+    ) -> None:
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+            raise ValueError(f"gpus must be an integer >= 1, got {gpus!r}")
+        if not math.isfinite(noise_sigma) or noise_sigma < 0:
+            raise ValueError(f"noise_sigma must be a finite number >= 0, got {noise_sigma!r}")
+        if not math.isfinite(base_ms) or base_ms <= 0:
+            raise ValueError(f"base_ms must be a finite number > 0, got {base_ms!r}")
+        for f in faults:
+            ids = (f.gpu,) if isinstance(f, GpuFault) else f.link
+            if not isinstance(f, GpuFault | LinkFault) or any(not 0 <= g < gpus for g in ids):
+                raise ValueError(f"fault {f!r} names a GPU outside 0..{gpus - 1}")
+        self.gpus = gpus
+        self.faults = tuple(faults)
+        self.noise_sigma = float(noise_sigma)
+        self.seed = seed
+        self.base_ms = float(base_ms)
+        self.probes_run = 0
+        self._rng = np.random.default_rng(seed)
+
+    def slowdown(self, gpus: Sequence[int]) -> float:
+        """The worst slowdown among the faults a probe over ``gpus`` touches (1.0 if none)."""
+        members = frozenset(gpus)
+        return max((f.slowdown for f in self.faults if f.touches(members)), default=1.0)
+
+    def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
+        """Measure the probe over ``gpus`` ``repeats`` times (ms)."""
+        probe = tuple(sorted(set(gpus)))
+        if not probe or any(isinstance(g, bool) or not isinstance(g, int | np.integer) for g in probe):
+            raise ValueError(f"a probe needs integer GPU ids, got {list(gpus)!r}")
+        if probe[0] < 0 or probe[-1] >= self.gpus:
+            raise ValueError(f"probe {list(probe)} names a GPU outside 0..{self.gpus - 1}")
+        if repeats < 1:
+            raise ValueError(f"repeats must be >= 1, got {repeats}")
+        self.probes_run += 1
+        mean = self.base_ms * self.slowdown(probe)
+        if self.noise_sigma == 0.0:
+            return ProbeMeasurement(probe, (mean,) * repeats)
+        noise = np.exp(self._rng.normal(0.0, self.noise_sigma, size=repeats))
+        return ProbeMeasurement(probe, tuple(float(mean * x) for x in noise))
+
+    def close(self) -> None:
+        """Nothing to release; safe to call twice."""
