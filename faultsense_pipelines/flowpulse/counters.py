@@ -49,18 +49,23 @@ def _check_int(frame: pd.DataFrame, col: str) -> None:
     if nulls.any():
         raise ValueError(f"counters: column {col!r} has a missing value (row {int(np.argmax(nulls))})")
     if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
-        bad = pd.to_numeric(values, errors="coerce").isna().to_numpy()
-        row = int(np.argmax(bad)) if bad.any() else 0
-        raise ValueError(f"counters: column {col!r} must hold integers, got {values.iloc[row]!r} (row {row})")
+        numeric = pd.to_numeric(values, errors="coerce")
+        bad = (numeric.isna() | values.map(lambda v: isinstance(v, bool))).to_numpy()
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise ValueError(f"counters: column {col!r} must hold integers, got {values.iloc[row]!r} (row {row})")
+        values = numeric
     if not pd.api.types.is_integer_dtype(values):
         arr = values.to_numpy(dtype=float)
         frac = arr != np.floor(arr)
-        row = int(np.argmax(frac)) if frac.any() else 0
-        raise ValueError(f"counters: column {col!r} must hold integers, got {arr[row]!r} (row {row})")
+        if frac.any():
+            row = int(np.argmax(frac))
+            raise ValueError(f"counters: column {col!r} must hold integers, got {float(arr[row])!r} (row {row})")
     neg = (values < 0).to_numpy()
     if neg.any():
         row = int(np.argmax(neg))
         raise ValueError(f"counters: column {col!r} must be >= 0, got {values.iloc[row]} (row {row})")
+    frame[col] = values
 
 
 def _check_str(frame: pd.DataFrame, col: str) -> None:

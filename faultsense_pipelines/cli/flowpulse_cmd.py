@@ -1,0 +1,95 @@
+"""``faultsense flowpulse``: find lossy fabric links from switch-port counters (FlowPulse).
+
+    faultsense flowpulse scan --counters C.parquet --topology T.yaml [--json]
+    faultsense flowpulse simulate --out DIR [--leaves 4 --spines 8 --loss 0.01 --lossy-leaf 1 ...]
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from faultsense_pipelines.cli.errors import fail
+from faultsense_pipelines.flowpulse.counters import load_counters
+from faultsense_pipelines.flowpulse.scan import ScanConfig, scan
+from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, simulate
+from faultsense_pipelines.flowpulse.topology import fat_tree, load_topology, topology_to_dict
+
+__all__ = ["register"]
+
+flowpulse_app = typer.Typer(help="Find lossy fabric links from switch-port counters (FlowPulse).", no_args_is_help=True)
+
+
+@flowpulse_app.command("scan")
+def scan_cmd(
+    counters: Annotated[Path, typer.Option(help="Counters file (.parquet or .csv).")],
+    topology: Annotated[Path, typer.Option(help="Topology file (.json, .yaml or .yml).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the faults as JSON.")] = False,
+    model: Annotated[str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")] = "learned",
+    reference: Annotated[int, typer.Option(help="Iterations the learned shares come from.")] = 20,
+    design_loss: Annotated[float, typer.Option(help="Loss rate the sequential test is tuned to.")] = 0.005,
+    threshold: Annotated[float, typer.Option(help="CUSUM alarm level (log-likelihood ratio).")] = 24.0,
+) -> None:
+    """Judge every switch from its own counters; print the lossy links."""
+    try:
+        config = ScanConfig(model=model, reference=reference, design_loss=design_loss, threshold=threshold)
+        topo = load_topology(topology)
+        frame = load_counters(counters)
+        faults = scan(frame, topo, config)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps({"faults": [f.to_json() for f in faults]}))
+        return
+    table = Table(title=f"FlowPulse: {len(faults)} lossy link(s)")
+    for col in ("switch", "port", "peer", "first iteration", "detected", "loss estimate"):
+        table.add_column(col)
+    for f in faults:
+        table.add_row(f.switch, f.port, f.peer, str(f.first_iteration), str(f.detected_iteration),
+                      f"{100 * f.loss_estimate:.2f}%")
+    Console().print(table)
+
+
+@flowpulse_app.command("simulate")
+def simulate_cmd(
+    out: Annotated[Path, typer.Option(help="Folder for counters.parquet and topology.json.")],
+    leaves: Annotated[int, typer.Option(help="Leaf switches.")] = 4,
+    spines: Annotated[int, typer.Option(help="Spine switches.")] = 8,
+    hosts_per_leaf: Annotated[int, typer.Option(help="Hosts under each leaf.")] = 8,
+    iterations: Annotated[int, typer.Option(help="All-reduce iterations.")] = 60,
+    buffer_gib: Annotated[float, typer.Option(help="All-reduce buffer per iteration, GiB.")] = 16.0,
+    loss: Annotated[float, typer.Option(help="Loss rate of the lossy link (0 for a healthy run).")] = 0.01,
+    lossy_leaf: Annotated[int, typer.Option(help="Leaf index of the lossy link.")] = 1,
+    lossy_spine: Annotated[int, typer.Option(help="Spine index of the lossy link.")] = 2,
+    direction: Annotated[str, typer.Option(help="Lossy direction: up, down or both.")] = "both",
+    start: Annotated[int, typer.Option(help="Iteration the loss begins.")] = 30,
+    down: Annotated[list[str] | None, typer.Option(help="Down link as LEAF,SPINE (repeatable).")] = None,
+    leaves_only: Annotated[bool, typer.Option(help="Export only the leaf switches' counters.")] = False,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """Write example counters and topology of a sprayed fat tree running ring all-reduce."""
+    try:
+        dead = [tuple(int(v) for v in d.split(",")) for d in down or []]
+        if any(len(d) != 2 for d in dead):
+            raise ValueError(f"--down takes LEAF,SPINE, got {down}")
+        topo = fat_tree(leaves, spines, hosts_per_leaf, down=dead)
+        lossy = [LossyLink(lossy_leaf, lossy_spine, loss, direction, start)] if loss > 0 else []
+        collective = RingAllReduce(buffer_bytes=int(buffer_gib * 2**30))
+        counters = simulate(topo, iterations, collective=collective, lossy=lossy, seed=seed)
+    except ValueError as exc:
+        fail(str(exc))
+    out.mkdir(parents=True, exist_ok=True)
+    frame = counters_frame(counters, topo.leaves if leaves_only else None)
+    frame.to_parquet(out / "counters.parquet", index=False)
+    (out / "topology.json").write_text(json.dumps(topology_to_dict(topo), indent=1))
+    typer.echo(f"wrote {len(frame)} counter rows to {out / 'counters.parquet'} and {out / 'topology.json'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``flowpulse`` sub-command group to the ``faultsense`` app."""
+    app.add_typer(flowpulse_app, name="flowpulse")

@@ -1,0 +1,130 @@
+"""FlowPulse detection on simulated sprayed fat trees: the issue's acceptance cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faultsense_pipelines.flowpulse.counters import validate_counters
+from faultsense_pipelines.flowpulse.model import loss_from_shares, share_under_loss, spray_shares
+from faultsense_pipelines.flowpulse.scan import ScanConfig, scan
+from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, ring_traffic, simulate
+from faultsense_pipelines.flowpulse.topology import fat_tree
+
+# 4 leaves x 8 spines x 8 hosts, a 4 GiB all-reduce per iteration: ~250k packets per uplink.
+COLLECTIVE = RingAllReduce(channels=8, buffer_bytes=4 * 2**30)
+START = 30
+
+
+def _frame(topo, iterations=70, lossy=(), seed=0, switches=None):
+    counters = simulate(topo, iterations, collective=COLLECTIVE, lossy=lossy, seed=seed)
+    return validate_counters(counters_frame(counters, switches)), counters
+
+
+def _links(faults):
+    return {frozenset((f.switch, f.peer)) for f in faults}
+
+
+def test_one_percent_drop_on_one_leaf_spine_link_is_found_and_no_other_link():
+    topo = fat_tree(4, 8, 8)
+    frame, _ = _frame(topo, lossy=[LossyLink(1, 2, 0.01, "both", START)], seed=1)
+    faults = scan(frame, topo)
+    assert _links(faults) == {frozenset(("leaf01", "spine02"))}
+    # both receiving ends saw it: the leaf (spine->leaf direction) and the spine (leaf->spine)
+    assert {(f.switch, f.port) for f in faults} == {("leaf01", "up02"), ("spine02", "down01")}
+    for f in faults:
+        assert START <= f.first_iteration <= START + 1
+        assert f.loss_estimate == pytest.approx(0.01, rel=0.2)
+
+
+def test_down_link_with_traffic_respread_over_other_spines_raises_no_alarm_anywhere():
+    topo = fat_tree(4, 8, 8, down=[(1, 3), (2, 6)])
+    frame, counters = _frame(topo, iterations=120, seed=2)
+    # the down links carry nothing; the leaf's other uplinks carry more than a healthy leaf's
+    assert counters.up_tx[:, 1, 3].sum() == 0 and counters.down_rx[:, 2, 6].sum() == 0
+    assert counters.up_tx[:, 1, 0].mean() > 1.1 * counters.up_tx[:, 0, 0].mean()
+    assert scan(frame, topo) == []
+
+
+def test_detection_works_from_leaf_counters_alone():
+    topo = fat_tree(4, 8, 8)
+    frame, _ = _frame(topo, lossy=[LossyLink(2, 5, 0.01, "down", START)], seed=3, switches=topo.leaves)
+    assert set(frame["switch"]) == set(topo.leaves)
+    faults = scan(frame, topo)
+    assert [(f.switch, f.port, f.peer) for f in faults] == [("leaf02", "up05", "spine05")]
+    assert faults[0].first_iteration == pytest.approx(START, abs=1)
+
+
+def test_uplink_loss_echo_at_the_next_leaf_is_dropped_when_the_spine_reports():
+    topo = fat_tree(4, 8, 8)
+    lossy = [LossyLink(1, 2, 0.02, "up", START)]
+    frame, _ = _frame(topo, lossy=lossy, seed=4)
+    assert [(f.switch, f.port) for f in scan(frame, topo)] == [("spine02", "down01")]
+    # from leaf counters alone the deficit shows at the ring successor's port from that spine
+    leaves_only, _ = _frame(topo, lossy=lossy, seed=4, switches=topo.leaves)
+    assert [(f.switch, f.peer) for f in scan(leaves_only, topo)] == [("leaf02", "spine02")]
+
+
+def test_analytic_model_finds_a_loss_present_from_the_first_iteration():
+    topo = fat_tree(4, 8, 8)
+    frame, _ = _frame(topo, iterations=30, lossy=[LossyLink(0, 7, 0.01, "down", 0)], seed=5)
+    faults = scan(frame, topo, ScanConfig(model="analytic"))
+    assert [(f.switch, f.port, f.first_iteration) for f in faults] == [("leaf00", "up07", 0)]
+    # the learned model takes a loss present from the start as the norm
+    assert scan(frame, topo, ScanConfig(model="learned")) == []
+
+
+@pytest.mark.parametrize("rate", [0.005, 0.02, 0.05])
+def test_loss_estimate_is_close_to_the_injected_rate(rate):
+    topo = fat_tree(4, 8, 8)
+    frame, _ = _frame(topo, iterations=90, lossy=[LossyLink(3, 1, rate, "down", START)], seed=6)
+    (fault,) = scan(frame, topo)
+    assert (fault.switch, fault.peer) == ("leaf03", "spine01")
+    assert fault.loss_estimate == pytest.approx(rate, rel=0.15)
+
+
+@pytest.mark.parametrize("seed", [10, 11, 12])
+def test_healthy_runs_raise_no_alarm_with_either_model(seed):
+    topo = fat_tree(4, 8, 8)
+    frame, _ = _frame(topo, iterations=200, seed=seed)
+    assert scan(frame, topo) == []
+    assert scan(frame, topo, ScanConfig(model="analytic")) == []
+
+
+def test_analytic_shares_match_the_simulated_shares_with_down_links():
+    topo = fat_tree(4, 6, 2, down=[(0, 1), (1, 4), (3, 4)])
+    counters = simulate(topo, 200, collective=COLLECTIVE, seed=7)
+    traffic, _ = ring_traffic(4, 2, COLLECTIVE)
+    leaf_in, spine_in = spray_shares(topo.live_matrix(), traffic)
+    rx = counters.down_rx.sum(axis=0)
+    np.testing.assert_allclose(rx / rx.sum(axis=1, keepdims=True), leaf_in, atol=2e-4)
+    at_spine = counters.up_rx.sum(axis=0).T
+    observed = at_spine / np.maximum(at_spine.sum(axis=1, keepdims=True), 1)
+    np.testing.assert_allclose(observed, spine_in, atol=2e-4)
+    # hand-worked: leaf 1 receives from leaf 0 only; spines 1 (down at leaf 0) and 4 (down at
+    # leaf 1) carry none of it, so leaf 1 gets a quarter from each of spines 0, 2, 3, 5
+    np.testing.assert_allclose(leaf_in[1], [0.25, 0, 0.25, 0.25, 0, 0.25])
+
+
+def test_simulated_share_of_a_lossy_port_follows_the_resprayed_loss_formula():
+    topo = fat_tree(2, 4, 1)
+    counters = simulate(topo, 200, collective=COLLECTIVE, lossy=[LossyLink(1, 0, 0.05, "down")], seed=8)
+    rx = counters.down_rx[:, 1, :].sum(axis=0)
+    assert rx[0] / rx.sum() == pytest.approx(share_under_loss(0.25, 0.05), abs=3e-4)
+    # every packet is delivered in the end: what leaf 1 received equals what leaf 0 meant to send
+    traffic, _ = ring_traffic(2, 1, COLLECTIVE)
+    assert (counters.down_rx[:, 1, :].sum(axis=1) == traffic[0, 1]).all()
+
+
+@given(st.floats(0.01, 0.99), st.floats(0.0, 0.5))
+def test_loss_from_shares_inverts_share_under_loss(share, loss):
+    assert float(loss_from_shares(share, share_under_loss(share, loss))) == pytest.approx(loss, abs=1e-9)
+
+
+def test_same_seed_gives_the_same_counters():
+    topo = fat_tree(2, 4, 2)
+    a = simulate(topo, 5, collective=COLLECTIVE, seed=9)
+    b = simulate(topo, 5, collective=COLLECTIVE, seed=9)
+    assert (a.down_rx == b.down_rx).all() and (a.up_tx == b.up_tx).all()

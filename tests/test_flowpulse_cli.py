@@ -1,0 +1,58 @@
+"""``faultsense flowpulse``: the scan JSON contract and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from faultsense_pipelines.cli import app
+
+runner = CliRunner()
+
+
+def _simulate(tmp_path, *extra: str):
+    result = runner.invoke(app, ["flowpulse", "simulate", "--out", str(tmp_path), "--buffer-gib", "4",
+                                 "--iterations", "60", "--seed", "3", *extra])
+    assert result.exit_code == 0, result.output
+    return tmp_path / "counters.parquet", tmp_path / "topology.json"
+
+
+def test_scan_json_names_the_lossy_link_with_the_contract_fields(tmp_path):
+    counters, topology = _simulate(tmp_path, "--loss", "0.01", "--lossy-leaf", "2", "--lossy-spine", "6",
+                                   "--direction", "down", "--start", "30")
+    result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(topology), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert list(payload) == ["faults"]
+    (fault,) = payload["faults"]
+    assert list(fault) == ["switch", "port", "peer", "first_iteration", "loss_estimate"]
+    assert (fault["switch"], fault["port"], fault["peer"]) == ("leaf02", "up06", "spine06")
+    assert isinstance(fault["first_iteration"], int) and abs(fault["first_iteration"] - 30) <= 1
+    assert 0.007 < fault["loss_estimate"] < 0.013
+
+
+def test_scan_of_a_healthy_run_with_a_down_link_prints_no_faults(tmp_path):
+    counters, topology = _simulate(tmp_path, "--loss", "0", "--down", "1,3", "--leaves-only")
+    result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(topology), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"faults": []}
+
+
+def test_scan_of_malformed_counters_fails_with_one_line_and_exit_2(tmp_path):
+    counters, topology = _simulate(tmp_path, "--loss", "0")
+    frame = pd.read_parquet(counters)
+    frame.loc[5, "direction"] = "ingress"
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(bad), "--topology", str(topology)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: counters: column 'direction' must be 'rx' or 'tx', got 'ingress' (row 5)"
+
+
+def test_scan_with_a_missing_topology_file_fails_with_exit_2(tmp_path):
+    counters, _ = _simulate(tmp_path, "--loss", "0")
+    result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(tmp_path / "no.yaml")])
+    assert result.exit_code == 2
+    assert "cannot read topology file" in result.stderr and len(result.stderr.strip().splitlines()) == 1
