@@ -1,0 +1,98 @@
+"""When sweeps run: the hourly and nightly schedules, and the sensor that keeps replica
+partitions in step with the fleet file.
+
+The replica partition dimension is dynamic (see :mod:`.partitions`): the sensor adds a
+partition for every replica in the fleet file and removes those no longer there, so a new
+replica is swept from the next tick without reloading code. Cover partitions are static
+(one per replica shape, fixed when the code location loads); if the fleet file gains a new
+shape, the sensor says a reload is needed, and sweeps still run (they plan covers
+themselves).
+"""
+
+
+import dagster as dg
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+from faultsense_pipelines.fleet import FleetError
+from resources.fleet import FleetResource
+
+from .partitions import REPLICAS, current_hour_key
+
+__all__ = ["build_hourly_schedule", "build_nightly_schedule", "build_replica_sensor", "NIGHTLY_REPEATS"]
+
+#: Measurements per probe in the nightly sweep (the hourly one uses the fleet's or 3).
+NIGHTLY_REPEATS = 10
+
+
+def build_hourly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition") -> dg.ScheduleDefinition:
+    """Phase 1 sweep (plus drill-down when needed) of every replica, at minute 5 of each hour."""
+    return dg.build_schedule_from_partitioned_job(
+        job, name="hourly_sweep", minute_of_hour=5, description="Sweep every replica of the fleet each hour (one run per replica)."
+    )
+
+
+def build_nightly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition") -> dg.ScheduleDefinition:
+    """A deeper sweep of every replica at 02:30 UTC with :data:`NIGHTLY_REPEATS` repeats per probe.
+
+    It re-sweeps the 02:00 hour partition, replacing the hourly sweep's rows for that hour
+    with the more precise ones.
+    """
+
+    @dg.schedule(
+        name="nightly_deep_sweep",
+        cron_schedule="30 2 * * *",
+        execution_timezone="UTC",
+        job=job,
+        description=f"Nightly sweep of every replica with {NIGHTLY_REPEATS} repeats per probe.",
+    )
+    def nightly_deep_sweep(context: dg.ScheduleEvaluationContext):
+        hour = current_hour_key(context.scheduled_execution_time)
+        replicas = context.instance.get_dynamic_partitions(REPLICAS.name)
+        if not replicas:
+            return dg.SkipReason("no replica partitions yet (the fleet_replica_partitions sensor adds them)")
+        config = {"repeats": NIGHTLY_REPEATS}
+        return [
+            dg.RunRequest(
+                run_key=f"nightly|{hour}|{name}",
+                partition_key=dg.MultiPartitionKey({"hour": hour, "replica": name}),
+                run_config={"ops": {"phase1_probe_run": {"config": config}, "phase2_drilldown": {"config": config}}},
+                tags={"faultsense/sweep": "nightly"},
+            )
+            for name in replicas
+        ]
+
+    return nightly_deep_sweep
+
+
+def build_replica_sensor(cover_shapes: list[str]) -> dg.SensorDefinition:
+    """The sensor that adds and removes replica partitions as the fleet file changes."""
+
+    @dg.sensor(
+        name="fleet_replica_partitions",
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Keeps the sweep's replica partitions equal to the replicas of the fleet file.",
+    )
+    def fleet_replica_partitions(context: dg.SensorEvaluationContext, fleet: FleetResource):
+        try:
+            current_fleet = fleet.load()
+        except FleetError as exc:
+            return dg.SkipReason(f"fleet file is invalid, partitions unchanged: {exc}")
+        wanted = current_fleet.names
+        have = context.instance.get_dynamic_partitions(REPLICAS.name)
+        add = [n for n in wanted if n not in have]
+        remove = [n for n in have if n not in wanted]
+        new_shapes = [s for s in current_fleet.shapes if s not in cover_shapes]
+        if new_shapes:
+            context.log.warning(f"fleet has new replica shapes {new_shapes}: reload the code location to add probe_cover partitions")
+        if not add and not remove:
+            return dg.SkipReason(f"replica partitions match the fleet ({len(wanted)} replicas)")
+        requests = []
+        if add:
+            requests.append(REPLICAS.build_add_request(add))
+        if remove:
+            requests.append(REPLICAS.build_delete_request(remove))
+        context.log.info(f"replica partitions: added {add}, removed {remove}")
+        return dg.SensorResult(dynamic_partitions_requests=requests)
+
+    return fleet_replica_partitions

@@ -1,0 +1,74 @@
+"""Partitions of the sweep: one per (hour, replica); covers: one per replica shape.
+
+The replica dimension is *dynamic*: the ``fleet_replica_partitions`` sensor adds and removes
+replica keys as the fleet file changes, so adding a replica needs no code reload and its
+partitions appear in the UI within a minute. The hour dimension includes the current hour
+(``end_offset=1``): a sweep labelled ``08:00`` is the one measured during that hour.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import dagster as dg
+
+__all__ = [
+    "HOURLY",
+    "REPLICAS",
+    "SWEEP_PARTITIONS",
+    "SweepKey",
+    "sweep_key",
+    "current_hour_key",
+    "cover_partitions",
+]
+
+#: First hour a sweep can be backfilled for.
+SWEEPS_START = "2026-11-01-00:00"
+
+HOURLY = dg.HourlyPartitionsDefinition(start_date=SWEEPS_START, end_offset=1, timezone="UTC")
+REPLICAS = dg.DynamicPartitionsDefinition(name="replica")
+SWEEP_PARTITIONS = dg.MultiPartitionsDefinition({"hour": HOURLY, "replica": REPLICAS})
+
+
+class SweepKey:
+    """One sweep partition: ``hour`` (``"2026-11-30-08:00"``) and ``replica``."""
+
+    def __init__(self, hour: str, replica: str) -> None:
+        self.hour, self.replica = hour, replica
+        self.start = datetime.strptime(hour, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
+
+    @property
+    def day(self) -> str:
+        """The ledger's ``date=`` partition, ``YYYY-MM-DD``."""
+        return self.start.date().isoformat()
+
+    def batch(self, suffix: str = "") -> str:
+        """Ledger file name of this sweep, e.g. ``sim-64-h08`` or ``sim-64-h08-phase1``."""
+        return f"{self.replica}-h{self.start.hour:02d}{'-' + suffix if suffix else ''}"
+
+    def multi_key(self) -> dg.MultiPartitionKey:
+        """As a Dagster partition key."""
+        return dg.MultiPartitionKey({"hour": self.hour, "replica": self.replica})
+
+    def __repr__(self) -> str:
+        return f"SweepKey({self.hour!r}, {self.replica!r})"
+
+
+def sweep_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> SweepKey:
+    """The sweep partition a step runs for."""
+    key = context.partition_key
+    if not isinstance(key, dg.MultiPartitionKey):
+        key = SWEEP_PARTITIONS.get_partition_key_from_str(key)
+    by_dim = key.keys_by_dimension
+    return SweepKey(by_dim["hour"], by_dim["replica"])
+
+
+def current_hour_key(now: datetime | None = None) -> str:
+    """The hour partition containing ``now`` (UTC), e.g. ``"2026-11-30-08:00"``."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    return now.strftime("%Y-%m-%d-%H:00")
+
+
+def cover_partitions(shapes: list[str]) -> dg.StaticPartitionsDefinition:
+    """One ``probe_cover`` partition per replica shape in the fleet (``"n64-k8"``)."""
+    return dg.StaticPartitionsDefinition(shapes)

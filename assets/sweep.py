@@ -1,0 +1,200 @@
+"""The sweep of one replica for one hour: Phase 1 over the cover, then (only if needed) Phase 2.
+
+``phase1_probe_run`` runs every probe of the replica's cover through its executor and records
+every measurement in the ledger's ``probe_runs``. ``phase2_drilldown`` materializes only when
+Phase 1 found suspects (``output_required=False``); otherwise it and ``fault_ledger`` are
+skipped, and Phase 1 itself writes the partition's (empty) fault batch so that re-running a
+formerly faulty hour clears its old rows.
+
+A replica whose executor fails (cannot start, unreachable server, crashed worker, timeout)
+gets error rows in ``probe_runs``, no fault rows, and a failed step naming the cause.
+"""
+
+
+import dagster as dg
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.fleet import FleetError, Replica
+from faultsense_pipelines.ledger import PROBE_RUNS, LedgerStore
+from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
+from faultsense_pipelines.suspects import MedianRatioRule, SuspectRule, default_rule
+from resources.executors import ProbeExecutorResource, redact_secrets
+from resources.fleet import FleetResource
+from resources.ledger import LedgerResource
+
+from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
+from .report import latency_plot, suspects_markdown, verdicts_markdown
+from .rows import DETECTOR, error_rows, probe_rows
+
+__all__ = ["SweepConfig", "phase1_probe_run", "phase2_drilldown", "DEFAULT_REPEATS", "fault_batch"]
+
+#: Measurements per probe when neither the run config nor the fleet file says otherwise.
+DEFAULT_REPEATS = 3
+
+
+class SweepConfig(dg.Config):
+    """Run config of a sweep (the nightly schedule raises ``repeats``).
+
+    Attributes:
+        repeats: measurements per probe; 0 takes the replica's ``repeats`` from the fleet
+            file, else 3.
+        cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
+        drilldown_method: ``adaptive`` or ``paper`` (Algorithm 2).
+    """
+
+    repeats: int = 0
+    cover_method: str = "best"
+    drilldown_method: str = "adaptive"
+
+
+def fault_batch(key: SweepKey) -> str:
+    """Name of the sweep's file in ``fault_ledger/``, e.g. ``faultsense-sim-64-h08``."""
+    return f"{DETECTOR}-{key.batch()}"
+
+
+def _replica(fleet: FleetResource, name: str) -> Replica:
+    try:
+        return fleet.replica(name)
+    except (KeyError, FleetError) as exc:
+        raise dg.Failure(description=str(exc).strip("'\"")) from None
+
+
+def _repeats(config: SweepConfig, replica: Replica) -> int:
+    if config.repeats < 0:
+        raise dg.Failure(description=f"repeats must be >= 0, got {config.repeats}")
+    return config.repeats or replica.repeats or DEFAULT_REPEATS
+
+
+def _rule(replica: Replica) -> SuspectRule:
+    return MedianRatioRule(replica.alpha) if replica.alpha is not None else default_rule()
+
+
+def _fail_with_errors(store: LedgerStore, key: SweepKey, phase: int, path: str, errors: int, total: int, first: str) -> dg.Failure:
+    return dg.Failure(
+        description=f"replica {key.replica}: {errors} of {total} Phase {phase} probes could not be measured "
+        f"({first}); error rows written to probe_runs, no fault rows",
+        metadata={"error_probes": errors, "probe_runs_file": dg.MetadataValue.path(path), "ledger": store.display_uri},
+    )
+
+
+@dg.asset(
+    partitions_def=SWEEP_PARTITIONS,
+    deps=[dg.AssetDep("probe_cover", partition_mapping=dg.AllPartitionMapping())],
+    group_name="sweep",
+    kinds={"python", "parquet"},
+    description="Phase 1: every probe of the replica's cover, measured `repeats` times; suspects by the fleet's rule. Rows in probe_runs/.",
+)
+def phase1_probe_run(
+    context: dg.AssetExecutionContext,
+    config: SweepConfig,
+    fleet: FleetResource,
+    probe_executors: ProbeExecutorResource,
+    ledger: LedgerResource,
+) -> dg.Output[Phase1Result]:
+    key = sweep_key(context)
+    replica = _replica(fleet, key.replica)
+    repeats = _repeats(config, replica)
+    cover = plan_cover(replica.gpus, replica.probe_size, config.cover_method)
+    store = ledger.store()
+    common = {"sweep_id": context.run_id, "replica": replica.name, "executor": replica.executor}
+    try:
+        executor = probe_executors.executor_for(replica)
+    except Exception as exc:  # noqa: BLE001 -- any failure to start is an error row, never a fault
+        message = redact_secrets(f"{replica.executor} executor could not start: {exc}", replica)
+        written = store.write_probe_runs(error_rows(cover.probes, message, **common), day=key.day, batch=key.batch("phase1"))
+        raise _fail_with_errors(store, key, 1, written.path, len(cover.probes), len(cover.probes), message) from None
+
+    context.log.info(f"Phase 1 on {replica.name}: {len(cover.probes)} probes x {repeats} repeats ({replica.executor})")
+    result = run_phase1(executor, cover, repeats=repeats, rule=_rule(replica))
+    scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
+    written = store.write_probe_runs(probe_rows(result.records, scrub=scrub, **common), day=key.day, batch=key.batch("phase1"))
+    if result.errors:
+        first = next(r.error for r in result.records if r.error)
+        raise _fail_with_errors(store, key, 1, written.path, result.errors, len(result.records), scrub(first or ""))
+
+    if not result.needs_drilldown:
+        # Final after Phase 1: the partition's fault batch is empty; clear a stale Phase 2 file.
+        store.delete_batch(PROBE_RUNS, day=key.day, batch=key.batch("phase2"))
+        empty = store.write_faults([], day=key.day, batch=fault_batch(key))
+        context.log_event(
+            dg.AssetMaterialization(
+                asset_key="fault_ledger",
+                partition=context.partition_key,
+                description="Phase 1 found no suspect: no fault rows (Phase 2 skipped).",
+                metadata={"rows": 0, "path": dg.MetadataValue.path(empty.path), "replica_degraded": result.replica_degraded},
+            )
+        )
+        if result.replica_degraded:
+            context.log.warning(f"replica {replica.name}: most probes are slow (replica-wide degradation); nothing blamed")
+
+    return dg.Output(
+        result,
+        metadata={
+            "replica": replica.name,
+            "executor": replica.executor,
+            "probes_used": len(result.records),
+            "repeats": repeats,
+            "cover_method": result.cover_method,
+            "baseline_ms": _round(result.baseline_ms),
+            "threshold_ms": _round(result.threshold_ms),
+            "suspect_probes": len(result.suspect_probes),
+            "replica_degraded": result.replica_degraded,
+            "needs_drilldown": result.needs_drilldown,
+            "suspects": dg.MetadataValue.md(suspects_markdown(result)),
+            "latency_plot": latency_plot(result.records, result.baseline_ms, result.threshold_ms, f"{replica.name} Phase 1, {key.hour}"),
+            "probe_runs_file": dg.MetadataValue.path(written.path),
+            "ledger": store.display_uri,
+        },
+    )
+
+
+@dg.asset(
+    partitions_def=SWEEP_PARTITIONS,
+    output_required=False,
+    group_name="sweep",
+    kinds={"python", "parquet"},
+    description="Phase 2 drill-down (conditional): runs only when Phase 1 found suspects; pins slow GPUs and links.",
+)
+def phase2_drilldown(
+    context: dg.AssetExecutionContext,
+    config: SweepConfig,
+    phase1_probe_run: Phase1Result,
+    fleet: FleetResource,
+    probe_executors: ProbeExecutorResource,
+    ledger: LedgerResource,
+):
+    phase1 = phase1_probe_run
+    if not phase1.needs_drilldown:
+        context.log.info("Phase 1 found no suspect: no drill-down (Phase 2 and the ledger step are skipped)")
+        return
+    key = sweep_key(context)
+    replica = _replica(fleet, key.replica)
+    repeats = _repeats(config, replica)
+    store = ledger.store()
+    common = {"sweep_id": context.run_id, "replica": replica.name, "executor": replica.executor}
+    scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
+    executor = probe_executors.executor_for(replica)
+    loc: Localization = run_phase2(executor, phase1, method=config.drilldown_method, repeats=repeats, rule=_rule(replica))
+    written = store.write_probe_runs(probe_rows(loc.phase2_records, scrub=scrub, **common), day=key.day, batch=key.batch("phase2"))
+    errors = [r for r in loc.phase2_records if r.outcome == "error"]
+    if errors:
+        raise _fail_with_errors(store, key, 2, written.path, len(errors), len(loc.phase2_records), scrub(errors[0].error or ""))
+    yield dg.Output(
+        loc,
+        metadata={
+            "replica": replica.name,
+            "probes_used": loc.probes_phase1 + loc.probes_phase2,
+            "probes_phase1": loc.probes_phase1,
+            "probes_phase2": loc.probes_phase2,
+            "confirmed_gpus": dg.MetadataValue.json(loc.faulty_gpus),
+            "confirmed_links": dg.MetadataValue.json(loc.faulty_links),
+            "verdicts": dg.MetadataValue.md(verdicts_markdown(loc.verdicts, loc.probes_phase1)),
+            "latency_plot": latency_plot(loc.phase2_records, phase1.baseline_ms, phase1.threshold_ms, f"{replica.name} Phase 2, {key.hour}"),
+            "probe_runs_file": dg.MetadataValue.path(written.path),
+            "ledger": store.display_uri,
+        },
+    )
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)

@@ -1,0 +1,84 @@
+"""The one place where FaultSense's Dagster assets, checks, jobs, schedules, sensor and
+resources are wired together (loaded by ``workspace.yaml`` and ``faultsense sweep``).
+
+The fleet file is ``$FAULTSENSE_FLEET`` or ``examples/fleet.yaml``; the ledger is
+``$FAULTSENSE_LEDGER`` or the fleet file's ``ledger``. A malformed fleet file stops the code
+location from loading with one error naming the field, so nothing runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from assets.analytics import gpu_fault_counts, repeat_offenders, replica_daily_health
+from assets.automation import build_hourly_schedule, build_nightly_schedule, build_replica_sensor
+from assets.cover import build_cover_asset
+from assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
+from assets.partitions import SWEEP_PARTITIONS
+from assets.sweep import phase1_probe_run, phase2_drilldown
+from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, load_fleet
+from resources.executors import ProbeExecutorResource
+from resources.fleet import FleetResource
+from resources.ledger import LedgerResource
+
+__all__ = ["build_definitions", "defs", "SWEEP_JOB", "COVER_JOB", "ANALYTICS_JOB"]
+
+SWEEP_JOB = "faultsense_sweep"
+COVER_JOB = "faultsense_covers"
+ANALYTICS_JOB = "faultsense_analytics"
+
+
+def resolve_ledger_uri(uri: str) -> str:
+    """A local ledger path made absolute (relative to the current directory); URIs unchanged."""
+    return uri if "://" in uri else str(Path(uri).expanduser().resolve())
+
+
+def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | None = None) -> dg.Definitions:
+    """All of FaultSense's Dagster definitions for one fleet file.
+
+    Args:
+        fleet_path: the fleet YAML; default ``$FAULTSENSE_FLEET``, else ``examples/fleet.yaml``.
+        ledger_uri: overrides the fleet's ledger (``$FAULTSENSE_LEDGER`` when not given).
+
+    Raises:
+        FleetError: the fleet file is malformed (the message names the field).
+    """
+    path = Path(fleet_path or os.environ.get("FAULTSENSE_FLEET") or DEFAULT_FLEET_PATH).expanduser().resolve()
+    fleet = load_fleet(path)
+    ledger = resolve_ledger_uri(ledger_uri or os.environ.get("FAULTSENSE_LEDGER") or fleet.ledger)
+
+    probe_cover = build_cover_asset(fleet.shapes)
+    sweep_job = dg.define_asset_job(
+        SWEEP_JOB,
+        selection=dg.AssetSelection.assets(phase1_probe_run, phase2_drilldown, fault_ledger),
+        partitions_def=SWEEP_PARTITIONS,
+        description="Sweep one replica for one hour: Phase 1, drill-down if needed, fault ledger rows.",
+    )
+    cover_job = dg.define_asset_job(COVER_JOB, selection=dg.AssetSelection.assets(probe_cover), description="Plan the Phase 1 cover of each replica shape.")
+    analytics_job = dg.define_asset_job(
+        ANALYTICS_JOB, selection=dg.AssetSelection.groups("analytics"), description="Recompute the analytics over the whole ledger."
+    )
+    return dg.Definitions(
+        assets=[probe_cover, phase1_probe_run, phase2_drilldown, fault_ledger, gpu_fault_counts, replica_daily_health, repeat_offenders],
+        asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
+        jobs=[sweep_job, cover_job, analytics_job],
+        schedules=[
+            build_hourly_schedule(sweep_job),
+            build_nightly_schedule(sweep_job),
+            dg.ScheduleDefinition(name="hourly_analytics", job=analytics_job, cron_schedule="50 * * * *", execution_timezone="UTC"),
+        ],
+        sensors=[build_replica_sensor(fleet.shapes)],
+        resources={
+            "fleet": FleetResource(path=str(path)),
+            "ledger": LedgerResource(uri=ledger),
+            "probe_executors": ProbeExecutorResource(),
+        },
+        # Phase 1 and Phase 2 of a sweep share one executor (one pool of local workers).
+        executor=dg.in_process_executor,
+    )
+
+
+defs = build_definitions()

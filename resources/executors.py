@@ -1,0 +1,83 @@
+"""The GPU resource: builds, reuses and closes each replica's probe executor.
+
+One executor per replica per run: Phase 1 and Phase 2 of a sweep share it (the sweep job
+runs in-process), so a ``local`` replica starts its worker processes once. Executors are
+built by :func:`probe.executors.make_executor` from the replica's section of the fleet file;
+a vLLM API key is read by the executor from the environment variable the fleet file names,
+so the key itself never enters Dagster config, logs, metadata or the ledger.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dagster as dg
+from pydantic import PrivateAttr
+
+from faultsense_pipelines.fleet import Replica
+from faultsense_pipelines.probes import ProbeExecutor
+
+__all__ = ["ProbeExecutorResource", "executor_options", "redact_secrets"]
+
+
+def executor_options(replica: Replica) -> dict[str, Any]:
+    """Keyword options for ``make_executor`` from the replica's executor section."""
+    section = replica.options
+    if replica.executor == "simulated":
+        return {
+            "faults": [f.model_dump(exclude_none=True, mode="json") for f in section.faults],
+            "noise_sigma": section.noise_sigma,
+            "seed": section.seed,
+            "base_ms": section.base_ms,
+        }
+    if replica.executor == "local":
+        return {"inject": [i.to_dict() for i in section.inject]}
+    if replica.executor == "ray":
+        return {"address": section.address, "inject": [i.to_dict() for i in section.inject]}
+    return {"url": section.url, "api_key_env": section.api_key_env, "timeout_s": section.timeout_s}
+
+
+def redact_secrets(text: str, replica: Replica) -> str:
+    """``text`` with the value of the replica's API-key variable (if set) replaced by ``***``."""
+    env = replica.vllm.api_key_env if replica.vllm is not None else None
+    secret = os.environ.get(env, "") if env else ""
+    return text.replace(secret, "***") if len(secret) >= 4 else text
+
+
+class ProbeExecutorResource(dg.ConfigurableResource):
+    """Runs probes on the fleet's replicas (the sweep's "GPU resource").
+
+    Attributes:
+        ray_address: overrides every ``ray`` replica's cluster address (e.g. ``auto`` on a
+            Ray head node); empty keeps the fleet file's.
+    """
+
+    ray_address: str = ""
+
+    _executors: dict[str, ProbeExecutor] = PrivateAttr(default_factory=dict)
+
+    def executor_for(self, replica: Replica) -> ProbeExecutor:
+        """The replica's executor, built on first use in this run.
+
+        Raises:
+            ExecutorError: the executor could not start (workers, cluster, server).
+            ValueError: the replica's section does not suit the executor.
+        """
+        if replica.name not in self._executors:
+            from probe.executors import make_executor
+
+            options = executor_options(replica)
+            if replica.executor == "ray" and self.ray_address:
+                options["address"] = self.ray_address
+            self._executors[replica.name] = make_executor(replica.executor, replica.gpus, replica.probe_size, **options)
+        return self._executors[replica.name]
+
+    def close_all(self) -> None:
+        """Close every executor built so far (idempotent)."""
+        while self._executors:
+            _, executor = self._executors.popitem()
+            executor.close()
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        self.close_all()

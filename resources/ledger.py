@@ -1,0 +1,24 @@
+"""The ledger store resource: where fault rows and probe measurements are written."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from faultsense_pipelines.ledger import LedgerStore
+
+__all__ = ["LedgerResource"]
+
+
+class LedgerResource(dg.ConfigurableResource):
+    """The fault ledger at ``uri`` (local path, ``file://``, ``s3://``, any fsspec URI).
+
+    Credentials for remote stores come from the filesystem's own environment variables
+    (``AWS_ACCESS_KEY_ID``, ...), never from this config; the UI only shows the URI with
+    any ``user:password@`` removed.
+    """
+
+    uri: str
+
+    def store(self) -> LedgerStore:
+        """A :class:`LedgerStore` for ``uri``."""
+        return LedgerStore(self.uri)
