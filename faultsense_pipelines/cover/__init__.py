@@ -16,7 +16,7 @@ from typing import Literal
 
 from .bounds import all_pairs, schonheim_bound
 from .greedy import greedy_cover
-from .rounds import first_fit_rounds
+from .rounds import plan_rounds
 
 __all__ = ["Cover", "CoverMethod", "plan_cover", "schonheim_bound", "all_pairs", "greedy_cover"]
 
@@ -99,7 +99,7 @@ def plan_cover(n: int, k: int, method: str = "best") -> Cover:
         from .best import best_cover
 
         probes = best_cover(n, k)
-    rounds = first_fit_rounds(probes, n)
+    rounds = plan_rounds(probes, n)
     return Cover(
         gpus=n,
         probe_size=k,

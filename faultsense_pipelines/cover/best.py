@@ -48,7 +48,7 @@ Rounds = tuple[tuple[int, ...], ...]
 
 _MAX_DESIGN_POINTS = 390  # designs are built up to this many points
 _TD_EXTRA_M = 3  # TD orders tried above the smallest that fits
-_MAX_INFINITE = 2  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
+_MAX_INFINITE = 4  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
 
 
 def best_cover(n: int, k: int) -> list[Block]:
@@ -79,7 +79,7 @@ def best_cover(n: int, k: int) -> list[Block]:
     blocks, rounds = _best(n, k)
     if n <= k:
         return [tuple(range(n))]
-    filled, _ = fill_to_size(blocks, rounds, n, k)
+    filled = fill_to_size(blocks, rounds, n, k)
     return [filled[i] for r in rounds for i in r]
 
 

@@ -151,20 +151,19 @@ def _partner(
 
 def fill_to_size(
     blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]], n: int, k: int
-) -> tuple[list[Block], bool]:
-    """Add GPUs to probes with fewer than ``k`` GPUs (more coverage, same probe count).
+) -> list[Block]:
+    """Add GPUs idle in a probe's round to probes with fewer than ``k`` GPUs, least-used first.
 
-    A probe is filled with GPUs idle in its round, least-used first, so rounds stay GPU-disjoint;
-    if its round has too few idle GPUs, the least-used other GPUs are added.
+    Filling only adds coverage and keeps every round GPU-disjoint; a probe whose round has
+    too few idle GPUs stays short (execution pads it).
 
-    Returns:
-        (probes, rounds_still_disjoint).
+    >>> fill_to_size([(0, 1), (2, 3, 4)], [[0, 1]], 6, 3)
+    [(0, 1, 5), (2, 3, 4)]
     """
     out = [tuple(sorted(b)) for b in blocks]
     use = np.zeros(n, dtype=np.int64)
     for b in out:
         use[list(b)] += 1
-    disjoint = True
     for r in rounds:
         busy = np.zeros(n, dtype=bool)
         for i in r:
@@ -174,13 +173,8 @@ def fill_to_size(
             if need <= 0:
                 continue
             idle = np.flatnonzero(~busy)
-            extra = list(idle[np.argsort(use[idle], kind="stable")][:need])
-            if len(extra) < need:
-                disjoint = False
-                others = [p for p in np.argsort(use, kind="stable") if p not in out[i] and p not in extra]
-                extra += others[: need - len(extra)]
-            extra = [int(p) for p in extra]
+            extra = [int(p) for p in idle[np.argsort(use[idle], kind="stable")][:need]]
             busy[extra] = True
             use[extra] += 1
             out[i] = tuple(sorted(set(out[i]) | set(extra)))
-    return out, disjoint
+    return out

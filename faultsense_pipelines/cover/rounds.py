@@ -97,7 +97,7 @@ def rounds_lower_bound(probes: Sequence[Sequence[int]], n: int) -> int:
     return int(use.max()) if len(probes) else 0
 
 
-def plan_rounds(probes: Sequence[Sequence[int]], n: int, dsatur_limit: int = 1500) -> list[list[int]]:
+def plan_rounds(probes: Sequence[Sequence[int]], n: int, dsatur_limit: int = 3000) -> list[list[int]]:
     """The fewest rounds among first fit in construction order, largest first, and DSatur.
 
     DSatur is only tried for covers of at most ``dsatur_limit`` probes (its cost is quadratic).
