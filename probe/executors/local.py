@@ -1,0 +1,273 @@
+"""The ``local`` executor: a replica of ``n`` GPUs as ``n`` worker processes on this machine.
+
+Each worker is one rank of a ``torch.distributed`` process group (gloo on CPU, NCCL when
+CUDA is available) and hosts one GPU's experts (:class:`~.moe_worker.ProbeWorker`). The
+pool starts once and serves many probes: the driver tells a probe's members over per-worker
+pipes what to run, non-members stay idle, and the members run the MoE layer for real with a
+member-only all-to-all (FaultSense §4.1). Faults are injected for demos and tests
+(:mod:`.injection`).
+
+A worker that dies or hangs turns the probe into an error measurement within ``timeout_s``;
+the pool is then torn down and later probes return errors too (make a new executor).
+Workers are always reaped: on :meth:`LocalExecutor.close`, on leaving a ``with`` block, when
+the executor is garbage-collected, at interpreter exit, and a worker exits by itself when
+its driver's pipe closes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from multiprocessing import connection, get_context
+from typing import Any
+
+import torch
+
+from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
+
+from .common import ProbeTrace, check_probe, error_trace, merge_member_reports
+from .injection import Injection, check_injections, parse_injections
+from .moe_worker import LayerShape, ProbeWorker
+
+__all__ = ["LocalExecutor"]
+
+
+def _worker_main(rank: int, shape: LayerShape, backend: str, init_method: str, pg_timeout_s: float,
+                 injections: tuple[Injection, ...], conn: connection.Connection) -> None:
+    """Body of worker process ``rank``: join the group, then serve commands until told to stop."""
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    device = f"cuda:{rank}" if backend == "nccl" else "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+    try:
+        worker = ProbeWorker(shape, rank, device)
+        worker.set_injections(injections)
+        dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=shape.n_gpus,
+                                timeout=timedelta(seconds=pg_timeout_s))
+        dist.barrier()
+        conn.send(("ready", os.getpid()))
+        _serve(worker, conn)
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass
+    except Exception as exc:  # report startup failures; the driver turns them into ExecutorError
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        except OSError:
+            pass
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _serve(worker: ProbeWorker, conn: connection.Connection) -> None:
+    while True:
+        command, *args = conn.recv()  # EOFError when the driver is gone: exit
+        if command == "close":
+            return
+        try:
+            if command == "probe":
+                reply: Any = worker.run_probe(*args)
+            elif command == "inject":
+                reply = worker.set_injections(*args)
+            else:
+                raise ValueError(f"unknown command {command!r}")
+            conn.send(("ok", reply))
+        except Exception as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _reap(processes: list, conns: list, store_dir: str) -> None:
+    """Stop workers politely, then by force; never leaves one behind."""
+    for conn in conns:
+        try:
+            conn.send(("close",))
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5.0
+    for p in processes:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in processes:
+        if p.is_alive():
+            p.kill()
+            p.join(5.0)
+    for conn in conns:
+        conn.close()
+    shutil.rmtree(store_dir, ignore_errors=True)
+
+
+class LocalExecutor:
+    """Runs probes on ``gpus`` worker processes of this machine (one per GPU).
+
+    Args:
+        gpus: GPUs (worker processes) in the replica, ``n >= 1``.
+        probe_size: the plan's probe size ``k`` (kept for the fleet; probes may have any size
+            ``1..n``, and the router's top-k is each probe's size).
+        inject: faults, e.g. ``[{"gpu": 2, "slowdown": 3.0}, {"link": [0, 5], "delay_ms": 2.0}]``.
+        tokens: tokens per probe (split over the members), ``>= probe_size``.
+        hidden, intermediate: layer sizes (OLMoE-1B-7B: 2048, 1024).
+        experts_per_gpu: experts each GPU hosts.
+        dtype: ``"bfloat16"`` (default), ``"float16"`` or ``"float32"``.
+        backend: ``"gloo"`` or ``"nccl"``; default NCCL when ``n`` CUDA devices exist, else gloo.
+        seed: seeds the experts' weights.
+        timeout_s: a probe that has not finished after this long is an error.
+        start_timeout_s: how long the pool may take to start.
+
+    Raises:
+        ValueError: for a bad argument or injection (naming it).
+        ExecutorError: if the workers cannot start.
+    """
+
+    name = "local"
+
+    def __init__(self, gpus: int, probe_size: int, *, inject: Iterable[Mapping[str, Any] | Injection] = (),
+                 tokens: int = 64, hidden: int = 2048, intermediate: int = 1024, experts_per_gpu: int = 1,
+                 dtype: str = "bfloat16", backend: str | None = None, seed: int = 0,
+                 timeout_s: float = 60.0, start_timeout_s: float = 180.0) -> None:
+        if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not 1 <= probe_size:
+            raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
+        self.shape = LayerShape(gpus, experts_per_gpu, hidden, intermediate, tokens, dtype, seed)
+        if probe_size > gpus:
+            raise ValueError(f"probe_size must be <= gpus, got probe_size={probe_size} > gpus={gpus}")
+        if tokens < probe_size:
+            raise ValueError(f"tokens must be >= probe_size={probe_size}, got {tokens}")
+        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
+            if not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        cuda = torch.cuda.is_available() and torch.cuda.device_count() >= gpus
+        backend = backend or ("nccl" if cuda else "gloo")
+        if backend not in ("gloo", "nccl"):
+            raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
+        if backend == "nccl" and not cuda:
+            raise ValueError(f"backend 'nccl' needs {gpus} CUDA devices, found {torch.cuda.device_count()}")
+        self.gpus, self.probe_size, self.backend = gpus, probe_size, backend
+        self.timeout_s = float(timeout_s)
+        self.injections = parse_injections(inject)
+        check_injections(self.injections, gpus)
+        self._failure: str | None = None
+        self._processes, self._conns = [], []
+        store_dir = tempfile.mkdtemp(prefix="faultsense-local-")
+        self._finalizer = weakref.finalize(self, _reap, self._processes, self._conns, store_dir)
+        try:
+            self._start(store_dir, float(start_timeout_s))
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, ExecutorError):
+                raise
+            raise ExecutorError(f"local executor could not start {gpus} workers: {exc}") from exc
+
+    def _start(self, store_dir: str, start_timeout_s: float) -> None:
+        ctx = get_context("spawn")
+        init_method = f"file://{os.path.join(store_dir, 'store')}"
+        for rank in range(self.gpus):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, name=f"faultsense-gpu{rank}", daemon=True,
+                            args=(rank, self.shape, self.backend, init_method, self.timeout_s,
+                                  self.injections, child))
+            p.start()
+            child.close()
+            self._processes.append(p)
+            self._conns.append(parent)
+        replies = self._collect(range(self.gpus), start_timeout_s)
+        if isinstance(replies, str):
+            raise ExecutorError(f"local executor could not start {self.gpus} workers: {replies}")
+        self.worker_pids = tuple(replies[r] for r in range(self.gpus))
+
+    def _collect(self, ranks: Iterable[int], timeout_s: float) -> dict[int, Any] | str:
+        """Wait for one reply from each of ``ranks``; a string says why that failed."""
+        pending = {self._conns[r]: r for r in ranks}
+        sentinels = {self._processes[r].sentinel: r for r in pending.values()}
+        replies: dict[int, Any] = {}
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            ready = connection.wait([*pending, *sentinels], timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return f"GPU worker(s) {sorted(pending.values())} did not answer within {timeout_s:g} s (hung?)"
+            for obj in ready:
+                if obj in pending:
+                    rank = pending.pop(obj)
+                    del sentinels[self._processes[rank].sentinel]
+                    try:
+                        status, payload = obj.recv()
+                    except (EOFError, OSError):
+                        return f"GPU worker {rank} died (exit code {self._processes[rank].exitcode})"
+                    if status == "error":
+                        return f"GPU worker {rank} failed: {payload}"
+                    replies[rank] = payload
+                elif obj in sentinels:
+                    rank = sentinels[obj]
+                    self._processes[rank].join(1.0)
+                    return f"GPU worker {rank} died (exit code {self._processes[rank].exitcode})"
+        return replies
+
+    def _fail(self, reason: str) -> str:
+        self._failure = reason
+        self._finalizer()
+        return reason
+
+    def _call(self, ranks: Sequence[int], message: tuple, timeout_s: float) -> dict[int, Any] | str:
+        if self._failure is not None:
+            return f"local executor is down after an earlier failure: {self._failure}"
+        for r in ranks:
+            try:
+                self._conns[r].send(message)
+            except OSError:
+                return self._fail(f"GPU worker {r} is gone (exit code {self._processes[r].exitcode})")
+        replies = self._collect(ranks, timeout_s)
+        return self._fail(replies) if isinstance(replies, str) else replies
+
+    # ---- the ProbeExecutor interface -----------------------------------------------------
+
+    def run_traced(self, gpus: Sequence[int], repeats: int = 1) -> ProbeTrace:
+        """Like :meth:`run`, also returning the routing each member saw (see :class:`ProbeTrace`)."""
+        members = check_probe(gpus, self.gpus, repeats, self.shape.tokens)
+        replies = self._call(members, ("probe", members, repeats), self.timeout_s)
+        if isinstance(replies, str):
+            return error_trace(members, replies)
+        return merge_member_reports(members, replies)
+
+    def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
+        """Measure the probe over ``gpus`` ``repeats`` times (latency per repeat, ms).
+
+        Returns:
+            A :class:`ProbeMeasurement`; a dead, failing or hung worker gives one with
+            ``error`` set (within ``timeout_s``), never a latency.
+
+        Raises:
+            ValueError: for a bad GPU id, a duplicate, an empty probe or ``repeats < 1``.
+        """
+        return self.run_traced(gpus, repeats).measurement
+
+    def set_injections(self, inject: Iterable[Mapping[str, Any] | Injection]) -> None:
+        """Replace the injected faults on the running pool (``[]`` heals every GPU and link).
+
+        Raises:
+            ValueError: for a bad spec or a GPU outside the replica.
+            ExecutorError: if the workers could not be reached.
+        """
+        injections = parse_injections(inject)
+        check_injections(injections, self.gpus)
+        replies = self._call(range(self.gpus), ("inject", injections), self.timeout_s)
+        if isinstance(replies, str):
+            raise ExecutorError(replies)
+        self.injections = injections
+
+    def close(self) -> None:
+        """Stop and reap every worker process. Safe to call twice."""
+        self._finalizer()
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if not self._finalizer.alive else "running"
+        return f"LocalExecutor(gpus={self.gpus}, probe_size={self.probe_size}, backend={self.backend!r}, {state})"
