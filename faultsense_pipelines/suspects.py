@@ -144,13 +144,16 @@ class RobustRule:
     slowdown under ``min_slowdown`` is ever called.
 
     The healthy-majority assumption is checked, not trusted: if more than half of the probes
-    are slow, or some probe is faster than b - t (faults only slow probes down, so a fast
-    minority means the baseline itself is slow), the verdict is ``replica_degraded`` with no
-    suspects.
+    are slow, if some probe is faster than b - t (faults only slow probes down, so a fast
+    minority means the baseline itself is slow), or if the healthy probes spread more than
+    ``max_sigma`` (no majority cluster: the slow probes inflate the scale), the verdict is
+    ``replica_degraded`` with no suspects.
 
     Attributes:
         false_alarm: per-sweep probability of calling a healthy probe suspect, in (0, 1).
         min_slowdown: smallest latency ratio ever called slow (> 1).
+        max_sigma: largest believable noise sigma of a probe's log-latency (> 0); a wider
+            spread means the sweep cannot tell healthy from slow.
 
     Notes:
         O(P log P) per iteration; converges in a few iterations. A uniform shift multiplies
@@ -167,12 +170,15 @@ class RobustRule:
 
     false_alarm: float = 0.01
     min_slowdown: float = 1.1
+    max_sigma: float = 0.1
 
     def __post_init__(self) -> None:
         if not (0.0 < self.false_alarm < 1.0):
             raise ValueError(f"false_alarm must be in (0, 1), got {self.false_alarm!r}")
         if not math.isfinite(self.min_slowdown) or self.min_slowdown <= 1.0:
             raise ValueError(f"min_slowdown must be a finite number > 1, got {self.min_slowdown!r}")
+        if not math.isfinite(self.max_sigma) or self.max_sigma <= 0:
+            raise ValueError(f"max_sigma must be a finite number > 0, got {self.max_sigma!r}")
 
     def judge(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict:
         x = [math.log(v) for v in _probe_latencies(latencies_ms)]
@@ -188,7 +194,8 @@ class RobustRule:
         b, t = _location_and_threshold([x[i] for i in healthy], z, floor)
         suspects = tuple(i for i, v in enumerate(x) if v > b + t)
         fast_minority = any(v < b - t for v in x)
-        degraded = 2 * len(suspects) > len(x) or fast_minority
+        too_wide = t > max(z * self.max_sigma, floor)
+        degraded = 2 * len(suspects) > len(x) or fast_minority or too_wide
         baseline, threshold = math.exp(b), math.exp(b + t)
         if degraded:
             return SuspectVerdict(baseline, threshold, (), replica_degraded=True)

@@ -81,7 +81,7 @@ def _resolve_group(kn: Knowledge, group: set[int]) -> None:
             continue
         start = kn.tests
         try:
-            if not known_fail and not kn.test(w):
+            if not known_fail and not kn.test(w, avoid=gpus):
                 continue
             _isolate(kn, w)
         except Unmeasurable:
@@ -95,15 +95,16 @@ def _resolve_group(kn: Knowledge, group: set[int]) -> None:
 
 def _isolate(kn: Knowledge, w: set[int]) -> None:
     """``w`` fails: find one minimal failing set inside it and confirm it."""
+    context = set(w)
     while True:
         w = kn.core(w)
         if len(w) <= 1:
             break
         a, b = _halves(w)
-        if kn.test(a):
+        if kn.test(a, avoid=w):  # pad from outside w, or the test would not be of a alone
             w = a
             continue
-        if kn.test(b):
+        if kn.test(b, avoid=w):
             w = b
             continue
         a, b = a & kn.core(w), b & kn.core(w)  # both halves passed: a link across them
@@ -112,50 +113,76 @@ def _isolate(kn: Knowledge, w: set[int]) -> None:
         w = _isolate_cross(kn, a, b)
         break
     if len(w) == 1:
-        _confirm_gpu(kn, next(iter(w)))
+        _confirm_gpu(kn, next(iter(w)), context)
     elif len(w) == 2:
-        _confirm_link(kn, tuple(sorted(w)))
+        _confirm_link(kn, tuple(sorted(w)), context)
 
 
 def _isolate_cross(kn: Knowledge, a: set[int], b: set[int]) -> set[int]:
     """A fault lies on a link between ``a`` and ``b`` (each side healthy inside): find its ends."""
     while len(a) > 1:
         a1, a2 = _halves(a)
-        a = a1 if kn.test(a1 | b) else a2 & kn.core(a2 | b)
+        a = a1 if kn.test(a1 | b, avoid=a) else a2 & kn.core(a2 | b)
         a = a or a1  # nothing left on that side: the failure was noise; confirm will tell
     while len(b) > 1:
         b1, b2 = _halves(b)
-        b = b1 if kn.test(a | b1) else b2 & kn.core(a | b2)
+        b = b1 if kn.test(a | b1, avoid=b) else b2 & kn.core(a | b2)
         b = b or b1
     return a | b
 
 
-def _confirm_gpu(kn: Knowledge, g: int) -> None:
-    """Confirm GPU ``g`` with two probes over disjoint paddings; else its slow link is found later."""
-    first = kn.last_fail
-    if first is not None and first[0] == {g}:
-        evidence = first[2]
-        pad1 = _padding_of(kn, first[2], g)
+def _confirm_gpu(kn: Knowledge, g: int, context: set[int]) -> None:
+    """Confirm GPU ``g`` with two cleanly padded probes over disjoint paddings.
+
+    A slow link from ``g`` to one padding GPU cannot fail both; if either passes, ``g`` is
+    exonerated and a slow link of it is found when the group is re-tested.
+    """
+    last = kn.last_fail
+    if last is not None and last[0] == {g} and last[1]:
+        evidence = last[2]
     else:
-        if not kn.test({g}):
+        if not kn.test({g}, avoid=context):
             return
-        evidence, pad1 = kn.tests - 1, _padding_of(kn, kn.tests - 1, g)
-    if kn.test({g}, avoid=pad1):
-        kn.confirm_gpu(g, evidence)
+        if not kn.last_clean:
+            kn.give_up({g})
+            return
+        evidence = kn.tests - 1
+    if kn.test({g}, avoid=set(kn.probes[evidence]) | context):
+        if kn.last_clean:
+            kn.confirm_gpu(g, evidence)
+        else:
+            kn.give_up({g})
 
 
-def _confirm_link(kn: Knowledge, e: tuple[int, int]) -> None:
+def _confirm_link(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
     """Confirm link ``e`` between two exonerated GPUs with one cleanly padded probe."""
     last = kn.last_fail
     if last is not None and last[0] == set(e) and last[1]:
         kn.confirm_link(e, last[2])
         return
-    if kn.test(set(e)) and kn.last_fail is not None and kn.last_fail[1]:
+    padding = kn.padding(set(e), context)
+    if padding is not None and not padding[1]:
+        _widen(kn, e, context)
+    verdict = kn.test_alone(set(e), avoid=context)
+    if verdict:
         kn.confirm_link(e, kn.tests - 1)
+    elif verdict is None:
+        kn.give_up(set(e))
 
 
-def _padding_of(kn: Knowledge, index: int, g: int) -> set[int]:
-    return set(kn.probes[index]) - {g}
+def _widen(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
+    """Exonerate links from ``a`` to GPUs already clean for ``b``, so ``(a, b)`` can be padded cleanly.
+
+    One probe: ``a`` plus k-1 GPUs whose links to ``b`` and among themselves are exonerated.
+    If it fails, a slow link from ``a`` to one of them is isolated first.
+    """
+    a, b = e
+    padding = kn.padding({b}, avoid=context | {a})
+    if padding is None or not padding[1]:
+        return
+    probe = {a, *padding[0]}
+    if kn.test(probe) and kn.last_clean:
+        _isolate(kn, probe)
 
 
 def _halves(w: set[int]) -> tuple[set[int], set[int]]:

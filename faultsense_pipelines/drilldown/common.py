@@ -8,6 +8,7 @@ probe can judge a link without running its endpoints.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -15,6 +16,8 @@ from itertools import combinations
 from ..topology import Link, link
 
 __all__ = ["Oracle", "Finding", "DrilldownResult", "Knowledge", "Unmeasurable"]
+
+_PADDING_ATTEMPTS = 16  # greedy fills in a few shuffled orders before declaring no padding
 
 #: Runs one Phase 2 probe: True = slow (failed), False = passed, None = not measured.
 Oracle = Callable[[tuple[int, ...]], "bool | None"]
@@ -68,6 +71,7 @@ class Knowledge:
         self.probes: list[tuple[int, ...]] = []  # every Phase 2 probe run, in order
         self.tests = 0
         self._since_last = 0
+        self.last_clean = True
         self.last_fail: tuple[frozenset[int], bool, int] | None = None  # (test set, clean pad, index)
         for p in passed:
             self.exonerate(p)
@@ -98,43 +102,79 @@ class Knowledge:
         return core
 
     def known_fault_inside(self, gpus: Iterable[int]) -> Link | None:
-        """A confirmed faulty link with both ends in ``gpus``, if any."""
+        """A confirmed faulty (or inconclusive) link with both ends in ``gpus``, if any."""
         gs = set(gpus)
-        return next((e for e in sorted(self.bad_link) if e[0] in gs and e[1] in gs), None)
+        return next((e for e in sorted(self.bad_link | self.unsure_link) if e[0] in gs and e[1] in gs), None)
 
     # -- probes ------------------------------------------------------------------------
     def padding(self, test: set[int], avoid: Iterable[int] = ()) -> tuple[list[int], bool] | None:
         """Exonerated GPUs that fill ``test`` up to k GPUs.
 
-        The padding's links among themselves and to every exonerated GPU of ``test`` must be
-        exonerated, so a failure can only come from the test's candidates (links from a
-        candidate GPU to the padding are themselves candidates: they cannot be avoided).
-        Returns (padding, clean) where clean says no padding link is a candidate, or
-        ``None`` when no such padding exists.
+        *Clean* padding has every link among its GPUs, and to every exonerated GPU of
+        ``test``, exonerated, so a failure can only come from the test's candidates (links
+        from a candidate GPU to the padding are themselves candidates of that GPU: they
+        cannot be avoided). When no clean padding exists, the padding that adds the fewest
+        candidate links is returned with ``clean=False``: its pass still exonerates
+        everything, its failure proves nothing about the test alone.
+
+        The padding is taken outside ``avoid`` when possible; when ``test`` holds a
+        candidate GPU it must be (so that two paddings can be made disjoint). Returns
+        (padding, clean), or ``None`` when there are not enough exonerated GPUs.
         """
         need = self.k - len(test)
         if need <= 0:
-            return [], not any(self.candidate_gpu(g) for g in test)
-        avoid = set(avoid) | test
+            return [], True
+        must = set(avoid) if any(self.candidate_gpu(g) for g in test) else set()
+        pool = sorted(self.ok_gpu - test - self.bad_gpu - must)
+        if len(pool) < need:
+            return None
+        preferred = [p for p in pool if p not in set(avoid)]
+        for candidates in (preferred, pool):
+            found = self._clean_padding(test, candidates, need)
+            if found is not None:
+                return found, True
+        return self._fewest_candidate_links(test, preferred if len(preferred) >= need else pool, need), False
+
+    def _clean_padding(self, test: set[int], pool: list[int], need: int) -> list[int] | None:
+        fixed = [g for g in test if g in self.ok_gpu]
+        clean = [p for p in pool if all(link(p, q) in self.ok_link for q in fixed)]
+        rng = random.Random(len(self.probes))  # deterministic restarts
+        for _ in range(_PADDING_ATTEMPTS):
+            chosen: list[int] = []
+            for p in clean:
+                if all(link(p, q) in self.ok_link for q in chosen):
+                    chosen.append(p)
+                    if len(chosen) == need:
+                        return sorted(chosen)
+            if len(clean) < need:
+                return None
+            rng.shuffle(clean)
+        return None
+
+    def _fewest_candidate_links(self, test: set[int], pool: list[int], need: int) -> list[int]:
         fixed = [g for g in test if g in self.ok_gpu]
         chosen: list[int] = []
-        for p in sorted(self.ok_gpu - avoid - self.bad_gpu):
-            if all(link(p, q) in self.ok_link for q in (*fixed, *chosen)):
-                chosen.append(p)
-                if len(chosen) == need:
-                    return chosen, len(fixed) == len(test)
-        return None
+        for _ in range(need):  # greedily, the GPU adding the fewest candidate links
+            p = min(
+                (p for p in pool if p not in chosen),
+                key=lambda p: sum(link(p, q) not in self.ok_link for q in (*fixed, *chosen)),
+            )
+            chosen.append(p)
+        return sorted(chosen)
 
     def test(self, gpus: Iterable[int], avoid: Iterable[int] = ()) -> bool:
         """Run the padded probe over ``gpus``; True when it failed.
 
+        ``self.last_clean`` tells whether the padding was clean (see :meth:`padding`).
+
         Raises:
-            Unmeasurable: when no clean padding exists or the probe errored.
+            Unmeasurable: when there are too few exonerated GPUs to pad, or the probe errored.
         """
         core = set(gpus)
         pad = self.padding(core, avoid)
         if pad is None:
-            raise Unmeasurable(f"no clean padding for {sorted(core)}")
+            raise Unmeasurable(f"too few exonerated GPUs to pad {sorted(core)}")
+        self.last_clean = pad[1]
         probe = tuple(sorted(core | set(pad[0])))
         index = self.tests
         self.probes.append(probe)
@@ -148,6 +188,21 @@ class Knowledge:
             return True
         self.exonerate(probe)
         return False
+
+    def test_alone(self, gpus: Iterable[int], avoid: Iterable[int] = (), attempts: int = 3) -> bool | None:
+        """Test ``gpus`` until a verdict: False on any pass, True on a cleanly padded failure.
+
+        Padding that is not clean is retried (up to ``attempts`` probes) away from the
+        earlier paddings; ``None`` when every attempt failed with unclean padding.
+        """
+        core, avoid = set(gpus), set(avoid)
+        for _ in range(attempts):
+            if not self.test(core, avoid):
+                return False
+            if self.last_clean:
+                return True
+            avoid |= set(self.probes[-1]) - core
+        return None
 
     # -- verdicts ----------------------------------------------------------------------
     def _record(self, kind: str, a: int, b: int | None, status: str, evidence: int | None) -> None:

@@ -59,16 +59,19 @@ def paper_drilldown(
         gpus = sorted(set(group))
         for g in gpus:
             if kn.candidate_gpu(g):
-                _judge(kn, {g}, lambda idx, g=g: kn.confirm_gpu(g, idx))
+                _judge(kn, {g}, group, lambda idx, g=g: kn.confirm_gpu(g, idx))
         for a, b in combinations(gpus, 2):
             if kn.candidate_link(a, b):
-                _judge(kn, {a, b}, lambda idx, e=(a, b): kn.confirm_link(e, idx))
+                _judge(kn, {a, b}, group, lambda idx, e=(a, b): kn.confirm_link(e, idx))
     return kn.result()
 
 
-def _judge(kn: Knowledge, component: set[int], confirm) -> None:
-    try:
-        if kn.test(component):
-            confirm(kn.tests - 1)
+def _judge(kn: Knowledge, component: set[int], group: Sequence[int], confirm) -> None:
+    try:  # padding comes from outside the group, so the probe tests the component alone
+        verdict = kn.test_alone(component, avoid=group)
     except Unmeasurable:
+        verdict = None
+    if verdict is None:  # unmeasured, or every failure may come from a slow padding link
         kn.give_up(component)
+    elif verdict:
+        confirm(kn.tests - 1)

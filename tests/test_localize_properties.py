@@ -1,0 +1,101 @@
+"""Property tests (hypothesis): noise-free localization is exact, and never blames the innocent."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.faults import GpuFault, LinkFault
+from faultsense_pipelines.localize import Localization, localize
+from faultsense_pipelines.simulator import SimulatedReplica
+
+SLOWDOWN = st.floats(min_value=1.3, max_value=3.0)
+
+
+@st.composite
+def scenarios(draw, mixed_masks: bool = False):
+    """n in 40..64, k in {4, 8}, 1..4 faults on GPUs, links or both.
+
+    Links never touch a faulty GPU (their verdict would be "masked", not "faulty"), unless
+    ``mixed_masks``.
+    """
+    n = draw(st.integers(40, 64))
+    k = draw(st.sampled_from([4, 8]))
+    d = draw(st.integers(1, 4))
+    n_gpu = draw(st.integers(0, d))
+    gpus = draw(st.lists(st.integers(0, n - 1), min_size=n_gpu, max_size=n_gpu, unique=True))
+    faults: list = [GpuFault(g, draw(SLOWDOWN)) for g in gpus]
+    free = [g for g in range(n) if mixed_masks or g not in gpus]
+    pairs = st.tuples(st.sampled_from(free), st.sampled_from(free)).filter(lambda p: p[0] != p[1])
+    links = draw(st.lists(pairs.map(lambda p: tuple(sorted(p))), min_size=d - n_gpu, max_size=d - n_gpu, unique=True))
+    faults += [LinkFault(e, draw(SLOWDOWN)) for e in links]
+    return n, k, faults
+
+
+def _run(n, k, faults, method) -> Localization:
+    return localize(SimulatedReplica(n, faults), plan_cover(n, k, "greedy"), method=method)
+
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(scenarios(), st.sampled_from(["adaptive", "paper"]))
+def test_noise_free_localization_is_exact_for_up_to_four_mixed_faults(scenario, method):
+    n, k, faults = scenario
+    loc = _run(n, k, faults, method)
+    if loc.replica_degraded:  # healthy-majority assumption failed: nothing may be blamed
+        assert loc.verdicts == ()
+        return
+    assert loc.faulty_gpus == sorted(f.gpu for f in faults if isinstance(f, GpuFault))
+    assert loc.faulty_links == sorted(list(f.link) for f in faults if isinstance(f, LinkFault))
+    assert not [v for v in loc.verdicts if v.status == "inconclusive"]
+
+
+@SETTINGS
+@given(scenarios(mixed_masks=True), st.sampled_from(["adaptive", "paper"]))
+def test_nothing_that_passed_a_probe_is_ever_reported(scenario, method):
+    n, k, faults = scenario
+    loc = _run(n, k, faults, method)
+    passed = [r.gpus for r in (*loc.phase1.records, *loc.phase2_records) if r.outcome == "pass"]
+    ok_gpus = {g for p in passed for g in p}
+    ok_links = {e for p in passed for e in combinations(p, 2)}
+    assert not ok_gpus & set(loc.faulty_gpus)
+    assert not ok_links & {tuple(e) for e in loc.faulty_links}
+
+
+@SETTINGS
+@given(scenarios(mixed_masks=True), st.sampled_from(["adaptive", "paper"]))
+def test_every_reported_fault_is_injected_and_links_of_slow_gpus_are_never_faulty(scenario, method):
+    n, k, faults = scenario
+    loc = _run(n, k, faults, method)
+    slow_gpus = {f.gpu for f in faults if isinstance(f, GpuFault)}
+    slow_links = {f.link for f in faults if isinstance(f, LinkFault)}
+    assert set(loc.faulty_gpus) <= slow_gpus
+    reported = {tuple(e) for e in loc.faulty_links}
+    assert reported <= slow_links
+    assert not any(a in slow_gpus or b in slow_gpus for a, b in reported)
+    assert all(a in loc.faulty_gpus and b in loc.faulty_gpus for a, b in loc.masked_links)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(40, 64),
+    st.sampled_from([4, 8]),
+    st.lists(st.tuples(st.integers(0, 39), st.integers(0, 39)).filter(lambda p: p[0] != p[1]), min_size=2, max_size=2),
+)
+def test_two_unrelated_link_faults_never_blame_a_third_component(n, k, ends):
+    links = sorted({tuple(sorted(e)) for e in ends})
+    loc = _run(n, k, [LinkFault(e, 1.5) for e in links], "adaptive")
+    assert loc.faulty_gpus == []
+    assert loc.faulty_links == [list(e) for e in links]
+
+
+def test_adaptive_needs_fewer_phase2_probes_than_the_paper_for_link_faults_at_k8():
+    faults = [LinkFault((3, 21), 1.5), LinkFault((40, 77), 2.0)]
+    paper, adaptive = (_run(100, 8, faults, m) for m in ("paper", "adaptive"))
+    assert paper.faulty_links == adaptive.faulty_links == [[3, 21], [40, 77]]
+    assert adaptive.probes_phase2 < paper.probes_phase2
