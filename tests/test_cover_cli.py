@@ -1,0 +1,58 @@
+"""`faultsense plan`: the JSON contract other work builds on, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+
+import pytest
+from typer.testing import CliRunner
+
+from faultsense_pipelines.cli import app
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("method", ["greedy", "best"])
+def test_plan_json_is_one_object_with_probes_rounds_and_bound(method):
+    result = runner.invoke(app, ["plan", "--gpus", "32", "--probe-size", "4", "--method", method, "--json"])
+    assert result.exit_code == 0, result.output
+    obj = json.loads(result.stdout)  # exactly one JSON object, nothing else on stdout
+    assert {"gpus", "probe_size", "method", "probes", "rounds", "lower_bound", "all_pairs"} <= set(obj)
+    assert (obj["gpus"], obj["probe_size"], obj["method"]) == (32, 4, method)
+    assert obj["lower_bound"] == 88  # ceil(32/4 * ceil(31/3)) = 8 * 11
+    assert obj["all_pairs"] == 496
+    covered = {pair for p in obj["probes"] for pair in combinations(sorted(p), 2)}
+    assert covered == set(combinations(range(32), 2))
+    assert sorted(i for r in obj["rounds"] for i in r) == list(range(len(obj["probes"])))
+
+
+def test_plan_defaults_to_best_and_n8_k4_needs_six_probes():
+    result = runner.invoke(app, ["plan", "--gpus", "8", "--probe-size", "4", "--json"])
+    obj = json.loads(result.stdout)
+    assert obj["method"] == "best" and len(obj["probes"]) == 6
+
+
+def test_plan_table_names_probes_bound_and_rounds():
+    result = runner.invoke(app, ["plan", "--gpus", "13", "--probe-size", "4"])
+    assert result.exit_code == 0
+    for word in ("probes", "Schönheim bound 13", "rounds"):
+        assert word in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--gpus", "3", "--probe-size", "4"], "probe_size=4 > gpus=3"),
+        (["--gpus", "8", "--probe-size", "1"], "got 1"),
+        (["--gpus", "8", "--probe-size", "4", "--method", "fastest"], "'fastest'"),
+        (["--gpus", "eight", "--probe-size", "4"], "'eight'"),
+        (["--gpus", "1", "--probe-size", "2"], "--gpus"),
+    ],
+)
+def test_plan_bad_input_is_one_stderr_line_naming_the_value_and_exit_2(args, named):
+    result = runner.invoke(app, ["plan", *args, "--json"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0]
