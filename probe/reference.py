@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from transformers import OlmoeForCausalLM
 
-__all__ = ["ReferenceOutput", "load_reference_model", "reference_forward"]
+__all__ = ["ReferenceOutput", "load_reference_model", "reference_forward", "matches_reference"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,34 @@ def reference_forward(model: OlmoeForCausalLM, embeddings: torch.Tensor) -> Refe
         handle.remove()
     logprobs = torch.log_softmax(logits[0, -1].float(), dim=-1).cpu()  # (vocab,)
     return ReferenceOutput(routed_experts=routed[0].sort(dim=1).values, logprobs=logprobs)
+
+
+def matches_reference(
+    top_logprobs: dict[str, float], reference: ReferenceOutput, token_ids: dict[str, int], tol: float = 0.1
+) -> bool:
+    """Whether a server's next-token top logprobs agree with the reference forward.
+
+    They agree when the server's most likely token is the reference's greedy token and
+    every token the server lists has a logprob within ``tol`` of the reference's.
+
+    Args:
+        top_logprobs: token -> logprob from the server (e.g. ``VllmProbeDetails.top_logprobs``).
+        reference: :func:`reference_forward` on the same checkpoint and embeddings.
+        token_ids: token -> id of the checkpoint's tokenizer (``tokenizer.get_vocab()``).
+        tol: largest allowed absolute logprob difference (bf16 kernels differ slightly).
+
+    Returns:
+        ``True`` if they agree.
+
+    Raises:
+        ValueError: if ``top_logprobs`` is empty or names a token the tokenizer lacks.
+    """
+    if not top_logprobs:
+        raise ValueError("top_logprobs is empty; request logprobs from the server")
+    unknown = [t for t in top_logprobs if t not in token_ids]
+    if unknown:
+        raise ValueError(f"token {unknown[0]!r} is not in the checkpoint's vocabulary")
+    best = max(top_logprobs, key=top_logprobs.__getitem__)
+    if token_ids[best] != reference.greedy_token:
+        return False
+    return all(abs(v - float(reference.logprobs[token_ids[t]])) <= tol for t, v in top_logprobs.items())

@@ -1,0 +1,98 @@
+"""``faultsense probe build|memory``: the probe model checkpoint and its memory per GPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import fail
+
+__all__ = ["register", "build", "memory"]
+
+MIB = 2**20
+
+probe_app = typer.Typer(
+    name="probe",
+    help="Build the probe model (one OLMoE layer whose routing a probe controls).",
+    no_args_is_help=True,
+)
+
+
+def _check_sizes(gpus: int, probe_size: int) -> None:
+    if gpus < 1:
+        fail(f"--gpus must be >= 1, got {gpus}")
+    if not 1 <= probe_size <= gpus:
+        fail(f"--probe-size must be in 1..{gpus} (--gpus), got {probe_size}")
+
+
+@probe_app.command("build")
+def build(
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica (expert-parallel degree).")],
+    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k).")],
+    out: Annotated[Path, typer.Option("--out", help="Checkpoint folder to write.")],
+    variant: Annotated[str, typer.Option("--variant", help="slim (default) | paper.")] = "slim",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
+) -> None:
+    """Write a Hugging Face checkpoint of the probe model that transformers and vLLM load."""
+    from probe.memory import bytes_per_gpu
+    from probe.model import VARIANTS, probe_config
+
+    _check_sizes(gpus, probe_size)
+    if variant not in VARIANTS:
+        fail(f"--variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out} exists and is not a folder")
+    try:
+        config = probe_config(gpus, probe_size, variant)  # type: ignore[arg-type]
+    except ValueError as exc:
+        fail(f"--variant {variant} with --gpus {gpus}: {exc}")
+    from probe.checkpoint import write_checkpoint
+
+    info = write_checkpoint(out, gpus, probe_size, variant, seed)  # type: ignore[arg-type]
+    per_gpu = bytes_per_gpu(config, gpus)
+    typer.echo(
+        f"wrote {info.path}: {variant} probe model, {info.n_experts} experts, hidden {info.hidden}, "
+        f"top-k {probe_size}; {per_gpu.total_bytes / MIB:.1f} MiB of weights per GPU at {gpus}-way "
+        "expert parallelism (bf16)"
+    )
+
+
+@probe_app.command("memory")
+def memory(
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica (expert-parallel degree).")],
+    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k).")],
+) -> None:
+    """Print the probe model's weights per GPU (bf16) for both variants."""
+    from probe.memory import bytes_per_gpu
+    from probe.model import VARIANTS, probe_config
+
+    _check_sizes(gpus, probe_size)
+    table = Table(title=f"Probe model weights per GPU, {gpus}-way expert parallelism, k={probe_size}, bf16")
+    for column in ("variant", "experts", "experts/GPU", "replicated MiB", "experts MiB", "total MiB", "total MB"):
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for variant in VARIANTS:
+        try:
+            config = probe_config(gpus, probe_size, variant)
+        except ValueError:
+            table.add_row(variant, "-", "-", "-", "-", "-", f"n/a: {gpus} GPUs do not split 64 experts")
+            continue
+        m = bytes_per_gpu(config, gpus)
+        table.add_row(
+            variant,
+            str(config.num_experts),
+            str(config.num_experts // gpus),
+            f"{m.replicated_bytes / MIB:.1f}",
+            f"{m.expert_bytes / MIB:.1f}",
+            f"{m.total_bytes / MIB:.1f}",
+            f"{m.total_bytes / 1e6:.1f}",
+        )
+    Console(width=140).print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``probe`` command group to the ``faultsense`` app."""
+    app.add_typer(probe_app, name="probe")
