@@ -18,8 +18,8 @@ COLLECTIVE = RingAllReduce(channels=8, buffer_bytes=4 * 2**30)
 START = 30
 
 
-def _frame(topo, iterations=70, lossy=(), seed=0, switches=None):
-    counters = simulate(topo, iterations, collective=COLLECTIVE, lossy=lossy, seed=seed)
+def _frame(topo, iterations=70, lossy=(), seed=0, switches=None, collective=COLLECTIVE):
+    counters = simulate(topo, iterations, collective=collective, lossy=lossy, seed=seed)
     return validate_counters(counters_frame(counters, switches)), counters
 
 
@@ -79,7 +79,8 @@ def test_analytic_model_finds_a_loss_present_from_the_first_iteration():
 @pytest.mark.parametrize("rate", [0.005, 0.02, 0.05])
 def test_loss_estimate_is_close_to_the_injected_rate(rate):
     topo = fat_tree(4, 8, 8)
-    frame, _ = _frame(topo, iterations=90, lossy=[LossyLink(3, 1, rate, "down", START)], seed=6)
+    big = RingAllReduce(channels=8, buffer_bytes=16 * 2**30)  # ~1M packets per uplink per iteration
+    frame, _ = _frame(topo, iterations=90, lossy=[LossyLink(3, 1, rate, "down", START)], seed=6, collective=big)
     (fault,) = scan(frame, topo)
     assert (fault.switch, fault.peer) == ("leaf03", "spine01")
     assert fault.loss_estimate == pytest.approx(rate, rel=0.15)
@@ -128,3 +129,17 @@ def test_same_seed_gives_the_same_counters():
     a = simulate(topo, 5, collective=COLLECTIVE, seed=9)
     b = simulate(topo, 5, collective=COLLECTIVE, seed=9)
     assert (a.down_rx == b.down_rx).all() and (a.up_tx == b.up_tx).all()
+
+
+def test_simulated_ingress_equals_the_ingress_cut_from_the_counters_frame():
+    from faultsense_pipelines.flowpulse.counters import ingress_packets
+    from faultsense_pipelines.flowpulse.simulate import simulated_ingress
+
+    topo = fat_tree(3, 4, 2, down=[(0, 1)])
+    counters = simulate(topo, 4, collective=COLLECTIVE, seed=1)
+    direct = simulated_ingress(counters)
+    cut = ingress_packets(validate_counters(counters_frame(counters)), topo)
+    assert [d.switch for d in direct] == [c.switch for c in cut]
+    for d, c in zip(direct, cut, strict=True):
+        assert d.ports == c.ports and d.peers == c.peers and (d.up == c.up).all()
+        assert (d.packets == c.packets).all()

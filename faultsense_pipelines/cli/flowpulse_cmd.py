@@ -31,13 +31,14 @@ def scan_cmd(
     topology: Annotated[Path, typer.Option(help="Topology file (.json, .yaml or .yml).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the faults as JSON.")] = False,
     model: Annotated[str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")] = "learned",
-    reference: Annotated[int, typer.Option(help="Iterations the learned shares come from.")] = 20,
+    reference: Annotated[int, typer.Option(help="Iterations the learned shares first come from.")] = 20,
+    lag: Annotated[int, typer.Option(help="Iterations a deviation is judged before it joins the learned shares.")] = 50,
     design_loss: Annotated[float, typer.Option(help="Loss rate the sequential test is tuned to.")] = 0.005,
     threshold: Annotated[float, typer.Option(help="CUSUM alarm level (log-likelihood ratio).")] = 24.0,
 ) -> None:
     """Judge every switch from its own counters; print the lossy links."""
     try:
-        config = ScanConfig(model=model, reference=reference, design_loss=design_loss, threshold=threshold)
+        config = ScanConfig(model=model, reference=reference, lag=lag, design_loss=design_loss, threshold=threshold)
         topo = load_topology(topology)
         frame = load_counters(counters)
         faults = scan(frame, topo, config)

@@ -70,7 +70,10 @@ def _check_int(frame: pd.DataFrame, col: str) -> None:
 
 def _check_str(frame: pd.DataFrame, col: str) -> None:
     values = frame[col]
-    bad = values.isna().to_numpy() | ~values.map(lambda v: isinstance(v, str) and v != "").to_numpy()
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":
+        bad = (values.str.len() == 0).to_numpy()  # all strings: only empty ones are bad
+    else:
+        bad = ~values.map(lambda v: isinstance(v, str) and v != "").to_numpy()
     if bad.any():
         row = int(np.argmax(bad))
         raise ValueError(f"counters: column {col!r} must hold non-empty strings, got {values.iloc[row]!r} (row {row})")
@@ -166,9 +169,10 @@ def ingress_packets(frame: pd.DataFrame, topology: FabricTopology) -> list[Switc
         sorted by switch name.
     """
     rx = frame[(frame["direction"] == "rx") & frame["peer"].isin(list(topology.tiers))]
+    rx = rx.sort_values(["switch", "iteration", "port"], kind="stable")
     out: list[SwitchIngress] = []
     for switch, rows in rx.groupby("switch", sort=True):
-        wide = rows.pivot(index="iteration", columns="port", values="packets").sort_index().dropna()
+        wide = _wide(rows)
         if wide.empty:
             continue
         ports = tuple(str(p) for p in wide.columns)
@@ -179,3 +183,16 @@ def ingress_packets(frame: pd.DataFrame, topology: FabricTopology) -> list[Switc
             wide.to_numpy(dtype=np.int64),
         ))
     return out
+
+
+def _wide(rows: pd.DataFrame) -> pd.DataFrame:
+    """(iteration x port) packets of one switch's rows sorted by iteration and port; complete iterations only."""
+    ports = np.array(sorted(pd.unique(rows["port"])), dtype=object)
+    iterations = rows["iteration"].to_numpy()
+    if len(rows) % len(ports) == 0:  # fast path: every iteration reports every port
+        shaped = rows["port"].to_numpy().reshape(-1, len(ports))
+        its = iterations.reshape(-1, len(ports))
+        if (shaped == ports).all() and (its == its[:, :1]).all():
+            packets = rows["packets"].to_numpy().reshape(-1, len(ports))
+            return pd.DataFrame(packets, index=its[:, 0], columns=ports)
+    return rows.pivot(index="iteration", columns="port", values="packets").sort_index().dropna()

@@ -46,18 +46,27 @@ def cusum_statistic(
     design_loss: float,
     *,
     reference_packets: np.ndarray | float = np.inf,
+    bias_sigmas: float = 4.5,
     dispersion: np.ndarray | float = 1.0,
 ) -> np.ndarray:
     """One-sided CUSUM of the log-likelihood ratio "port loses design_loss" vs "no loss".
 
+    With z = (N pi - x) / sigma the standardized deficit and d = (N pi - N pi') / sigma the
+    deficit a ``design_loss`` would cause, each iteration adds d (z - d/2 - a). The allowance
+    a = bias_sigmas * sqrt(N / reference_packets) covers the error of shares learned from
+    ``reference_packets`` packets: that error is the same in every iteration, so it would
+    otherwise add up (a is 0 for analytic shares).
+
     Args:
         packets: (T, ..., P) packets received per iteration (axis 0) and port (last axis);
             the middle axes (e.g. switches) are independent.
-        shares: (..., P) expected share per port; ports with share 0 or 1 are not judged.
+        shares: (..., P) or (T, ..., P) expected share per port; ports with share 0 or 1 are
+            not judged.
         design_loss: loss rate the test is tuned to (0 < design_loss < 1).
-        reference_packets: (...) packets the shares were learned from (inf for analytic
-            shares); widens the variance by 1 + N/reference_packets.
-        dispersion: (...) variance multiplier over the binomial variance (>= 1).
+        reference_packets: packets the shares were learned from, broadcastable to (T, ...);
+            inf (the default) for analytic shares.
+        bias_sigmas: how many standard errors of the learned shares the allowance covers.
+        dispersion: variance multiplier over the binomial variance (>= 1), broadcastable to (...).
 
     Returns:
         (T, ..., P) statistic S_t = max(0, S_{t-1} + llr_t), S_{-1} = 0.
@@ -88,10 +97,12 @@ def cusum_statistic(
     n = x.sum(axis=-1, keepdims=True)  # (T, ..., 1) packets into the switch
     mu0 = n * pi
     mu1 = n * share_under_loss(pi, design_loss)
-    ref = np.asarray(reference_packets, dtype=float)[..., None]
-    var = np.asarray(dispersion, dtype=float)[..., None] * mu0 * (1 - pi) * (1 + n / ref)
-    judged = (pi > 0) & (pi < 1) & (n > 0)
-    llr = np.divide((mu0 - mu1) * ((mu0 + mu1) / 2 - x), var, out=np.zeros_like(x), where=judged & (var > 0))
+    sigma = np.sqrt(np.asarray(dispersion, dtype=float)[..., None] * mu0 * (1 - pi))
+    judged = (pi > 0) & (pi < 1) & (n > 0) & (sigma > 0)
+    d = np.divide(mu0 - mu1, sigma, out=np.zeros_like(x), where=judged)
+    z = np.divide(mu0 - x, sigma, out=np.zeros_like(x), where=judged)
+    allowance = bias_sigmas * np.sqrt(n / np.asarray(reference_packets, dtype=float)[..., None])
+    llr = np.where(judged, d * (z - d / 2 - allowance), 0.0)
     c = np.cumsum(llr, axis=0)
     return c - np.minimum.accumulate(np.minimum(c, 0.0), axis=0)
 
@@ -128,17 +139,17 @@ def detect_switch(
     *,
     design_loss: float = 0.005,
     threshold: float = 24.0,
-    reference_packets: float = np.inf,
+    reference_packets: np.ndarray | float = np.inf,
     dispersion: float = 1.0,
 ) -> list[PortAlarm]:
     """Judge one switch from its own ingress counters: the ports whose share deficit persisted.
 
     Args:
         packets: (T, P) packets received per iteration and fabric port.
-        shares: (P,) expected shares (analytic or learned); 0 for a down link.
+        shares: (P,) or (T, P) expected shares (analytic or learned); 0 for a down link.
         design_loss: loss rate the CUSUM is tuned to.
         threshold: CUSUM alarm level (log-likelihood ratio).
-        reference_packets: packets the shares were learned from (inf if analytic).
+        reference_packets: packets the shares were learned from, scalar or (T,) (inf if analytic).
         dispersion: variance multiplier (>= 1).
 
     Returns:
@@ -152,14 +163,16 @@ def detect_switch(
     """
     packets = np.asarray(packets)
     shares = np.asarray(shares, dtype=float)
-    if packets.ndim != 2 or shares.shape != packets.shape[1:]:
-        raise ValueError(f"packets must be (T, P) and shares (P,), got {packets.shape} and {shares.shape}")
+    if packets.ndim != 2 or shares.shape not in (packets.shape, packets.shape[1:]):
+        raise ValueError(f"packets must be (T, P) and shares (P,) or (T, P), got {packets.shape} and {shares.shape}")
+    expected = shares if shares.ndim == 2 else np.broadcast_to(shares, packets.shape)
     stat = cusum_statistic(packets, shares, design_loss, reference_packets=reference_packets, dispersion=dispersion)
     alarm, start = first_alarms(stat, threshold)
     out = []
     for j in np.flatnonzero(alarm >= 0):
         tail = packets[start[j]:]
         observed = tail[:, j].sum() / max(tail.sum(), 1)
+        share = expected[start[j], j]
         out.append(PortAlarm(int(j), int(start[j]), int(alarm[j]),
-                             float(loss_from_shares(shares[j], observed)), float(stat[alarm[j], j])))
+                             float(loss_from_shares(share, observed)), float(stat[alarm[j], j])))
     return out

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["spray_shares", "learned_shares", "learned_dispersion", "share_under_loss", "loss_from_shares"]
+__all__ = [
+    "spray_shares", "learned_shares", "learned_dispersion", "growing_reference", "share_under_loss", "loss_from_shares",
+]
 
 
 def spray_shares(live: np.ndarray, traffic: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -128,3 +130,37 @@ def learned_dispersion(packets: np.ndarray, shares: np.ndarray) -> float:
         return 1.0
     w = x.shape[0]
     return max(1.0, float(z2[judged].mean()) * w / (w - 1))
+
+
+def growing_reference(packets: np.ndarray, reference: int, lag: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shares for each iteration learned from the switch's earlier iterations.
+
+    Iteration t is compared with shares pooled over iterations ``[0, max(reference, t - lag))``:
+    the first ``reference`` iterations at first, then everything older than ``lag`` iterations,
+    so the estimate sharpens as the job runs while a new deviation is judged for ``lag``
+    iterations before it can enter the reference.
+
+    Args:
+        packets: (T, P) packets per iteration and port, T > ``reference``.
+        reference: iterations in the initial reference (>= 1).
+        lag: iterations kept out of the reference behind the one judged (>= 0).
+
+    Returns:
+        ``(shares, reference_packets)`` for iterations ``reference..T-1``: (T - reference, P)
+        shares and (T - reference,) packets each row was learned from.
+
+    Examples:
+        >>> x = np.array([[1, 3], [3, 1], [2, 2], [4, 0], [0, 4]])
+        >>> s, n = growing_reference(x, reference=2, lag=1)
+        >>> s.tolist(), n.tolist()
+        ([[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]], [8.0, 8.0, 12.0])
+    """
+    x = np.asarray(packets, dtype=float)
+    if not 1 <= reference < x.shape[0]:
+        raise ValueError(f"reference must be in [1, {x.shape[0] - 1}] iterations, got {reference}")
+    if lag < 0:
+        raise ValueError(f"lag must be >= 0, got {lag}")
+    pooled = np.cumsum(x, axis=0)  # pooled[k] = sum of rows 0..k
+    t = np.arange(reference, x.shape[0])
+    rows = pooled[np.maximum(reference, t - lag) - 1]
+    return _normalize(rows), rows.sum(axis=1)

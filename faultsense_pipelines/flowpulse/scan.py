@@ -2,9 +2,9 @@
 
 Each switch that exported counters is judged on its own (:func:`detect.detect_switch`) against
 expected shares that are either analytic (the spraying model over the topology's live links,
-assuming every leaf pair exchanges equal traffic) or learned from the switch's first
-``reference`` iterations. A flagged ingress port names the link it sits on (the switch, the
-port, the peer at the other end).
+assuming every leaf pair exchanges equal traffic) or learned from the switch's earlier
+iterations (the first ``reference``, then all but the last ``lag``). A flagged ingress port
+names the link it sits on (the switch, the port, the peer at the other end).
 
 A loss on a leaf-to-spine link also thins what that spine forwards on, so the next leaf's port
 from that spine sees an *echo* of the deficit. When the spine's own counters are present and
@@ -23,10 +23,10 @@ import pandas as pd
 
 from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
 from faultsense_pipelines.flowpulse.detect import detect_switch
-from faultsense_pipelines.flowpulse.model import learned_dispersion, learned_shares, spray_shares
+from faultsense_pipelines.flowpulse.model import growing_reference, learned_dispersion, learned_shares, spray_shares
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["LinkFault", "ScanConfig", "scan"]
+__all__ = ["LinkFault", "ScanConfig", "scan", "scan_ingress"]
 
 Model = Literal["learned", "analytic"]
 
@@ -36,10 +36,12 @@ class ScanConfig:
     """Detector settings.
 
     Attributes:
-        model: ``"learned"`` (shares from each switch's first ``reference`` iterations) or
+        model: ``"learned"`` (shares from each switch's earlier iterations) or
             ``"analytic"`` (spraying model of the topology; catches a loss present from the
             first iteration, but assumes every leaf pair exchanges equal traffic).
-        reference: iterations the learned shares come from (>= 2); not judged themselves.
+        reference: iterations the learned shares first come from (>= 2); not judged themselves.
+            Later iterations join the reference once they are ``lag`` iterations old.
+        lag: iterations a new deviation is judged before it can enter the learned reference.
         design_loss: loss rate the CUSUM is tuned to, in (0, 1).
         threshold: CUSUM alarm level, log-likelihood ratio (> 0).
         echo_slack: iterations within which a spine alarm explains a leaf alarm behind it.
@@ -47,6 +49,7 @@ class ScanConfig:
 
     model: Model = "learned"
     reference: int = 20
+    lag: int = 50
     design_loss: float = 0.005
     threshold: float = 24.0
     echo_slack: int = 3
@@ -56,6 +59,8 @@ class ScanConfig:
             raise ValueError(f"model must be 'learned' or 'analytic', got {self.model!r}")
         if self.reference < 2:
             raise ValueError(f"reference must be >= 2 iterations, got {self.reference}")
+        if self.lag < 0:
+            raise ValueError(f"lag must be >= 0, got {self.lag}")
         if not 0 < self.design_loss < 1:
             raise ValueError(f"design_loss must be in (0, 1), got {self.design_loss}")
         if self.threshold <= 0:
@@ -108,9 +113,8 @@ def _judge(topology: FabricTopology, ing: SwitchIngress, config: ScanConfig) -> 
         if packets.shape[0] <= config.reference:
             return []
         reference = packets[: config.reference]
-        shares = learned_shares(reference)
-        ref = float(reference.sum())
-        disp = learned_dispersion(reference, shares)
+        disp = learned_dispersion(reference, learned_shares(reference))
+        shares, ref = growing_reference(packets, config.reference, config.lag)
         packets, first = packets[config.reference :], config.reference
     alarms = detect_switch(packets, shares, design_loss=config.design_loss, threshold=config.threshold,
                            reference_packets=ref, dispersion=disp)
@@ -136,6 +140,27 @@ def _drop_echoes(faults: list[LinkFault], reporting: set[str], slack: int) -> li
     return [f for f in faults if not echo(f)]
 
 
+def scan_ingress(
+    ingress: list[SwitchIngress], topology: FabricTopology, config: ScanConfig = ScanConfig()
+) -> list[LinkFault]:
+    """Judge every switch of ``ingress`` locally, drop echoes, and name the lossy links.
+
+    Args:
+        ingress: per-switch ingress matrices (:func:`counters.ingress_packets`).
+        topology: the fabric they come from.
+        config: detector settings.
+
+    Returns:
+        Lossy links, sorted by first iteration, switch and port.
+
+    Notes:
+        O(T * P) per switch for the CUSUM.
+    """
+    faults = [f for ing in ingress for f in _judge(topology, ing, config)]
+    faults = _drop_echoes(faults, {ing.switch for ing in ingress}, config.echo_slack)
+    return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
+
+
 def scan(frame: pd.DataFrame, topology: FabricTopology, config: ScanConfig = ScanConfig()) -> list[LinkFault]:
     """Find the lossy links in validated counters (:func:`counters.validate_counters`).
 
@@ -151,10 +176,7 @@ def scan(frame: pd.DataFrame, topology: FabricTopology, config: ScanConfig = Sca
         ValueError: counters naming a switch, port or peer the topology does not have.
 
     Notes:
-        O(rows) to pivot plus O(T * P) per switch for the CUSUM.
+        O(rows) to check and pivot, then :func:`scan_ingress`.
     """
     check_topology(frame, topology)
-    ingress = ingress_packets(frame, topology)
-    faults = [f for ing in ingress for f in _judge(topology, ing, config)]
-    faults = _drop_echoes(faults, {ing.switch for ing in ingress}, config.echo_slack)
-    return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
+    return scan_ingress(ingress_packets(frame, topology), topology, config)
