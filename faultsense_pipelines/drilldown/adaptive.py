@@ -160,29 +160,14 @@ def _confirm_link(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
     if last is not None and last[0] == set(e) and last[1]:
         kn.confirm_link(e, last[2])
         return
-    padding = kn.padding(set(e), context)
-    if padding is not None and not padding[1]:
-        _widen(kn, e, context)
+    probe = kn.widen(e, context)
+    if probe is not None:  # a slow link from e[0] to a widening GPU: find it first
+        _isolate(kn, probe)
     verdict = kn.test_alone(set(e), avoid=context)
     if verdict:
         kn.confirm_link(e, kn.tests - 1)
     elif verdict is None:
         kn.give_up(set(e))
-
-
-def _widen(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
-    """Exonerate links from ``a`` to GPUs already clean for ``b``, so ``(a, b)`` can be padded cleanly.
-
-    One probe: ``a`` plus k-1 GPUs whose links to ``b`` and among themselves are exonerated.
-    If it fails, a slow link from ``a`` to one of them is isolated first.
-    """
-    a, b = e
-    padding = kn.padding({b}, avoid=context | {a})
-    if padding is None or not padding[1]:
-        return
-    probe = {a, *padding[0]}
-    if kn.test(probe) and kn.last_clean:
-        _isolate(kn, probe)
 
 
 def _halves(w: set[int]) -> tuple[set[int], set[int]]:

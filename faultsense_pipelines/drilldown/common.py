@@ -204,6 +204,23 @@ class Knowledge:
             avoid |= set(self.probes[-1]) - core
         return None
 
+    def widen(self, e: Link, avoid: Iterable[int] = ()) -> set[int] | None:
+        """Make clean padding for link ``e`` exist, if it does not, with one probe.
+
+        The probe is ``a`` plus k-1 GPUs whose links to ``b`` and among themselves are
+        exonerated; its pass exonerates their links to ``a`` too. Returns the probe's GPU set
+        when it failed with clean padding (a slow link from ``a`` to one of them), else ``None``.
+        """
+        a, b = e
+        padding = self.padding({a, b}, avoid)
+        if padding is None or padding[1]:
+            return None
+        around_b = self.padding({b}, set(avoid) | {a})
+        if around_b is None or not around_b[1]:
+            return None
+        probe = {a, *around_b[0]}
+        return probe if self.test(probe) and self.last_clean else None
+
     # -- verdicts ----------------------------------------------------------------------
     def _record(self, kind: str, a: int, b: int | None, status: str, evidence: int | None) -> None:
         self.findings.append(Finding(kind, a, b, status, evidence, self._since_last))

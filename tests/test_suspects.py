@@ -1,0 +1,100 @@
+"""Suspect rules: the paper's median ratio and the noise-aware robust rule."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, probe_fails
+
+LATENCIES = st.lists(st.floats(min_value=1.0, max_value=100.0), min_size=3, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(LATENCIES, st.floats(min_value=0.2, max_value=20.0))
+def test_a_uniform_shift_of_all_probes_changes_no_suspect(latencies, factor):
+    for rule in (MedianRatioRule(), RobustRule()):
+        before = rule.judge([[v] for v in latencies])
+        after = rule.judge([[v * factor] for v in latencies])
+        assert after.suspects == before.suspects
+        assert after.replica_degraded == before.replica_degraded
+
+
+@pytest.mark.parametrize("base", [5.0, 20.0, 400.0])
+def test_identical_healthy_probes_give_no_suspect(base):
+    for rule in (MedianRatioRule(), RobustRule()):
+        v = rule.judge([[base]] * 40)
+        assert v.suspects == () and not v.replica_degraded
+        assert v.baseline_ms == pytest.approx(base)
+
+
+def test_the_paper_rule_flags_probes_above_alpha_times_the_median():
+    v = MedianRatioRule(alpha=1.25).judge([[10.0], [12.4], [12.6], [10.0], [9.0]])
+    assert v.baseline_ms == 10.0 and v.threshold_ms == 12.5
+    assert v.suspects == (2,)
+
+
+def test_robust_rule_uses_the_median_of_repeats_so_one_outlier_repeat_is_ignored():
+    probes = [[20.0, 20.1, 19.9]] * 30 + [[20.0, 90.0, 20.1]]
+    assert RobustRule().judge(probes).suspects == ()
+
+
+def test_robust_rule_keeps_its_baseline_when_a_fault_touches_half_the_probes():
+    # n=8, k=4: a slow GPU is in 3 of the 6 probes; the median alone would sit between
+    probes = [[20.0], [36.0], [20.0], [36.0], [20.0], [36.0]]
+    v = RobustRule().judge(probes)
+    assert v.baseline_ms == pytest.approx(20.0)
+    assert v.suspects == (1, 3, 5) and not v.replica_degraded
+
+
+def test_when_most_probes_are_slow_the_replica_is_degraded_and_nobody_is_suspect():
+    probes = [[20.0]] * 10 + [[30.0]] * 14 + [[33.0]] * 6
+    v = RobustRule().judge(probes)
+    assert v.replica_degraded and v.suspects == ()
+
+
+def test_robust_rule_false_alarm_rate_under_lognormal_noise_is_within_its_budget():
+    # 400 healthy sweeps of 100 probes, sigma 0.03: the rule promises <= 1% sweeps with a suspect
+    rng = random.Random(1)
+    rule = RobustRule(false_alarm=0.01)
+    alarms = sum(
+        bool(rule.judge([[20.0 * math.exp(rng.gauss(0, 0.03))] for _ in range(100)]).suspects) for _ in range(400)
+    )
+    assert alarms <= 12  # 1% of 400 = 4 expected; binomial tail allows a few more
+
+
+def test_robust_rule_finds_a_1_3x_slowdown_under_3_percent_noise():
+    rng = random.Random(2)
+    probes = [[20.0 * math.exp(rng.gauss(0, 0.03))] for _ in range(100)]
+    probes[17] = [26.0 * math.exp(rng.gauss(0, 0.03))]
+    assert RobustRule().judge(probes).suspects == (17,)
+
+
+def test_probe_fails_compares_the_median_of_repeats():
+    assert probe_fails([10.0, 30.0, 11.0], 10.5)
+    assert not probe_fails([10.0, 30.0, 10.2], 10.5)
+
+
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: MedianRatioRule(alpha=1.0), "alpha"),
+        (lambda: MedianRatioRule(alpha=float("nan")), "alpha"),
+        (lambda: RobustRule(false_alarm=0.0), "false_alarm"),
+        (lambda: RobustRule(min_slowdown=0.9), "min_slowdown"),
+        (lambda: RobustRule(max_sigma=-1.0), "max_sigma"),
+    ],
+)
+def test_bad_rule_parameters_are_named(make, field):
+    with pytest.raises(ValueError, match=field):
+        make()
+
+
+@pytest.mark.parametrize("bad", [[[]], [[float("nan")]], [[-1.0]], [[0.0]]])
+def test_bad_latencies_are_rejected(bad):
+    with pytest.raises(ValueError):
+        RobustRule().judge(bad)
