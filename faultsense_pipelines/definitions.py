@@ -16,6 +16,7 @@ import dagster as dg
 from assets.analytics import gpu_fault_counts, repeat_offenders, replica_daily_health
 from assets.automation import build_hourly_schedule, build_nightly_schedule, build_replica_sensor
 from assets.cover import build_cover_asset
+from assets.flowpulse import flowpulse_faults
 from assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
 from assets.partitions import SWEEP_PARTITIONS
 from assets.sweep import phase1_probe_run, phase2_drilldown
@@ -62,7 +63,7 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         ANALYTICS_JOB, selection=dg.AssetSelection.groups("analytics"), description="Recompute the analytics over the whole ledger."
     )
     return dg.Definitions(
-        assets=[probe_cover, phase1_probe_run, phase2_drilldown, fault_ledger, gpu_fault_counts, replica_daily_health, repeat_offenders],
+        assets=[probe_cover, phase1_probe_run, phase2_drilldown, fault_ledger, gpu_fault_counts, replica_daily_health, repeat_offenders, flowpulse_faults],
         asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
         jobs=[sweep_job, cover_job, analytics_job],
         schedules=[

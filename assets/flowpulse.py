@@ -1,0 +1,87 @@
+"""``flowpulse_faults``: lossy fabric links found by FlowPulse, appended to the fault ledger.
+
+The asset scans one counters file against one topology file (run config; defaults to the
+example fabric under ``examples/flowpulse/``) and writes one ledger row per lossy link:
+``detector="flowpulse"``, ``component_kind="fabric_link"``,
+``component="fabric_link:<switch>/<port>-<peer>"`` (the receiving switch and port, then the
+switch sending on it), ``replica`` = the fabric's name, ``status="confirmed"``. The batch
+name is derived from the fabric and the counters' iteration range, so re-scanning the same
+counters replaces its rows instead of adding them.
+"""
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+
+from faultsense_pipelines.flowpulse.counters import load_counters
+from faultsense_pipelines.flowpulse.scan import LinkFault, ScanConfig, scan
+from faultsense_pipelines.flowpulse.topology import load_topology
+from faultsense_pipelines.ledger import FaultRow, append_faults, make_fault_id
+from resources.ledger import LedgerResource
+
+__all__ = ["FlowPulseScanConfig", "flowpulse_faults", "fabric_link_component"]
+
+_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "flowpulse"
+
+
+class FlowPulseScanConfig(dg.Config):
+    """Which counters to scan and how (see :class:`faultsense_pipelines.flowpulse.scan.ScanConfig`)."""
+
+    counters: str = str(_EXAMPLES / "counters.parquet")
+    topology: str = str(_EXAMPLES / "topology.json")
+    fabric: str = "example-fabric"
+    model: str = "learned"
+    reference: int = 20
+    lag: int = 50
+    design_loss: float = 0.005
+    threshold: float = 24.0
+
+
+def fabric_link_component(fault: LinkFault) -> str:
+    """The ledger ``component`` of a lossy link: ``"fabric_link:leaf01/up02-spine02"``."""
+    return f"fabric_link:{fault.switch}/{fault.port}-{fault.peer}"
+
+
+def _faults_markdown(faults: list[LinkFault]) -> str:
+    lines = ["| switch | port | peer | first iteration | detected | loss estimate |", "|---|---|---|---|---|---|"]
+    lines += [f"| {f.switch} | {f.port} | {f.peer} | {f.first_iteration} | {f.detected_iteration} | "
+              f"{100 * f.loss_estimate:.2f}% |" for f in faults]
+    return "\n".join(lines) if faults else "no lossy link"
+
+
+@dg.asset(
+    group_name="flowpulse",
+    kinds={"parquet"},
+    description="Lossy fabric links found by FlowPulse in switch-port counters, as fault ledger rows "
+    "(detector=flowpulse, component_kind=fabric_link).",
+)
+def flowpulse_faults(context: dg.AssetExecutionContext, config: FlowPulseScanConfig, ledger: LedgerResource) -> dg.MaterializeResult:
+    settings = ScanConfig(model=config.model, reference=config.reference, lag=config.lag,
+                          design_loss=config.design_loss, threshold=config.threshold)
+    frame = load_counters(config.counters)
+    faults = scan(frame, load_topology(config.topology), settings)
+    first, last = int(frame["iteration"].min()), int(frame["iteration"].max())
+    window = f"{Path(config.counters).name}:{first}-{last}"
+    digest = hashlib.sha256(window.encode()).hexdigest()[:12]
+    now = datetime.now(UTC)
+    rows = [
+        FaultRow(
+            fault_id=make_fault_id("flowpulse", config.fabric, window, fabric_link_component(f)),
+            detected_at=now, sweep_id=context.run.run_id, replica=config.fabric, detector="flowpulse",
+            component_kind="fabric_link", component=fabric_link_component(f), status="confirmed",
+        )
+        for f in faults
+    ]
+    written = append_faults(ledger.uri, rows, batch=f"flowpulse-{config.fabric}-{digest}", day=now.date())
+    return dg.MaterializeResult(
+        metadata={
+            "rows": written.rows,
+            "lossy_links": dg.MetadataValue.json([fabric_link_component(f) for f in faults]),
+            "faults": dg.MetadataValue.md(_faults_markdown(faults)),
+            "iterations": f"{first}-{last}",
+            "path": dg.MetadataValue.path(written.path),
+            "ledger": ledger.store().display_uri,
+        }
+    )
