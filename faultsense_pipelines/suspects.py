@@ -149,8 +149,8 @@ class RobustRule:
     with large noise need repeats.
 
     The healthy-majority assumption is checked, not trusted: if more than half of the probes
-    are slow, if more than a tenth of them (and more than 2) are faster than
-    b - max(2 s, log(min_slowdown)) (faults only slow probes down, so a fast
+    are slow, if one is faster than b - t or more than a tenth of them (and more than 2) are
+    faster than b - max(2 s, log(min_slowdown)) (faults only slow probes down, so a fast
     minority means the baseline itself is slow), or if the healthy probes spread more than
     ``max_sigma`` (no majority cluster: the slow probes inflate the scale), the verdict is
     ``replica_degraded`` with no suspects.
@@ -202,7 +202,7 @@ class RobustRule:
         suspects = tuple(i for i, v in enumerate(x) if v > b + t)
         s = (t / z / (1.0 + 1.2 / math.sqrt(len(healthy)))) if t > floor else 0.0
         fast = sum(v < b - max(2.0 * s, floor) for v in x)
-        fast_minority = fast > max(2, len(x) // 10)
+        fast_minority = fast > max(2, len(x) // 10) or any(v < b - t for v in x)
         too_wide = t > max(z * self.max_sigma, floor)
         degraded = 2 * len(suspects) > len(x) or fast_minority or too_wide
         baseline, threshold = math.exp(b), math.exp(b + t)

@@ -1,0 +1,103 @@
+"""The Phase 1/2 driver over an executor: records, errors, degraded replicas, reproducibility."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.faults import GpuFault, LinkFault
+from faultsense_pipelines.localize import Phase1Result, localize, run_phase1, run_phase2
+from faultsense_pipelines.probes import ExecutorError, ProbeExecutor, ProbeMeasurement
+from faultsense_pipelines.simulator import SimulatedReplica
+
+
+class FakeFlakyExecutor:
+    """A simulated replica whose probes over some GPU sets cannot be measured (test double)."""
+
+    name = "fake-flaky"
+
+    def __init__(self, replica: SimulatedReplica, broken: set[tuple[int, ...]], raise_instead: bool = False):
+        self.replica, self.gpus, self.broken, self.raise_instead = replica, replica.gpus, broken, raise_instead
+
+    def run(self, gpus, repeats=1):
+        probe = tuple(sorted(gpus))
+        if probe in self.broken:
+            if self.raise_instead:
+                raise ExecutorError("worker crashed")
+            return ProbeMeasurement(probe, (), error="timeout")
+        return self.replica.run(probe, repeats)
+
+    def close(self):
+        pass
+
+
+def test_simulated_replica_is_a_probe_executor_and_is_reproducible():
+    a = SimulatedReplica(16, [GpuFault(3, 1.5)], noise_sigma=0.03, seed=11)
+    b = SimulatedReplica(16, [GpuFault(3, 1.5)], noise_sigma=0.03, seed=11)
+    assert isinstance(a, ProbeExecutor) and a.name == "simulated"
+    assert [a.run([0, 1, 3], 3) for _ in range(5)] == [b.run([0, 1, 3], 3) for _ in range(5)]
+    assert a.slowdown([0, 3]) == 1.5 and a.slowdown([0, 1]) == 1.0
+
+
+def test_a_probe_takes_the_worst_slowdown_it_touches():
+    r = SimulatedReplica(8, [GpuFault(1, 1.5), LinkFault((2, 3), 2.5)], base_ms=10.0)
+    assert r.run([1, 2, 3]).latencies_ms == (25.0,)
+    assert r.run([1, 2]).latencies_ms == (15.0,)
+    assert r.run([2, 4]).latencies_ms == (10.0,)
+
+
+@pytest.mark.parametrize("bad", [dict(gpus=0), dict(noise_sigma=-0.1), dict(base_ms=0.0), dict(faults=[GpuFault(9, 2.0)])])
+def test_simulated_replica_rejects_bad_arguments(bad):
+    kwargs = dict(gpus=8) | bad
+    with pytest.raises(ValueError):
+        SimulatedReplica(**kwargs)
+
+
+def test_simulated_replica_rejects_unknown_gpus_in_a_probe():
+    with pytest.raises(ValueError, match="outside"):
+        SimulatedReplica(8).run([1, 8])
+
+
+@pytest.mark.parametrize("raise_instead", [False, True])
+def test_errored_probes_blame_and_exonerate_nothing(raise_instead):
+    cover = plan_cover(8, 4, "greedy")
+    replica = SimulatedReplica(8, [LinkFault((3, 4), 1.5)])
+    executor = FakeFlakyExecutor(replica, {cover.probes[5]}, raise_instead)  # the only probe with (3, 4)
+    loc = localize(executor, cover)
+    assert loc.phase1.errors == 1
+    assert [r.outcome for r in loc.phase1.records].count("error") == 1
+    assert loc.phase1.records[5].latencies_ms == () and loc.phase1.records[5].error
+    assert loc.phase1.suspect_probes == () and loc.verdicts == ()  # seen only in an errored probe
+
+
+def test_a_healthy_replica_needs_no_drilldown():
+    p1 = run_phase1(SimulatedReplica(32, noise_sigma=0.02, seed=3), plan_cover(32, 4, "greedy"), repeats=3)
+    assert isinstance(p1, Phase1Result) and not p1.needs_drilldown
+    assert all(len(r.latencies_ms) == 3 and r.outcome == "pass" for r in p1.records)
+    loc = run_phase2(SimulatedReplica(32), p1)
+    assert loc.probes_phase2 == 0 and loc.verdicts == ()
+    assert pickle.loads(pickle.dumps(p1)) == p1
+
+
+def test_a_replica_where_most_probes_are_slow_is_reported_degraded_without_verdicts():
+    faults = [GpuFault(g, 1.5 + g / 10) for g in range(3)]  # only probe (4, 5, 6, 7) is fast
+    loc = localize(SimulatedReplica(8, faults), plan_cover(8, 4, "greedy"))
+    assert loc.replica_degraded and loc.verdicts == () and loc.probes_phase2 == 0
+
+
+def test_phase2_records_are_numbered_and_judged_against_the_phase1_threshold():
+    loc = localize(SimulatedReplica(32, [LinkFault((5, 17), 1.7)]), plan_cover(32, 4, "greedy"))
+    assert [r.probe_index for r in loc.phase2_records] == list(range(loc.probes_phase2))
+    for r in loc.phase2_records:
+        assert r.phase == 2 and len(r.gpus) == 4
+        assert (r.outcome == "fail") == (r.latency_ms > loc.phase1.threshold_ms)
+    (verdict,) = loc.verdicts
+    assert (verdict.gpu, verdict.peer_gpu, verdict.status) == (5, 17, "confirmed")
+    assert verdict.slowdown == pytest.approx(1.7) and verdict.probes_used >= 1
+
+
+def test_executor_and_cover_must_agree_on_the_replica_size():
+    with pytest.raises(ValueError, match="gpus"):
+        localize(SimulatedReplica(16), plan_cover(8, 4, "greedy"))

@@ -1,0 +1,90 @@
+"""`faultsense simulate --scenario FILE --json`: the contract other work builds on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from faultsense_pipelines.cli import app
+
+SCENARIO = {
+    "gpus": 32,
+    "probe_size": 4,
+    "faults": [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}],
+    "noise": {"sigma": 0.02},
+    "seed": 7,
+}
+
+runner = CliRunner()
+
+
+def _simulate(tmp_path, scenario, *flags):
+    path = tmp_path / "scenario.json"
+    path.write_text(scenario if isinstance(scenario, str) else json.dumps(scenario))
+    return runner.invoke(app, ["simulate", "--scenario", str(path), *flags])
+
+
+@pytest.mark.parametrize("cover", ["greedy", "best"])
+@pytest.mark.parametrize("drilldown", ["adaptive", "paper"])
+def test_the_issue_scenario_prints_the_contract_json(tmp_path, cover, drilldown):
+    result = _simulate(tmp_path, SCENARIO, "--json", "--cover", cover, "--drilldown", drilldown)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["faulty_gpus"] == [9]
+    assert out["faulty_links"] == [[3, 21]]
+    assert out["masked_links"] == []
+    assert out["replica_degraded"] is False
+    assert out["probes"]["phase1"] > 0 and out["probes"]["phase2"] > 0
+    assert out["cover_method"] == cover
+
+
+def test_defaults_are_best_cover_and_adaptive_drilldown_and_runs_are_reproducible(tmp_path):
+    first = _simulate(tmp_path, SCENARIO, "--json")
+    again = _simulate(tmp_path, SCENARIO, "--json")
+    assert json.loads(first.stdout)["cover_method"] == "best"
+    assert first.stdout == again.stdout
+
+
+def test_alpha_switches_to_the_paper_rule_and_repeats_are_accepted(tmp_path):
+    result = _simulate(tmp_path, SCENARIO, "--json", "--alpha", "1.2", "--repeats", "3")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["threshold_ms"] == pytest.approx(1.2 * out["baseline_ms"])
+
+
+def test_without_json_a_table_names_the_faults(tmp_path):
+    result = _simulate(tmp_path, SCENARIO)
+    assert result.exit_code == 0
+    assert "GPU 9" in result.stdout and "link 3-21" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "scenario, field",
+    [
+        ({**SCENARIO, "faults": [{"gpu": 32, "slowdown": 1.8}]}, "faults[0].gpu"),
+        ({**SCENARIO, "faults": [{"gpu": 3, "slowdown": 0}]}, "slowdown"),
+        ({**SCENARIO, "faults": [{"gpu": 3, "slowdown": -1.5}]}, "slowdown"),
+        ({**SCENARIO, "faults": [{"link": [4, 4], "slowdown": 1.5}]}, "faults[0].link"),
+        ({**SCENARIO, "faults": [{"link": [4, 40], "slowdown": 1.5}]}, "faults[0].link"),
+        ({**SCENARIO, "faults": [{"gpu": 3, "slowdown": 1.5}, {"gpu": 3, "slowdown": 2}]}, "faults[1]"),
+        ({**SCENARIO, "probe_size": 40}, "probe_size"),
+        ({k: v for k, v in SCENARIO.items() if k != "gpus"}, "gpus"),
+        ({**SCENARIO, "noise": {"sigma": -0.1}}, "noise.sigma"),
+        ({**SCENARIO, "seed": "x"}, "seed"),
+        ('{"gpus": 32, "probe_size": 4, "faults": [', "malformed JSON"),
+    ],
+)
+def test_bad_scenarios_exit_2_with_one_line_naming_the_field(tmp_path, scenario, field):
+    result = _simulate(tmp_path, scenario, "--json")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("flags, name", [(("--cover", "magic"), "--cover"), (("--drilldown", "x"), "--drilldown"),
+                                         (("--repeats", "0"), "--repeats"), (("--alpha", "0.9"), "alpha")])
+def test_bad_flags_exit_2_naming_the_flag(tmp_path, flags, name):
+    result = _simulate(tmp_path, SCENARIO, "--json", *flags)
+    assert result.exit_code == 2 and name in result.stderr
