@@ -143,3 +143,37 @@ def test_simulated_ingress_equals_the_ingress_cut_from_the_counters_frame():
     for d, c in zip(direct, cut, strict=True):
         assert d.ports == c.ports and d.peers == c.peers and (d.up == c.up).all()
         assert (d.packets == c.packets).all()
+
+
+@given(st.lists(st.integers(0, 2000), min_size=3, max_size=30), st.floats(0.001, 0.2))
+def test_vectorized_cusum_equals_the_recursive_definition(counts, design_loss):
+    from faultsense_pipelines.flowpulse.detect import cusum_statistic
+
+    x = np.array([[c, 1000] for c in counts])  # port 0 varies, port 1 fixed; shares 1/2 each
+    pi = np.array([0.5, 0.5])
+    stat = cusum_statistic(x, pi, design_loss, reference_packets=50_000.0, bias_sigmas=2.0)
+    s = 0.0
+    for t, (a, b) in enumerate(x):
+        n = a + b
+        if n == 0:
+            assert stat[t, 0] == pytest.approx(s)
+            continue
+        mu0, mu1 = n * 0.5, n * share_under_loss(0.5, design_loss)
+        sigma = np.sqrt(n * 0.25)
+        d, z = (mu0 - mu1) / sigma, (mu0 - a) / sigma
+        s = max(0.0, s + d * (z - d / 2 - 2.0 * np.sqrt(n / 50_000.0)))
+        assert stat[t, 0] == pytest.approx(s, abs=1e-6)
+
+
+@given(st.lists(st.floats(0.0, 10.0), min_size=1, max_size=40), st.floats(0.5, 9.5))
+def test_first_alarm_and_start_match_a_scan_of_the_statistic(values, threshold):
+    from faultsense_pipelines.flowpulse.detect import first_alarms
+
+    stat = np.array(values)[:, None]
+    alarm, start = first_alarms(stat, threshold)
+    hits = [t for t, v in enumerate(values) if v >= threshold]
+    if not hits:
+        assert (alarm[0], start[0]) == (-1, -1)
+        return
+    zeros = [t for t in range(hits[0]) if values[t] <= 0]
+    assert (alarm[0], start[0]) == (hits[0], (zeros[-1] + 1) if zeros else 0)
