@@ -132,9 +132,16 @@ class SimulatedOptions(_Strict):
 
 
 class LocalOptions(_Strict):
-    """``local:`` section: faults injected into the real local worker processes."""
+    """``local:`` section: faults injected into the real local worker processes, and
+    optional probe-layer sizes and timeouts (defaults: OLMoE-1B-7B's first MoE layer)."""
 
     inject: list[Injection] = []
+    tokens: Annotated[int, Field(ge=1)] | None = None
+    hidden: Annotated[int, Field(ge=8)] | None = None
+    intermediate: Annotated[int, Field(ge=8)] | None = None
+    dtype: Literal["bfloat16", "float16", "float32"] | None = None
+    timeout_s: Annotated[float, Field(gt=0.0)] | None = None
+    start_timeout_s: Annotated[float, Field(gt=0.0)] | None = None
 
 
 class RayOptions(_Strict):
@@ -143,6 +150,7 @@ class RayOptions(_Strict):
 
     address: str | None = None
     inject: list[Injection] = []
+    use_gpus: bool | None = None
 
 
 class VllmOptions(_Strict):
@@ -151,7 +159,10 @@ class VllmOptions(_Strict):
 
     url: str
     api_key_env: str | None = None
+    model: str | None = None
     timeout_s: Annotated[float, Field(gt=0.0, le=600.0)] = 10.0
+    retries: Annotated[int, Field(ge=0, le=10)] = 2
+    check_routing: bool = False
 
     @field_validator("url")
     @classmethod

@@ -31,11 +31,10 @@ def executor_options(replica: Replica) -> dict[str, Any]:
             "seed": section.seed,
             "base_ms": section.base_ms,
         }
-    if replica.executor == "local":
-        return {"inject": [i.to_dict() for i in section.inject]}
-    if replica.executor == "ray":
-        return {"address": section.address, "inject": [i.to_dict() for i in section.inject]}
-    return {"url": section.url, "api_key_env": section.api_key_env, "timeout_s": section.timeout_s}
+    options = section.model_dump(exclude_none=True, exclude={"inject"})
+    if replica.executor in ("local", "ray"):
+        options["inject"] = [i.to_dict() for i in section.inject]
+    return options
 
 
 def redact_secrets(text: str, replica: Replica) -> str:

@@ -1,0 +1,71 @@
+"""``faultsense ledger show``: print recent rows of the fault ledger."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import fail
+
+__all__ = ["register", "default_ledger_uri"]
+
+
+def default_ledger_uri(ledger: str | None, fleet: Path | None) -> str:
+    """``--ledger``, else ``$FAULTSENSE_LEDGER``, else the fleet file's ``ledger``."""
+    if ledger:
+        return ledger
+    if os.environ.get("FAULTSENSE_LEDGER"):
+        return os.environ["FAULTSENSE_LEDGER"]
+    from faultsense_pipelines.fleet import load_fleet
+
+    return load_fleet(fleet or os.environ.get("FAULTSENSE_FLEET") or None).ledger
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``faultsense ledger ...`` to ``app``."""
+    ledger_app = typer.Typer(help="Read the fault ledger.", no_args_is_help=True)
+    app.add_typer(ledger_app, name="ledger")
+
+    @ledger_app.command("show")
+    def show(
+        since: str = typer.Option(None, "--since", help="First day to show, YYYY-MM-DD (default: 7 days ago)."),
+        replica: str = typer.Option(None, "--replica", help="Only this replica."),
+        detector: str = typer.Option(None, "--detector", help="Only this detector (faultsense, minder, flowpulse)."),
+        status: str = typer.Option(None, "--status", help="Only this status (confirmed, suspect, masked, inconclusive)."),
+        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
+        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to read (default: examples/fleet.yaml)."),
+        limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
+    ) -> None:
+        """Print recent faults, newest last."""
+        from faultsense_pipelines.fleet import FleetError
+        from faultsense_pipelines.ledger import STATUSES, LedgerStore
+
+        try:
+            day = date.fromisoformat(since) if since else datetime.now(UTC).date() - timedelta(days=7)
+        except ValueError:
+            fail(f"--since must be a date YYYY-MM-DD, got {since!r}")
+        if status is not None and status not in STATUSES:
+            fail(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
+        try:
+            store = LedgerStore(default_ledger_uri(ledger, fleet))
+        except (FleetError, ValueError) as exc:
+            fail(str(exc))
+        df = store.read_faults(since=day, replica=replica, detector=detector)
+        if status is not None:
+            df = df[df["status"] == status]
+        shown = df.tail(limit)
+        table = Table(title=f"fault ledger {store.display_uri} since {day} ({len(shown)} of {len(df)} rows)", title_justify="left")
+        for col in ("detected_at (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes", "fault_id"):
+            table.add_column(col)
+        for r in shown.itertuples(index=False):
+            slowdown = "-" if r.slowdown != r.slowdown or r.slowdown is None else f"{r.slowdown:.2f}x"
+            phase = "-" if r.phase is None or str(r.phase) == "<NA>" else str(r.phase)
+            probes = "-" if r.probes_used is None or str(r.probes_used) == "<NA>" else str(r.probes_used)
+            when = r.detected_at.strftime("%Y-%m-%d %H:%M:%S")
+            table.add_row(when, r.replica, r.detector, r.component, r.status, slowdown, phase, probes, r.fault_id)
+        Console().print(table)

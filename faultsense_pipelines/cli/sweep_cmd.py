@@ -1,0 +1,211 @@
+"""``faultsense sweep``: run the Dagster sweep job in-process for the current hour.
+
+The same job the hourly schedule launches (``faultsense_sweep``), one run per replica, on a
+real Dagster instance: ``$DAGSTER_HOME``'s when set (the runs then show in ``dagster dev``),
+else an ephemeral one. Then the analytics job refreshes the ledger analytics, and a summary
+table shows what each replica's sweep found.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import fail
+
+__all__ = ["register", "run_sweep", "ReplicaSweep"]
+
+
+@dataclass
+class ReplicaSweep:
+    """What one replica's sweep run did."""
+
+    replica: str
+    executor: str
+    run_id: str = ""
+    success: bool = False
+    probes_phase1: int = 0
+    probes_phase2: int = 0
+    suspects: int = 0
+    drilldown: bool = False
+    degraded: bool = False
+    confirmed: list[str] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+
+
+def _failure_message(result) -> str:
+    for event in result.all_events:
+        if event.is_step_failure:
+            data = event.step_failure_data
+            if data.user_failure_data is not None and data.user_failure_data.description:
+                return data.user_failure_data.description
+            return data.error.message.strip().splitlines()[-1] if data.error else "step failed"
+    return "run failed"
+
+
+def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
+    outcome.run_id, outcome.success = result.run_id, result.success
+    if not result.success:
+        outcome.error = _failure_message(result)
+        return outcome
+    phase1 = result.output_for_node("phase1_probe_run")
+    outcome.probes_phase1, outcome.suspects = len(phase1.records), len(phase1.suspect_probes)
+    outcome.drilldown, outcome.degraded = phase1.needs_drilldown, phase1.replica_degraded
+    if phase1.needs_drilldown:
+        from assets.report import component_of
+
+        loc = result.output_for_node("phase2_drilldown")
+        outcome.probes_phase2 = loc.probes_phase2
+        outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == "confirmed"]
+    return outcome
+
+
+def run_sweep(
+    fleet_path: str | Path | None = None,
+    replicas: list[str] | None = None,
+    ledger_uri: str | None = None,
+    *,
+    repeats: int = 0,
+    hour: str | None = None,
+    instance=None,
+    on_start=None,
+    on_done=None,
+) -> tuple[list[ReplicaSweep], str]:
+    """Sweep replicas of a fleet through the Dagster job, one in-process run each.
+
+    Args:
+        fleet_path: fleet YAML (default ``examples/fleet.yaml``).
+        replicas: names to sweep (default: all).
+        ledger_uri: overrides the fleet's ledger.
+        repeats: measurements per probe (0: the fleet's, else 3).
+        hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
+        instance: a Dagster instance (default: ``$DAGSTER_HOME``'s, else ephemeral).
+        on_start, on_done: progress callbacks, called with the replica name / its result.
+
+    Returns:
+        One :class:`ReplicaSweep` per replica, and the ledger location.
+
+    Raises:
+        FleetError: malformed fleet file. KeyError: unknown replica name.
+    """
+    import dagster as dg
+
+    from assets.partitions import REPLICAS, current_hour_key
+    from faultsense_pipelines.definitions import ANALYTICS_JOB, SWEEP_JOB, build_definitions
+    from faultsense_pipelines.fleet import load_fleet
+
+    fleet = load_fleet(fleet_path)
+    names = replicas or fleet.names
+    for name in names:
+        fleet.replica(name)  # KeyError naming the unknown replica
+    defs = build_definitions(fleet_path, ledger_uri)
+    ledger = defs.resources["ledger"].store().display_uri
+    hour = hour or current_hour_key()
+    quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    config = dict(quiet)
+    if repeats:
+        config["ops"] = {op: {"config": {"repeats": repeats}} for op in ("phase1_probe_run", "phase2_drilldown")}
+    own = instance is None
+    instance = instance or (dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral())
+    try:
+        have = set(instance.get_dynamic_partitions(REPLICAS.name))
+        if missing := [n for n in names if n not in have]:
+            instance.add_dynamic_partitions(REPLICAS.name, missing)
+        job = defs.resolve_job_def(SWEEP_JOB)
+        outcomes = []
+        for name in names:
+            on_start and on_start(name)
+            outcome, t0 = ReplicaSweep(name, fleet.replica(name).executor), time.monotonic()
+            key = dg.MultiPartitionKey({"hour": hour, "replica": name})
+            result = job.execute_in_process(instance=instance, partition_key=key, run_config=config, raise_on_error=False)
+            outcome = _summarize(outcome, result)
+            outcome.seconds = time.monotonic() - t0
+            outcomes.append(outcome)
+            on_done and on_done(outcome)
+        defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
+    finally:
+        if own:
+            instance.dispose()
+    return outcomes, ledger
+
+
+def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
+    table = Table(title=f"FaultSense sweep {hour} UTC  ->  ledger {ledger}", title_justify="left")
+    for col in ("replica", "executor", "phase 1 probes", "suspects", "phase 2 probes", "confirmed faults", "status", "time"):
+        table.add_column(col, justify="right" if "probes" in col or col in ("suspects", "time") else "left", overflow="fold")
+    for o in outcomes:
+        if not o.success:
+            status = "[red]FAILED[/red] (below)"
+        elif o.degraded:
+            status = "[yellow]replica-wide degradation[/yellow]"
+        else:
+            status = "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
+        confirmed = ", ".join(o.confirmed) or ("-" if o.success else "")
+        phase2 = str(o.probes_phase2) if o.drilldown else "skipped"
+        table.add_row(o.replica, o.executor, str(o.probes_phase1), str(o.suspects), phase2, confirmed, status, f"{o.seconds:.1f} s")
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``faultsense sweep`` to ``app``."""
+
+    @app.command("sweep")
+    def sweep(
+        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: examples/fleet.yaml or $FAULTSENSE_FLEET)."),
+        replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
+        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
+        repeats: int = typer.Option(0, "--repeats", min=0, help="Measurements per probe (default: fleet's, else 3)."),
+        hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
+    ) -> None:
+        """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
+        from assets.partitions import current_hour_key
+        from faultsense_pipelines.fleet import FleetError
+
+        if hour is not None:
+            import re
+
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}-\d{2}:00", hour):
+                fail(f"--hour must look like 2026-11-30-08:00, got {hour!r}")
+        hour = hour or current_hour_key()
+        console = Console(stderr=True)
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+            task = progress.add_task("loading the fleet", total=None)
+
+            def on_start(name: str) -> None:
+                progress.update(task, description=f"sweeping [bold]{name}[/bold]")
+
+            def on_done(o: ReplicaSweep) -> None:
+                mark = "[green]ok[/green]" if o.success else "[red]failed[/red]"
+                progress.console.print(f"  {o.replica}: {mark} ({o.seconds:.1f} s)")
+                progress.advance(task)
+
+            try:
+                from faultsense_pipelines.fleet import load_fleet
+
+                progress.update(task, total=len(replica or load_fleet(fleet).names))
+                outcomes, ledger_at = run_sweep(fleet, replica or None, ledger, repeats=repeats, hour=hour, on_start=on_start, on_done=on_done)
+            except FleetError as exc:
+                progress.stop()
+                fail(str(exc))
+            except KeyError as exc:
+                progress.stop()
+                fail(str(exc).strip("'\""))
+            except ValueError as exc:
+                progress.stop()
+                fail(str(exc))
+            progress.update(task, description="done")
+        out = Console()
+        out.print(_table(outcomes, hour, ledger_at))
+        for o in outcomes:
+            if not o.success:
+                out.print(f"[red]{o.replica} failed[/red] (run {o.run_id}): {o.error}", soft_wrap=True, markup=True, highlight=False)
+        if not all(o.success for o in outcomes):
+            raise typer.Exit(1)

@@ -1,0 +1,132 @@
+"""The fleet file: the issue's example parses; every malformed file gets one error naming the field."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, FleetError, load_fleet, parse_fleet
+from resources.executors import executor_options
+
+ISSUE_EXAMPLE = """
+ledger: .faultsense/ledger          # local path or any fsspec / pyarrow filesystem URI
+replicas:
+  - name: sim-64                    # [a-z0-9_-]+, unique
+    gpus: 64
+    probe_size: 8
+    executor: simulated
+    simulated: {faults: [{gpu: 17, slowdown: 1.5}, {link: [3, 40], slowdown: 2.0}], noise_sigma: 0.02, seed: 1}
+  - name: local-8
+    gpus: 8
+    probe_size: 4
+    executor: local                 # real MoE probes on local worker processes
+    local: {inject: [{gpu: 2, slowdown: 3.0}]}
+  - name: prod-a
+    gpus: 64
+    probe_size: 8
+    executor: vllm
+    vllm: {url: "https://probe.prod-a.example:8000", api_key_env: PROD_A_KEY}
+"""
+
+BASE = {
+    "ledger": "/tmp/ledger",
+    "replicas": [
+        {"name": "a", "gpus": 8, "probe_size": 4, "executor": "simulated"},
+        {"name": "b", "gpus": 8, "probe_size": 4, "executor": "simulated"},
+    ],
+}
+
+
+def with_second(**changes) -> dict:
+    data = copy.deepcopy(BASE)
+    data["replicas"][1].update(changes)
+    return data
+
+
+def test_the_issue_example_fleet_parses_with_every_section(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(ISSUE_EXAMPLE)
+    fleet = load_fleet(path)
+    assert fleet.names == ["sim-64", "local-8", "prod-a"]
+    assert fleet.shapes == ["n64-k8", "n8-k4"]
+    assert fleet.replica("prod-a").vllm.api_key_env == "PROD_A_KEY"
+    assert executor_options(fleet.replica("local-8")) == {"inject": [{"gpu": 2, "slowdown": 3.0}]}
+    assert executor_options(fleet.replica("sim-64"))["faults"] == [{"gpu": 17, "slowdown": 1.5}, {"link": [3, 40], "slowdown": 2.0}]
+
+
+def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulated_replicas() -> None:
+    fleet = load_fleet(DEFAULT_FLEET_PATH)
+    local = [r for r in fleet.replicas if r.executor == "local"]
+    assert [(r.gpus, r.probe_size) for r in local] == [(8, 4)]
+    assert [i.to_dict() for i in local[0].local.inject] == [{"gpu": 2, "slowdown": 3.0}]
+    simulated = [r for r in fleet.replicas if r.executor == "simulated"]
+    assert len(simulated) >= 2 and all(r.gpus >= 25 for r in simulated)
+    assert any(r.simulated.faults for r in simulated) and any(not r.simulated.faults for r in simulated)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"probe_size": 9}, "replicas[1].probe_size: must be <= gpus (got 9 > 8)"),
+        ({"name": "../escape"}, "replicas[1].name: must be 1-64 of a-z, 0-9"),
+        ({"name": "Prod_A"}, "replicas[1].name:"),
+        ({"name": "a"}, "replicas[1].name: 'a' is already the name of replicas[0]"),
+        ({"gpus": 1}, "replicas[1].gpus:"),
+        ({"executor": "tpu"}, "replicas[1].executor:"),
+        ({"executor": "vllm"}, "replicas[1].vllm: required when executor is 'vllm'"),
+        ({"local": {"inject": []}}, "replicas[1].local: given, but executor is 'simulated'"),
+        ({"simulated": {"faults": [{"gpu": 8, "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].gpu: GPU id 8 is outside 0..7"),
+        ({"simulated": {"faults": [{"gpu": 1, "slowdown": 0}]}}, "replicas[1].simulated.faults[0].slowdown: must be a finite number > 0"),
+        ({"simulated": {"faults": [{"gpu": 1, "slowdown": float("nan")}]}}, "replicas[1].simulated.faults[0].slowdown:"),
+        ({"simulated": {"faults": [{"link": [3, 3], "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].link: a link joins two different GPUs"),
+        ({"simulated": {"faults": [{"gpu": 1, "link": [2, 3], "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0]: give exactly one of gpu or link"),
+        ({"alpha": 0.9}, "replicas[1].alpha: must be a finite number > 1"),
+        ({"repeats": 0}, "replicas[1].repeats:"),
+        ({"colour": "red"}, "replicas[1].colour: Extra inputs are not permitted"),
+        ({"executor": "vllm", "vllm": {"url": "probe:8000"}}, "replicas[1].vllm.url: must be an http:// or https:// URL"),
+        ({"executor": "vllm", "vllm": {"url": "http://h:1", "api_key_env": "sk-live 123"}}, "replicas[1].vllm.api_key_env: must be the name of an environment variable"),
+        ({"executor": "local", "local": {"inject": [{"gpu": 2, "slowdown": 0.5}]}}, "replicas[1].local.inject[0].slowdown: must be a finite number >= 1"),
+        ({"executor": "local", "local": {"inject": [{"gpu": 2, "delay_ms": 1.0}]}}, "replicas[1].local.inject[0]: give either {gpu, slowdown} or {link: [a, b], delay_ms}"),
+    ],
+)
+def test_a_malformed_replica_gets_one_error_naming_the_field(changes: dict, expected: str) -> None:
+    with pytest.raises(FleetError) as err:
+        parse_fleet(with_second(**changes), source="fleet.yaml")
+    message = str(err.value)
+    assert message.startswith(f"fleet.yaml: {expected}"), message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({**BASE, "ledger": "nosuchfs://bucket/ledger"}, "ledger: unknown filesystem scheme 'nosuchfs'"),
+        ({**BASE, "ledger": ""}, "ledger:"),
+        ({"ledger": "/x", "replicas": []}, "replicas:"),
+        ({"replicas": BASE["replicas"]}, "ledger: Field required"),
+        ([1, 2], "the fleet must be a mapping"),
+    ],
+)
+def test_a_malformed_fleet_gets_one_error_naming_the_field(data: object, expected: str) -> None:
+    with pytest.raises(FleetError, match=None) as err:
+        parse_fleet(data, source="f.yaml")
+    assert str(err.value).startswith(f"f.yaml: {expected}"), str(err.value)
+
+
+def test_files_that_are_missing_or_not_yaml_are_named_in_the_error(tmp_path: Path) -> None:
+    with pytest.raises(FleetError, match="cannot read fleet file"):
+        load_fleet(tmp_path / "absent.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("ledger: x\nreplicas: [\n  - {name: a\n")
+    with pytest.raises(FleetError, match=r"bad.yaml: line \d+: not valid YAML"):
+        load_fleet(bad)
+
+
+def test_remote_ledger_uris_are_accepted_and_can_be_overridden() -> None:
+    fleet = parse_fleet({**BASE, "ledger": "s3://bucket/faultsense"})
+    assert fleet.ledger == "s3://bucket/faultsense"
+    assert fleet.with_ledger("memory://ledger").ledger == "memory://ledger"
+    with pytest.raises(KeyError, match="unknown replica 'zz'; the fleet has a, b"):
+        fleet.replica("zz")

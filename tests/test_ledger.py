@@ -1,0 +1,203 @@
+"""The Parquet fault ledger: layout, schema, idempotent atomic writes, readers (pandas, DuckDB)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from faultsense_pipelines.ledger import (
+    FAULT_SCHEMA,
+    PROBE_RUN_SCHEMA,
+    SCHEMA_VERSION,
+    FaultRow,
+    LedgerStore,
+    ProbeRunRow,
+    append_faults,
+    gpu_component,
+    link_component,
+    make_fault_id,
+)
+
+WHEN = datetime(2026, 11, 30, 8, 17, tzinfo=UTC)
+
+
+def gpu_row(gpu: int, replica: str = "sim-64", window: str = "2026-11-30-08:00") -> FaultRow:
+    component = gpu_component(gpu)
+    return FaultRow(
+        fault_id=make_fault_id("faultsense", replica, window, component),
+        detected_at=WHEN,
+        sweep_id="run-1",
+        replica=replica,
+        detector="faultsense",
+        component_kind="gpu",
+        component=component,
+        status="confirmed",
+        slowdown=1.5,
+        gpu=gpu,
+        phase=2,
+        probes_used=80,
+    )
+
+
+def probe_rows(n: int) -> list[ProbeRunRow]:
+    return [ProbeRunRow("run-1", "sim-64", 1, i, (i, i + 1), 10.0 + i, 0, "simulated") for i in range(n)]
+
+
+def test_components_and_fault_ids_follow_the_documented_form() -> None:
+    assert gpu_component(17) == "gpu:17"
+    assert link_component(40, 3) == "link:3-40"
+    a = make_fault_id("faultsense", "sim-64", "2026-11-30-08:00", "gpu:17")
+    assert a == make_fault_id("faultsense", "sim-64", "2026-11-30-08:00", "gpu:17")
+    assert len(a) == 20 and int(a, 16) >= 0
+    others = {make_fault_id(*k) for k in [("minder", "sim-64", "2026-11-30-08:00", "gpu:17"), ("faultsense", "sim-64", "2026-11-30-09:00", "gpu:17")]}
+    assert a not in others and len(others) == 2
+
+
+def test_files_are_hive_partitioned_by_date_with_the_documented_columns(tmp_path: Path) -> None:
+    store = LedgerStore(str(tmp_path))
+    written = store.write_faults([gpu_row(17)], day="2026-11-30", batch="faultsense-sim-64-h08")
+    assert written.path == f"{tmp_path}/fault_ledger/date=2026-11-30/faultsense-sim-64-h08.parquet"
+    store.write_probe_runs(probe_rows(3), day="2026-11-30", batch="sim-64-h08-phase1")
+    schema = pq.read_schema(written.path)
+    assert schema.names == [
+        "fault_id", "detected_at", "sweep_id", "replica", "detector", "component_kind", "component",
+        "gpu", "peer_gpu", "slowdown", "status", "phase", "probes_used", "schema_version",
+    ]
+    assert schema.remove_metadata().equals(FAULT_SCHEMA.remove_metadata())
+    assert schema.metadata[b"faultsense.schema_version"] == str(SCHEMA_VERSION).encode()
+    runs = pq.read_schema(f"{tmp_path}/probe_runs/date=2026-11-30/sim-64-h08-phase1.parquet")
+    assert runs.names == ["sweep_id", "replica", "phase", "probe_index", "gpus", "latency_ms", "repeat", "executor", "error"]
+    assert runs.remove_metadata().equals(PROBE_RUN_SCHEMA.remove_metadata())
+
+
+def test_pandas_and_duckdb_read_the_ledger_as_is(tmp_path: Path) -> None:
+    store = LedgerStore(str(tmp_path))
+    store.write_faults([gpu_row(17), gpu_row(5)], day="2026-11-30", batch="b1")
+    store.write_faults([gpu_row(9, window="2026-11-29-23:00")], day="2026-11-29", batch="b2")
+    store.write_probe_runs(probe_rows(4), day="2026-11-30", batch="r1")
+
+    by_pandas = pd.read_parquet(tmp_path / "fault_ledger")
+    assert sorted(by_pandas["gpu"].tolist()) == [5, 9, 17]
+    assert sorted(by_pandas["date"].astype(str).unique()) == ["2026-11-29", "2026-11-30"]
+
+    by_duckdb = duckdb.sql(
+        f"SELECT date, count(*) AS n FROM read_parquet('{tmp_path}/fault_ledger/*/*.parquet', hive_partitioning = true) GROUP BY date ORDER BY date"
+    ).fetchall()
+    assert [(str(d), n) for d, n in by_duckdb] == [("2026-11-29", 1), ("2026-11-30", 2)]
+    latencies = duckdb.sql(f"SELECT sum(latency_ms), max(len(gpus)) FROM read_parquet('{tmp_path}/probe_runs/**/*.parquet', hive_partitioning = true)").fetchall()[0]
+    assert latencies == (10.0 + 11.0 + 12.0 + 13.0, 2)
+
+    mine = store.read_faults(since="2026-11-30")
+    assert sorted(mine["gpu"].tolist()) == [5, 17] and str(mine["gpu"].dtype) == "Int32"
+
+
+def test_rewriting_a_batch_replaces_its_rows_and_an_empty_batch_clears_them(tmp_path: Path) -> None:
+    store = LedgerStore(str(tmp_path))
+    for _ in range(3):
+        store.write_faults([gpu_row(17), gpu_row(5)], day="2026-11-30", batch="faultsense-sim-64-h08")
+    assert len(store.read_faults()) == 2
+    store.write_faults([gpu_row(1, window="2026-11-30-09:00")], day="2026-11-30", batch="faultsense-sim-64-h09")
+    assert len(store.read_faults()) == 3
+    store.write_faults([], day="2026-11-30", batch="faultsense-sim-64-h08")
+    assert store.read_faults()["gpu"].tolist() == [1]
+    assert len(store.files("fault_ledger")) == 2
+
+
+def test_passive_detectors_append_machine_and_fabric_rows_without_gpu_ids(tmp_path: Path) -> None:
+    window = "2026-11-30T08:00"
+    rows = [
+        FaultRow(make_fault_id("minder", "train-a", window, "machine:node-07"), WHEN, "scan-1", "train-a", "minder", "machine", "machine:node-07", "confirmed"),
+        FaultRow(make_fault_id("flowpulse", "fabric-1", window, "fabric_link:leaf3-spine1"), WHEN, "scan-2", "fabric-1", "flowpulse",
+                 "fabric_link", "fabric_link:leaf3-spine1", "suspect", slowdown=None),
+    ]
+    append_faults(str(tmp_path), rows[:1], batch="minder-train-a-2026-11-30T08")
+    append_faults(str(tmp_path), rows[:1], batch="minder-train-a-2026-11-30T08")
+    append_faults(str(tmp_path), rows[1:], batch="flowpulse-fabric-1-2026-11-30T08")
+    df = LedgerStore(str(tmp_path)).read_faults()
+    assert df["detector"].tolist() == ["minder", "flowpulse"] or sorted(df["detector"]) == ["flowpulse", "minder"]
+    assert df["gpu"].isna().all() and df["peer_gpu"].isna().all()
+    assert (df["date"] == "2026-11-30").all()
+    assert LedgerStore(str(tmp_path)).read_faults(detector="minder")["component"].tolist() == ["machine:node-07"]
+
+
+@pytest.mark.parametrize("batch", ["../outside", "a/b", ".hidden", "", "x" * 201])
+def test_batch_names_cannot_leave_the_ledger_folder(tmp_path: Path, batch: str) -> None:
+    with pytest.raises(ValueError, match="batch must be"):
+        LedgerStore(str(tmp_path)).write_faults([], day="2026-11-30", batch=batch)
+    assert not any(p for p in tmp_path.parent.rglob("outside*"))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("replica", "../etc", "replica must be"),
+        ("component_kind", "rack", "component_kind must be one of"),
+        ("status", "broken", "status must be one of"),
+        ("slowdown", float("nan"), "slowdown must be finite"),
+        ("gpu", -1, "gpu must be an integer >= 0"),
+        ("detected_at", datetime(2026, 11, 30), "detected_at must be a timezone-aware datetime"),
+    ],
+)
+def test_invalid_fault_rows_are_refused_naming_the_field(field: str, value: object, message: str) -> None:
+    fields = {**gpu_row(1).__dict__, field: value}
+    with pytest.raises(ValueError, match=message):
+        FaultRow(**fields)
+
+
+def test_probe_rows_refuse_nan_or_negative_latencies_and_latencies_on_error_rows() -> None:
+    for bad in (float("nan"), -1.0, None):
+        with pytest.raises(ValueError, match="latency_ms must be finite"):
+            ProbeRunRow("r", "a", 1, 0, (0, 1), bad, 0, "local")
+    with pytest.raises(ValueError, match="error row carries no latency"):
+        ProbeRunRow("r", "a", 1, 0, (0, 1), 3.0, 0, "local", error="timeout")
+
+
+def test_an_fsspec_filesystem_uri_works_like_a_local_path() -> None:
+    store = LedgerStore("memory://faultsense-test-ledger")
+    store.write_faults([gpu_row(3)], day="2026-11-30", batch="b")
+    store.write_faults([gpu_row(3)], day="2026-11-30", batch="b")
+    assert store.read_faults()["component"].tolist() == ["gpu:3"]
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
+    gpus = tuple(range(2048))
+    rows = [ProbeRunRow("big", "sim-64", 1, i, gpus, 1.0, 0, "simulated") for i in range(6_000)]
+    print("ready", flush=True)
+    LedgerStore(sys.argv[1]).write_probe_runs(rows, day="2026-11-30", batch="sim-64-h08-phase1")
+    """
+)
+
+
+def test_a_writer_killed_mid_write_leaves_the_earlier_file_intact(tmp_path: Path) -> None:
+    store = LedgerStore(str(tmp_path))
+    store.write_probe_runs(probe_rows(5), day="2026-11-30", batch="sim-64-h08-phase1")
+    folder = tmp_path / "probe_runs" / "date=2026-11-30"
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 120
+        while not any(p.name.endswith(".tmp") for p in folder.iterdir()):
+            assert proc.poll() is None, "the writer finished before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert any(p.name.startswith(".") for p in folder.iterdir()), "the killed write left its hidden temporary file"
+    assert store.read_probe_runs()["latency_ms"].tolist() == [10.0, 11.0, 12.0, 13.0, 14.0]
+    assert len(pd.read_parquet(tmp_path / "probe_runs")) == 5
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/probe_runs/*/*.parquet')").fetchall() == [(5,)]
