@@ -1,0 +1,152 @@
+"""Scan a fleet's metrics for faulty machines: Minder's detection pass.
+
+For each metric, in priority order: denoise every machine's windows with that metric's
+LSTM-VAE, score each machine's distance to the rest of the fleet per window
+(:mod:`~faultsense_pipelines.minder.similarity`), keep machines that stay the outlier for
+``continuity_s`` (:mod:`~faultsense_pipelines.minder.continuity`), and date the onset of
+the abnormal pattern. Runs of one machine that overlap in time are one fault, named by the
+highest-priority metric that confirmed it.
+
+References:
+    Deng et al., "Minder: Faulty Machine Detection for Large-scale Distributed Model
+    Training", NSDI '25 (arXiv 2411.01791), section 4 (design) and Figure 5 (workflow).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from faultsense_pipelines.minder.continuity import confirmed_runs, estimate_onset
+from faultsense_pipelines.minder.io import MetricArray
+from faultsense_pipelines.minder.model import reconstruct
+from faultsense_pipelines.minder.settings import MinderSettings
+from faultsense_pipelines.minder.similarity import fleet_distances, outlier_scores
+from faultsense_pipelines.minder.train import MinderModel
+from faultsense_pipelines.minder.windows import fleet_median, split_windows
+
+__all__ = ["Fault", "scan"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A faulty machine found by Minder.
+
+    Attributes:
+        machine: the machine's name.
+        start: estimated onset of the abnormal pattern (UTC), not when it was confirmed.
+        metric: the highest-priority metric that confirmed it.
+        score: peak outlier score (robust z) over the run.
+        confirmed_at: end of the window in which it had lasted ``continuity_s`` (UTC).
+    """
+
+    machine: str
+    start: pd.Timestamp
+    metric: str
+    score: float
+    confirmed_at: pd.Timestamp
+
+    def to_dict(self) -> dict[str, str | float]:
+        """The JSON contract: machine, ISO 8601 start, metric, score."""
+        return {"machine": self.machine, "start": self.start.isoformat(), "metric": self.metric,
+                "score": round(self.score, 3)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Run:
+    machine: int
+    metric: str
+    rank: int  # position of the metric in the model's priority
+    onset: int  # sample index
+    first: int  # sample index of the first outlier window
+    last: int  # sample index one past the last outlier window
+    confirmed: int  # sample index one past the confirming window
+    peak: float
+
+
+def _metric_runs(x: np.ndarray, model: MinderModel, metric: str, rank: int, settings: MinderSettings) -> list[_Run]:
+    """Confirmed outlier runs of one metric; x: (n_machines, n_times) normalized."""
+    w = model.window
+    windows, coverage, offset = split_windows(x, w)
+    if windows.shape[1] == 0:
+        return []
+    denoised = reconstruct(model.denoisers[metric], windows)  # (n_machines, n_windows, w)
+    distances = fleet_distances(denoised, coverage >= settings.min_coverage)
+    spread = max(float(model.spreads[model.metrics.index(metric)]), settings.min_spread)
+    scores = outlier_scores(distances, min_spread=spread, min_machines=settings.min_machines)
+    min_windows = max(1, math.ceil(settings.continuity_s / (w * model.interval_s) - 1e-9))
+    runs = confirmed_runs(scores, settings.threshold, min_windows, settings.max_gap_windows)
+    if not runs:
+        return []
+    deviation = x - fleet_median(x)[None, :]
+    out = []
+    for run in runs:
+        lo = offset + max(0, run.first - min_windows) * w  # healthy lead-in before the run
+        hi = offset + (run.last + 1) * w
+        onset = lo + estimate_onset(deviation[run.machine, lo:hi])
+        out.append(
+            _Run(run.machine, metric, rank, onset, offset + run.first * w, hi, offset + (run.confirmed + 1) * w, run.peak)
+        )
+    return out
+
+
+def _merge(runs: list[_Run], array: MetricArray) -> list[Fault]:
+    """One fault per machine per stretch of overlapping runs."""
+    faults = []
+    by_machine: dict[int, list[_Run]] = {}
+    for run in runs:
+        by_machine.setdefault(run.machine, []).append(run)
+    for machine, mine in by_machine.items():
+        mine.sort(key=lambda r: r.first)
+        group = [mine[0]]
+        for run in mine[1:] + [None]:
+            if run is not None and run.first < max(r.last for r in group):
+                group.append(run)
+                continue
+            named = min(group, key=lambda r: r.rank)
+            faults.append(
+                Fault(
+                    machine=array.machines[machine],
+                    start=array.time_at(min(r.onset for r in group)),
+                    metric=named.metric,
+                    score=max(r.peak for r in group),
+                    confirmed_at=array.time_at(min(r.confirmed for r in group)),
+                )
+            )
+            group = [run] if run is not None else []
+    return sorted(faults, key=lambda f: (f.start, f.machine))
+
+
+def scan(array: MetricArray, model: MinderModel, settings: MinderSettings | None = None) -> tuple[Fault, ...]:
+    """Find the faulty machines in ``array``.
+
+    Args:
+        array: fleet metrics sampled at ``model.interval_s``; metrics the model does not
+            know are ignored, model metrics the array lacks are skipped.
+        model: a trained :class:`~faultsense_pipelines.minder.train.MinderModel`.
+        settings: scanning settings (threshold, continuity, ...); the model's when ``None``.
+            Window length and denoiser size always come from the model.
+
+    Returns:
+        Faults ordered by onset then machine; empty if every machine looks like the rest.
+
+    Raises:
+        ValueError: the array's interval differs from the model's, or they share no metric.
+
+    Notes:
+        O(n_metrics * n_machines * n_times * hidden^2) for the denoisers, which dominate;
+        similarity is O(n_machines * n_times) per metric.
+    """
+    settings = settings or model.settings
+    if not math.isclose(array.interval_s, model.interval_s, rel_tol=1e-3):
+        raise ValueError(f"metrics are sampled every {array.interval_s} s, the model every {model.interval_s} s")
+    metrics = [m for m in model.priority if m in array.metrics]
+    if not metrics:
+        raise ValueError(f"no metric in common with the model (model has: {', '.join(model.metrics)})")
+    runs = []
+    for rank, metric in enumerate(metrics):
+        runs.extend(_metric_runs(model.normalize(array, metric), model, metric, rank, settings))
+    return tuple(_merge(runs, array))
