@@ -98,7 +98,7 @@ def main() -> None:
     for r in rows:
         check = {"": "not built", True: "equal", False: "DIFFERS"}[r["match"]]
         lines.append(f"| {r['variant']} | {r['n_gpus']} | {r['experts']} | {r['experts_per_gpu']} | "
-                     f"{r['per_gpu_mib']:.1f} | {r['per_gpu_mb']:.1f} | {check} |")
+                     f"{r['per_gpu_bytes'] / MIB:.1f} | {r['per_gpu_bytes'] / 1e6:.1f} | {check} |")
     table = "\n".join(lines)
     (RESULTS / "probe_memory.md").write_text(
         "# Probe model weights per GPU (bf16, n-way expert parallelism)\n\n"
