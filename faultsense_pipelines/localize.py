@@ -13,13 +13,14 @@ verdict. :attr:`Phase1Result.errors` counts them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .cover import Cover
 from .drilldown import drilldown
 from .drilldown.common import Finding
 from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
-from .suspects import SuspectRule, default_rule, probe_fails, probe_latency_ms
+from .suspects import SuspectRule, default_rule, probe_latency_ms
 from .topology import Link
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "run_phase1",
     "run_phase2",
     "localize",
+    "judge_probe",
 ]
 
 OUTCOMES = ("pass", "fail", "error")
@@ -106,6 +108,8 @@ class Phase1Result:
         suspect_probes: indices of the suspect probes.
         replica_degraded: the healthy-majority assumption failed; no suspect is reported.
         errors: probes that could not be measured.
+        remeasured: probes measured a second time (2 x repeats more) because their first
+            latency fell between the two thresholds (see :func:`judge_probe`).
     """
 
     gpus: int
@@ -117,6 +121,7 @@ class Phase1Result:
     suspect_probes: tuple[int, ...]
     replica_degraded: bool
     errors: int
+    remeasured: int = 0
 
     @property
     def needs_drilldown(self) -> bool:
@@ -159,6 +164,16 @@ class Localization:
         return len(self.phase2_records)
 
     @property
+    def remeasured_phase2(self) -> int:
+        """Phase 2 probes measured a second time (their records hold 3 x repeats latencies)."""
+        return sum(len(r.latencies_ms) > self._repeats for r in self.phase2_records)
+
+    @property
+    def _repeats(self) -> int:
+        first = next((r for r in self.phase1.records if r.latencies_ms), None)
+        return len(first.latencies_ms) if first else 1
+
+    @property
     def replica_degraded(self) -> bool:
         return self.phase1.replica_degraded
 
@@ -178,6 +193,7 @@ class Localization:
             "masked_links": self.masked_links,
             "inconclusive": inconclusive,
             "probes": {"phase1": self.probes_phase1, "phase2": self.probes_phase2},
+            "remeasured": {"phase1": self.phase1.remeasured, "phase2": self.remeasured_phase2},
             "suspect_probes": list(self.phase1.suspect_probes),
             "baseline_ms": self.phase1.baseline_ms,
             "threshold_ms": self.phase1.threshold_ms,
@@ -186,10 +202,43 @@ class Localization:
         }
 
 
+def judge_probe(
+    executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int, baseline_ms: float, threshold_ms: float
+) -> tuple[ProbeMeasurement, str]:
+    """Measure one probe and call it ``"pass"``, ``"fail"`` or ``"error"``.
+
+    With x = log(latency / baseline) and t = log(threshold / baseline): x > t fails,
+    x <= t/2 passes, and a probe in between is measured again (2 x ``repeats`` more) and
+    fails when the median of all 3 x ``repeats`` latencies is above t/2. A slowdown near the
+    threshold would otherwise pass or fail by the toss of the noise, and a faulty GPU that
+    passes once is exonerated and lets its slowness be blamed on its links.
+
+    Returns:
+        The measurement (all latencies, ms) and the outcome.
+    """
+    m = _measure(executor, gpus, repeats)
+    if not m.ok:
+        return m, "error"
+    t = math.log(threshold_ms / baseline_ms)
+    x = math.log(probe_latency_ms(m.latencies_ms) / baseline_ms)
+    if x > t or x <= t / 2:
+        return m, "fail" if x > t else "pass"
+    again = _measure(executor, gpus, 2 * repeats)
+    if not again.ok:
+        return again, "error"
+    both = ProbeMeasurement(m.gpus, m.latencies_ms + again.latencies_ms)
+    x = math.log(probe_latency_ms(both.latencies_ms) / baseline_ms)
+    return both, "fail" if x > t / 2 else "pass"
+
+
 def run_phase1(
     executor: ProbeExecutor, cover: Cover, *, repeats: int = 1, rule: SuspectRule | None = None
 ) -> Phase1Result:
     """Run every cover probe ``repeats`` times and judge the sweep.
+
+    The rule picks the suspects; a probe it did not flag but whose latency lies between the
+    threshold and its square root (t/2 in log terms) is measured again, as in
+    :func:`judge_probe`, and becomes a suspect when still above t/2.
 
     Args:
         executor: runs the probes on the replica.
@@ -208,16 +257,29 @@ def run_phase1(
     measured = [_measure(executor, probe, repeats) for probe in cover.probes]
     ok = [i for i, m in enumerate(measured) if m.ok]
     baseline = threshold = None
-    suspects: tuple[int, ...] = ()
+    suspects: set[int] = set()
     degraded = False
+    remeasured = 0
     if ok:
         verdict = rule.judge([measured[i].latencies_ms for i in ok])
         baseline, threshold = verdict.baseline_ms, verdict.threshold_ms
-        suspects = tuple(ok[j] for j in verdict.suspects)
+        suspects = {ok[j] for j in verdict.suspects}
         degraded = verdict.replica_degraded
-    slow = set(suspects)
+    if ok and not degraded:
+        t = math.log(threshold / baseline)
+        for i in ok:
+            x = math.log(probe_latency_ms(measured[i].latencies_ms) / baseline)
+            if i in suspects or x <= t / 2:
+                continue
+            remeasured += 1
+            again = _measure(executor, cover.probes[i], 2 * repeats)
+            if not again.ok:
+                continue
+            measured[i] = ProbeMeasurement(measured[i].gpus, measured[i].latencies_ms + again.latencies_ms)
+            if math.log(probe_latency_ms(measured[i].latencies_ms) / baseline) > t / 2:
+                suspects.add(i)
     records = tuple(
-        _record(1, i, m, "error" if not m.ok else "fail" if i in slow else "pass") for i, m in enumerate(measured)
+        _record(1, i, m, "error" if not m.ok else "fail" if i in suspects else "pass") for i, m in enumerate(measured)
     )
     return Phase1Result(
         gpus=cover.gpus,
@@ -226,9 +288,10 @@ def run_phase1(
         records=records,
         baseline_ms=baseline,
         threshold_ms=threshold,
-        suspect_probes=suspects,
+        suspect_probes=tuple(sorted(suspects)),
         replica_degraded=degraded,
         errors=len(measured) - len(ok),
+        remeasured=remeasured,
     )
 
 
@@ -242,9 +305,9 @@ def run_phase2(
 ) -> Localization:
     """Drill into the suspects of ``phase1`` and return the verdicts.
 
-    Every Phase 2 probe is measured ``repeats`` times and judged against Phase 1's
-    ``threshold_ms`` (the same rule, the same baseline), so ``rule`` only matters when it
-    differs from the one Phase 1 used; it is accepted for symmetry and not re-applied.
+    Every Phase 2 probe is measured ``repeats`` times and judged by :func:`judge_probe`
+    against Phase 1's baseline and threshold (the same rule, the same sweep), so ``rule``
+    is accepted for symmetry and not re-applied.
 
     Args:
         executor: the executor Phase 1 ran on.
@@ -259,20 +322,19 @@ def run_phase2(
     """
     del rule
     _check(executor, phase1.gpus, repeats)
-    if not phase1.needs_drilldown or phase1.threshold_ms is None:
+    if not phase1.needs_drilldown or phase1.threshold_ms is None or phase1.baseline_ms is None:
         return Localization(phase1, (), ())
-    threshold, records = phase1.threshold_ms, []
+    baseline, threshold, records = phase1.baseline_ms, phase1.threshold_ms, []
 
     def oracle(gpus: tuple[int, ...]) -> bool | None:
-        m = _measure(executor, gpus, repeats)
-        fails = m.ok and probe_fails(m.latencies_ms, threshold)
-        records.append(_record(2, len(records), m, "error" if not m.ok else "fail" if fails else "pass"))
-        return None if not m.ok else fails
+        m, outcome = judge_probe(executor, gpus, repeats, baseline, threshold)
+        records.append(_record(2, len(records), m, outcome))
+        return None if outcome == "error" else outcome == "fail"
 
     passed = [r.gpus for r in phase1.records if r.outcome == "pass"]
     failed = [r.gpus for r in phase1.records if r.outcome == "fail"]
     result = drilldown(phase1.gpus, phase1.probe_size, passed, failed, oracle, method)
-    verdicts = tuple(_verdict(f, records, phase1.baseline_ms) for f in result.findings)
+    verdicts = tuple(_verdict(f, records, baseline) for f in result.findings)
     return Localization(phase1, tuple(records), verdicts)
 
 

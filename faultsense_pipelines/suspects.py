@@ -13,7 +13,8 @@ with it and never creates suspects.
   noise, never below a minimum slowdown.
 
 A rule maps the per-probe latencies of one sweep to a :class:`SuspectVerdict`; the same
-threshold then judges every Phase 2 probe (:func:`probe_fails`).
+baseline and threshold then judge every Phase 2 probe (``localize.judge_probe``, which also
+re-measures probes that land between the threshold and its square root).
 """
 
 from __future__ import annotations
@@ -149,8 +150,8 @@ class RobustRule:
     with large noise need repeats.
 
     The healthy-majority assumption is checked, not trusted: if more than half of the probes
-    are slow, if one is faster than b - t or more than a tenth of them (and more than 2) are
-    faster than b - max(2 s, log(min_slowdown)) (faults only slow probes down, so a fast
+    are slow, if one is faster than b - 1.5 t or more than a tenth of them (and more than 2)
+    are faster than b - max(2 s, log(min_slowdown)) (faults only slow probes down, so a fast
     minority means the baseline itself is slow), or if the healthy probes spread more than
     ``max_sigma`` (no majority cluster: the slow probes inflate the scale), the verdict is
     ``replica_degraded`` with no suspects.
@@ -202,7 +203,8 @@ class RobustRule:
         suspects = tuple(i for i, v in enumerate(x) if v > b + t)
         s = (t / z / (1.0 + 1.2 / math.sqrt(len(healthy)))) if t > floor else 0.0
         fast = sum(v < b - max(2.0 * s, floor) for v in x)
-        fast_minority = fast > max(2, len(x) // 10) or any(v < b - t for v in x)
+        # calling a sweep degraded stops all localization: demand more than for a suspect
+        fast_minority = fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x)
         too_wide = t > max(z * self.max_sigma, floor)
         degraded = 2 * len(suspects) > len(x) or fast_minority or too_wide
         baseline, threshold = math.exp(b), math.exp(b + t)
