@@ -35,7 +35,7 @@ __all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "p
 def fault_ledger(context: dg.AssetExecutionContext, phase2_drilldown: Localization, ledger: LedgerResource) -> dg.MaterializeResult:
     key = sweep_key(context)
     store = ledger.store()
-    rows = fault_rows(phase2_drilldown, key=key, sweep_id=context.run_id, detected_at=datetime.now(UTC))
+    rows = fault_rows(phase2_drilldown, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
     written = store.write_faults(rows, day=key.day, batch=fault_batch(key))
     confirmed = [r.component for r in rows if r.status == "confirmed"]
     return dg.MaterializeResult(

@@ -96,7 +96,7 @@ def phase1_probe_run(
     repeats = _repeats(config, replica)
     cover = plan_cover(replica.gpus, replica.probe_size, config.cover_method)
     store = ledger.store()
-    common = {"sweep_id": context.run_id, "replica": replica.name, "executor": replica.executor}
+    common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor}
     try:
         executor = probe_executors.executor_for(replica)
     except Exception as exc:  # noqa: BLE001 -- any failure to start is an error row, never a fault
@@ -171,7 +171,7 @@ def phase2_drilldown(
     replica = _replica(fleet, key.replica)
     repeats = _repeats(config, replica)
     store = ledger.store()
-    common = {"sweep_id": context.run_id, "replica": replica.name, "executor": replica.executor}
+    common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor}
     scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
     executor = probe_executors.executor_for(replica)
     loc: Localization = run_phase2(executor, phase1, method=config.drilldown_method, repeats=repeats, rule=_rule(replica))

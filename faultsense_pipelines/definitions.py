@@ -18,7 +18,6 @@ from assets.automation import build_hourly_schedule, build_nightly_schedule, bui
 from assets.cover import build_cover_asset
 from assets.flowpulse import flowpulse_faults
 from assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
-from assets.partitions import SWEEP_PARTITIONS
 from assets.sweep import phase1_probe_run, phase2_drilldown
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, load_fleet
 from resources.executors import ProbeExecutorResource
@@ -55,7 +54,6 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     sweep_job = dg.define_asset_job(
         SWEEP_JOB,
         selection=dg.AssetSelection.assets(phase1_probe_run, phase2_drilldown, fault_ledger),
-        partitions_def=SWEEP_PARTITIONS,
         description="Sweep one replica for one hour: Phase 1, drill-down if needed, fault ledger rows.",
     )
     cover_job = dg.define_asset_job(COVER_JOB, selection=dg.AssetSelection.assets(probe_cover), description="Plan the Phase 1 cover of each replica shape.")

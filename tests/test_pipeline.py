@@ -1,0 +1,165 @@
+"""The Dagster sweep on simulated replicas, in-process on a real (ephemeral) instance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.definitions import ANALYTICS_JOB, COVER_JOB
+from faultsense_pipelines.ledger import LedgerStore
+from tests.pipeline_helpers import HOUR, HOURS, add_replicas, new_defs, skipped_steps, sweep
+
+
+@pytest.fixture
+def instance():
+    with dg.DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+def test_probe_cover_materializes_each_fleet_shape_with_its_statistics(tmp_path: Path, instance) -> None:
+    defs, _ = new_defs(tmp_path)
+    job = defs.resolve_job_def(COVER_JOB)
+    assert job.partitions_def.get_partition_keys() == ["n16-k4"]
+    result = job.execute_in_process(instance=instance, partition_key="n16-k4")
+    cover = result.output_for_node("probe_cover")
+    assert cover == plan_cover(16, 4, "best")
+    meta = instance.get_latest_materialization_event(dg.AssetKey("probe_cover")).asset_materialization.metadata
+    assert meta["probes"].value == len(cover.probes)
+    assert meta["lower_bound"].value == 20  # Schönheim: ceil(16/4 * ceil(15/3)) = 20
+    assert meta["all_pairs"].value == 120
+
+
+def test_a_faulty_replica_is_drilled_down_and_its_injected_faults_land_in_the_ledger(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    result = sweep(defs, instance, "sim-faulty")
+    assert result.success
+    assert skipped_steps(result) == set()
+    assert len(result.asset_materializations_for_node("phase2_drilldown")) == 1
+    faults = LedgerStore(str(ledger)).read_faults()
+    confirmed = faults[faults["status"] == "confirmed"]
+    assert sorted(confirmed["component"]) == ["gpu:5", "link:1-9"]
+    gpu = confirmed.set_index("component").loc["gpu:5"]
+    assert gpu["component_kind"] == "gpu" and gpu["gpu"] == 5 and pd.isna(gpu["peer_gpu"])
+    assert gpu["slowdown"] == pytest.approx(2.0, rel=0.1)
+    link = confirmed.set_index("component").loc["link:1-9"]
+    assert (link["gpu"], link["peer_gpu"], link["component_kind"]) == (1, 9, "link")
+    assert set(faults["sweep_id"]) == {result.run_id}
+    assert (faults["replica"] == "sim-faulty").all() and (faults["detector"] == "faultsense").all()
+    assert (faults["date"] == "2026-11-30").all()
+    phase1 = result.output_for_node("phase1_probe_run")
+    assert (faults["probes_used"] > len(phase1.records)).all()
+
+    runs = LedgerStore(str(ledger)).read_probe_runs()
+    assert sorted(runs["phase"].unique()) == [1, 2]
+    assert len(runs[runs["phase"] == 1]) == len(plan_cover(16, 4).probes) * 3  # every probe, 3 repeats
+    assert runs["error"].isna().all()
+
+    meta = instance.get_latest_materialization_event(dg.AssetKey("phase2_drilldown")).asset_materialization.metadata
+    assert "gpu:5" in meta["verdicts"].value and "| confirmed |" in meta["verdicts"].value
+    assert meta["latency_plot"].value.startswith("![probe latencies](data:image/png;base64,iVBOR")
+    p1 = instance.get_latest_materialization_event(dg.AssetKey("phase1_probe_run")).asset_materialization.metadata
+    assert p1["probes_used"].value == len(phase1.records)
+    assert p1["ledger"].value == str(ledger)
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"probe_latencies_valid": True, "fault_ledger_schema": True, "fault_ledger_unique_rows": True}
+
+
+def test_a_healthy_replica_skips_phase2_and_writes_an_empty_fault_batch(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    result = sweep(defs, instance, "sim-healthy")
+    assert result.success
+    assert result.asset_materializations_for_node("phase2_drilldown") == []  # ran, yielded nothing
+    assert "fault_ledger" in skipped_steps(result)
+    store = LedgerStore(str(ledger))
+    assert store.read_faults().empty
+    assert [Path(f).name for f in store.files("fault_ledger")] == ["faultsense-sim-healthy-h08.parquet"]
+    assert set(store.read_probe_runs()["phase"]) == {1}
+    ledger_event = instance.get_latest_materialization_event(dg.AssetKey("fault_ledger"))
+    assert ledger_event.asset_materialization.partition == dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"})
+    assert ledger_event.asset_materialization.metadata["rows"].value == 0
+
+
+def test_sweeping_three_hours_writes_three_partitions_and_a_rerun_changes_no_row_count(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    for hour in HOURS:  # what a backfill over 05:00-07:00 launches: one run per partition
+        assert sweep(defs, instance, "sim-faulty", hour).success
+    store = LedgerStore(str(ledger))
+    assert [Path(f).name for f in store.files("fault_ledger")] == [f"faultsense-sim-faulty-h0{h}.parquet" for h in (5, 6, 7)]
+    faults, runs = store.read_faults(), store.read_probe_runs()
+    assert faults.groupby("fault_id").size().max() == 1
+    assert len(faults[faults["status"] == "confirmed"]) == 3 * 2
+    before = (len(faults), len(runs), len(store.files("probe_runs")))
+
+    again = sweep(defs, instance, "sim-faulty", HOURS[1])
+    assert again.success
+    faults2, runs2 = store.read_faults(), store.read_probe_runs()
+    assert (len(faults2), len(runs2), len(store.files("probe_runs"))) == before
+    assert set(faults2[faults2["fault_id"].isin(faults["fault_id"])]["fault_id"]) == set(faults["fault_id"])
+    assert again.run_id in set(faults2["sweep_id"])
+    partitions = instance.get_materialized_partitions(dg.AssetKey("fault_ledger"))
+    assert len(partitions) == 3
+
+
+def test_a_rerun_that_finds_the_replica_healthy_clears_its_old_fault_rows(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    assert sweep(defs, instance, "sim-faulty").success
+    fleet = (tmp_path / "fleet.yaml").read_text().replace("[{gpu: 5, slowdown: 2.0}, {link: [1, 9], slowdown: 1.8}]", "[]")
+    (tmp_path / "fleet.yaml").write_text(fleet)  # the fleet resource re-reads the file each run
+    assert sweep(defs, instance, "sim-faulty").success
+    store = LedgerStore(str(ledger))
+    assert store.read_faults().empty
+    assert set(store.read_probe_runs()["phase"]) == {1}
+
+
+def test_the_checks_catch_duplicate_fault_rows_and_bad_latencies_from_other_writers(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    assert sweep(defs, instance, "sim-faulty").success
+    day = ledger / "fault_ledger" / "date=2026-11-30"
+    pq.write_table(pq.read_table(day / "faultsense-sim-faulty-h08.parquet"), day / "copied-by-hand.parquet")
+    runs_day = ledger / "probe_runs" / "date=2026-11-30"
+    table = pq.read_table(runs_day / "sim-faulty-h08-phase1.parquet")
+    latency = table.column("latency_ms").to_pylist()
+    latency[0] = -1.0
+    pq.write_table(table.set_column(table.schema.get_field_index("latency_ms"), "latency_ms", pa.array(latency)), runs_day / "edited.parquet")
+
+    result = sweep(defs, instance, "sim-faulty")
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["probe_latencies_valid"] is False
+    # the blocking latency check stops the drill-down and the ledger step of this run
+    assert not result.success
+    assert result.asset_materializations_for_node("phase2_drilldown") == []
+    assert result.asset_materializations_for_node("fault_ledger") == []
+    (runs_day / "edited.parquet").unlink()
+    result = sweep(defs, instance, "sim-faulty")
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"probe_latencies_valid": True, "fault_ledger_schema": True, "fault_ledger_unique_rows": False}
+
+
+def test_the_analytics_count_faults_per_gpu_health_per_day_and_repeat_offenders(tmp_path: Path, instance) -> None:
+    defs, _ = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    for hour in HOURS[:2]:
+        assert sweep(defs, instance, "sim-faulty", hour).success
+    assert sweep(defs, instance, "sim-healthy", HOURS[0]).success
+    result = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance)
+    counts = result.output_for_node("gpu_fault_counts").set_index(["replica", "gpu"])
+    assert counts.loc[("sim-faulty", 5), "gpu_faults"] == 2
+    assert counts.loc[("sim-faulty", 1), "link_faults"] == 2 and counts.loc[("sim-faulty", 9), "link_faults"] == 2
+    assert counts["gpu_faults"].sum() == 2 and counts["link_faults"].sum() == 4
+    health = result.output_for_node("replica_daily_health").set_index("replica")
+    assert health.loc["sim-faulty", "health"] == "faulty" and health.loc["sim-faulty", "sweeps"] == 2
+    assert health.loc["sim-faulty", "components"] == "gpu:5, link:1-9"
+    assert health.loc["sim-healthy", "health"] == "healthy" and health.loc["sim-healthy", "faulty_components"] == 0
+    offenders = result.output_for_node("repeat_offenders")
+    assert sorted(offenders["component"]) == ["gpu:5", "link:1-9"] and (offenders["windows"] == 2).all()
