@@ -103,3 +103,21 @@ def test_phase2_records_are_numbered_and_judged_against_the_phase1_threshold():
 def test_executor_and_cover_must_agree_on_the_replica_size():
     with pytest.raises(ValueError, match="gpus"):
         localize(SimulatedReplica(16), plan_cover(8, 4, "greedy"))
+
+
+def test_a_probe_between_the_two_thresholds_is_measured_again_before_it_is_judged():
+    from faultsense_pipelines.localize import judge_probe
+
+    replica = SimulatedReplica(8, [GpuFault(1, 1.06)], base_ms=10.0)  # log 1.06 is in (t/2, t] for t = log 1.1
+    m, outcome = judge_probe(replica, (0, 1), 2, baseline_ms=10.0, threshold_ms=11.0)
+    assert outcome == "fail" and len(m.latencies_ms) == 6  # 2 + 2 x 2 repeats
+    m, outcome = judge_probe(replica, (0, 2), 2, baseline_ms=10.0, threshold_ms=11.0)
+    assert outcome == "pass" and len(m.latencies_ms) == 2
+    m, outcome = judge_probe(SimulatedReplica(8, [GpuFault(1, 1.2)], base_ms=10.0), (1, 2), 1, 10.0, 11.0)
+    assert outcome == "fail" and len(m.latencies_ms) == 1
+
+
+def test_noise_free_slowdowns_between_the_root_of_the_threshold_and_it_are_found_after_remeasuring():
+    loc = localize(SimulatedReplica(32, [GpuFault(7, 1.07)]), plan_cover(32, 4, "greedy"))  # sqrt(1.1) < 1.07 < 1.1
+    assert loc.faulty_gpus == [7]
+    assert loc.phase1.remeasured > 0

@@ -1,0 +1,86 @@
+"""Fault and scenario parsing: every bad value is named."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+
+from faultsense_pipelines.faults import GpuFault, LinkFault, parse_fault, parse_faults
+from faultsense_pipelines.scenario import parse_scenario
+
+
+def test_faults_parse_from_the_issue_example_and_pickle():
+    faults = parse_faults([{"gpu": 9, "slowdown": 1.8}, {"link": [21, 3], "slowdown": 1.56}], 32)
+    assert faults == (GpuFault(9, 1.8), LinkFault((3, 21), 1.56))
+    assert pickle.loads(pickle.dumps(faults)) == faults
+
+
+def test_a_link_fault_touches_a_probe_only_with_both_ends():
+    f = LinkFault((3, 21), 1.5)
+    assert f.touches({3, 21, 5}) and not f.touches({3, 5})
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ({"gpu": 32, "slowdown": 1.5}, r"faults\[0\].gpu names unknown GPU 32"),
+        ({"gpu": -1, "slowdown": 1.5}, r"faults\[0\].gpu"),
+        ({"gpu": 1.5, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
+        ({"gpu": True, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
+        ({"gpu": 3, "slowdown": 0}, r"faults\[0\].slowdown must be a finite number > 0"),
+        ({"gpu": 3, "slowdown": -2}, r"slowdown"),
+        ({"gpu": 3, "slowdown": math.nan}, r"slowdown"),
+        ({"gpu": 3, "slowdown": math.inf}, r"slowdown"),
+        ({"gpu": 3, "slowdown": "2"}, r"slowdown must be a number"),
+        ({"gpu": 3}, r"faults\[0\].slowdown is missing"),
+        ({"link": [5, 5], "slowdown": 1.5}, r"faults\[0\].link joins GPU 5 to itself"),
+        ({"link": [5], "slowdown": 1.5}, r"faults\[0\].link must be a pair"),
+        ({"link": [5, 99], "slowdown": 1.5}, r"faults\[0\].link names unknown GPU 99"),
+        ({"gpu": 1, "link": [2, 3], "slowdown": 1.5}, r"exactly one of 'gpu' or 'link'"),
+        ({"slowdown": 1.5}, r"exactly one of 'gpu' or 'link'"),
+        ({"gpu": 1, "slowdown": 1.5, "extra": 1}, r"unknown field"),
+        ([1, 2], r"must be an object"),
+    ],
+)
+def test_a_bad_fault_names_the_field(item, message):
+    with pytest.raises(ValueError, match=message):
+        parse_fault(item, 32)
+
+
+def test_duplicate_faults_are_rejected():
+    with pytest.raises(ValueError, match=r"faults\[1\] repeats link \(3, 21\)"):
+        parse_faults([{"link": [3, 21], "slowdown": 1.5}, {"link": [21, 3], "slowdown": 2.0}], 32)
+
+
+def test_faults_must_be_a_list():
+    with pytest.raises(ValueError, match="faults must be a list"):
+        parse_faults({"gpu": 1, "slowdown": 2.0}, 8)
+
+
+def test_a_scenario_has_defaults_for_noise_and_seed():
+    sc = parse_scenario({"gpus": 8, "probe_size": 4, "faults": []})
+    assert (sc.noise_sigma, sc.seed, sc.faults) == (0.0, 0, ())
+    assert sc.replica().gpus == 8
+
+
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        ([], "scenario must be a JSON object"),
+        ({"probe_size": 4, "faults": []}, "'gpus' is missing"),
+        ({"gpus": 8, "faults": []}, "'probe_size' is missing"),
+        ({"gpus": 8, "probe_size": 4}, "'faults' is missing"),
+        ({"gpus": 8, "probe_size": 9, "faults": []}, "probe_size must be <= gpus"),
+        ({"gpus": 1, "probe_size": 1, "faults": []}, "gpus must be an integer >= 2"),
+        ({"gpus": "8", "probe_size": 4, "faults": []}, "gpus must be an integer"),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "noise": {"sigma": -1}}, "noise.sigma"),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "noise": 0.1}, "noise must be an object"),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "seed": -3}, "seed must be an integer >= 0"),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "colour": "red"}, "unknown field"),
+    ],
+)
+def test_a_bad_scenario_names_the_field(obj, message):
+    with pytest.raises(ValueError, match=message):
+        parse_scenario(obj)
