@@ -302,6 +302,7 @@ def run_phase2(
     method: str = "adaptive",
     repeats: int = 1,
     rule: SuspectRule | None = None,
+    recheck_explained: bool = True,
 ) -> Localization:
     """Drill into the suspects of ``phase1`` and return the verdicts.
 
@@ -315,6 +316,9 @@ def run_phase2(
         method: ``"adaptive"`` (default) or ``"paper"``.
         repeats: measurements per Phase 2 probe.
         rule: see above.
+        recheck_explained: adaptive only: re-test suspect groups explained by a slow GPU
+            (exact; about (n-1)/(k-1) probes per slow GPU). See
+            :func:`~faultsense_pipelines.drilldown.adaptive.adaptive_drilldown`.
 
     Returns:
         A :class:`Localization`; with no suspect, or a degraded replica, it has no Phase 2
@@ -333,7 +337,9 @@ def run_phase2(
 
     passed = [r.gpus for r in phase1.records if r.outcome == "pass"]
     failed = [r.gpus for r in phase1.records if r.outcome == "fail"]
-    result = drilldown(phase1.gpus, phase1.probe_size, passed, failed, oracle, method)
+    result = drilldown(
+        phase1.gpus, phase1.probe_size, passed, failed, oracle, method, recheck_explained=recheck_explained
+    )
     verdicts = tuple(_verdict(f, records, baseline) for f in result.findings)
     return Localization(phase1, tuple(records), verdicts)
 
@@ -345,10 +351,13 @@ def localize(
     repeats: int = 1,
     rule: SuspectRule | None = None,
     method: str = "adaptive",
+    recheck_explained: bool = True,
 ) -> Localization:
-    """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`)."""
+    """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`, :func:`run_phase2`)."""
     phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule)
-    return run_phase2(executor, phase1, method=method, repeats=repeats, rule=rule)
+    return run_phase2(
+        executor, phase1, method=method, repeats=repeats, rule=rule, recheck_explained=recheck_explained
+    )
 
 
 def _check(executor: ProbeExecutor, gpus: int, repeats: int) -> None:

@@ -12,6 +12,7 @@ to a real executor and a suspect rule.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from .adaptive import adaptive_drilldown
 from .common import DrilldownResult, Finding, Oracle
@@ -29,6 +30,8 @@ def drilldown(
     failed: Sequence[Sequence[int]],
     test: Oracle,
     method: str = "adaptive",
+    *,
+    recheck_explained: bool = True,
 ) -> DrilldownResult:
     """Localize the faults behind the ``failed`` Phase 1 probes.
 
@@ -39,6 +42,7 @@ def drilldown(
         failed: GPU sets of the suspect Phase 1 probes (the suspect groups).
         test: the oracle that runs one Phase 2 probe.
         method: ``"adaptive"`` or ``"paper"``.
+        recheck_explained: adaptive only; see :func:`.adaptive.adaptive_drilldown`.
 
     Returns:
         A :class:`DrilldownResult`.
@@ -47,9 +51,12 @@ def drilldown(
         ValueError: on an unknown method or a GPU id outside ``0..n-1``.
     """
     methods: dict[str, Callable[..., DrilldownResult]] = {
-        "adaptive": adaptive_drilldown,
+        "adaptive": partial(adaptive_drilldown, recheck_explained=recheck_explained),
         "paper": paper_drilldown,
     }
     if method not in methods:
         raise ValueError(f"drilldown method must be one of {', '.join(DRILLDOWN_METHODS)}, got {method!r}")
+    for gpus in (*passed, *failed):
+        if any(not 0 <= g < n for g in gpus):
+            raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
     return methods[method](n, k, passed, failed, test)
