@@ -137,18 +137,17 @@ class Knowledge:
 
     def _clean_padding(self, test: set[int], pool: list[int], need: int) -> list[int] | None:
         fixed = [g for g in test if g in self.ok_gpu]
-        clean = [p for p in pool if all(link(p, q) in self.ok_link for q in fixed)]
+        ok = self.ok_link
+        order = list(pool)
         rng = random.Random(len(self.probes))  # deterministic restarts
         for _ in range(_PADDING_ATTEMPTS):
             chosen: list[int] = []
-            for p in clean:
-                if all(link(p, q) in self.ok_link for q in chosen):
+            for p in order:  # first fit; usually done after a few GPUs
+                if all((min(p, q), max(p, q)) in ok for q in (*fixed, *chosen)):
                     chosen.append(p)
                     if len(chosen) == need:
                         return sorted(chosen)
-            if len(clean) < need:
-                return None
-            rng.shuffle(clean)
+            rng.shuffle(order)
         return None
 
     def _fewest_candidate_links(self, test: set[int], pool: list[int], need: int) -> list[int]:
