@@ -56,3 +56,9 @@ def test_scan_with_a_missing_topology_file_fails_with_exit_2(tmp_path):
     result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(tmp_path / "no.yaml")])
     assert result.exit_code == 2
     assert "cannot read topology file" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_simulate_rejects_a_down_link_that_is_not_two_indices(tmp_path):
+    result = runner.invoke(app, ["flowpulse", "simulate", "--out", str(tmp_path), "--down", "1,x"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --down takes LEAF,SPINE (two indices), got '1,x'"

@@ -75,9 +75,7 @@ def simulate_cmd(
 ) -> None:
     """Write example counters and topology of a sprayed fat tree running ring all-reduce."""
     try:
-        dead = [tuple(int(v) for v in d.split(",")) for d in down or []]
-        if any(len(d) != 2 for d in dead):
-            raise ValueError(f"--down takes LEAF,SPINE, got {down}")
+        dead = [_leaf_spine(d) for d in down or []]
         topo = fat_tree(leaves, spines, hosts_per_leaf, down=dead)
         lossy = [LossyLink(lossy_leaf, lossy_spine, loss, direction, start)] if loss > 0 else []
         collective = RingAllReduce(buffer_bytes=int(buffer_gib * 2**30))
@@ -89,6 +87,13 @@ def simulate_cmd(
     frame.to_parquet(out / "counters.parquet", index=False)
     (out / "topology.json").write_text(json.dumps(topology_to_dict(topo), indent=1))
     typer.echo(f"wrote {len(frame)} counter rows to {out / 'counters.parquet'} and {out / 'topology.json'}")
+
+
+def _leaf_spine(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"--down takes LEAF,SPINE (two indices), got {text!r}")
+    return int(parts[0]), int(parts[1])
 
 
 def register(app: typer.Typer) -> None:
