@@ -9,6 +9,7 @@ probe can judge a link without running its endpoints.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -59,7 +60,9 @@ class DrilldownResult:
 class Knowledge:
     """Mutable state of one drill-down run (internal to the algorithms; never returned)."""
 
-    def __init__(self, n: int, k: int, passed: Sequence[Sequence[int]], oracle: Oracle) -> None:
+    def __init__(
+        self, n: int, k: int, passed: Sequence[Sequence[int]], oracle: Oracle, failed: Sequence[Sequence[int]] = ()
+    ) -> None:
         self.n, self.k, self._oracle = n, min(k, n), oracle
         self.ok_gpu: set[int] = set()
         self.ok_link: set[Link] = set()
@@ -73,8 +76,13 @@ class Knowledge:
         self._since_last = 0
         self.last_clean = True
         self.last_fail: tuple[frozenset[int], bool, int] | None = None  # (test set, clean pad, index)
+        self.passes: Counter[int] = Counter()  # probes each GPU passed / failed in, both phases
+        self.fails: Counter[int] = Counter()
         for p in passed:
             self.exonerate(p)
+            self.passes.update(set(p))
+        for p in failed:
+            self.fails.update(set(p))
 
     # -- knowledge ---------------------------------------------------------------------
     def exonerate(self, gpus: Iterable[int]) -> None:
@@ -183,8 +191,10 @@ class Knowledge:
         if result is None:
             raise Unmeasurable(f"probe {list(probe)} could not be measured")
         if result:
+            self.fails.update(probe)
             self.last_fail = (frozenset(core), pad[1], index)
             return True
+        self.passes.update(probe)
         self.exonerate(probe)
         return False
 
@@ -219,6 +229,26 @@ class Knowledge:
             return None
         probe = {a, *around_b[0]}
         return probe if self.test(probe) and self.last_clean else None
+
+    def doubtful(self, g: int) -> bool:
+        """An exonerated GPU that failed in more probes than it passed: a pass may have been noise."""
+        return self.fails[g] > self.passes[g]
+
+    def recheck_gpu(self, g: int, avoid: Iterable[int] = ()) -> bool:
+        """Re-test a doubtful exonerated GPU alone, twice with disjoint clean paddings.
+
+        Returns True (and confirms ``g`` faulty) when both probes fail: then a slow link
+        of ``g`` would have been blamed for ``g`` itself.
+        """
+        first = self.test_alone({g}, avoid)
+        if not first:
+            return False
+        evidence = self.tests - 1
+        if not self.test_alone({g}, set(avoid) | set(self.probes[evidence])):
+            return False
+        self.ok_gpu.discard(g)
+        self.confirm_gpu(g, evidence)
+        return True
 
     # -- verdicts ----------------------------------------------------------------------
     def _record(self, kind: str, a: int, b: int | None, status: str, evidence: int | None) -> None:

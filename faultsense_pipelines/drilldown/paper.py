@@ -59,7 +59,7 @@ def paper_drilldown(
         Localization in Large-Scale Mixture-of-Experts Model Serving Infrastructure",
         APSys '26, §4.3, Algorithm 2 and Figure 2d.
     """
-    kn = Knowledge(n, k, passed, test)
+    kn = Knowledge(n, k, passed, test, failed)
     for group in failed:
         gpus = sorted(set(group))
         if kn.bad_gpu.intersection(gpus):  # explained by a GPU already found (Figure 3b)
@@ -68,6 +68,8 @@ def paper_drilldown(
             if kn.candidate_gpu(g):
                 _judge(kn, {g}, group, lambda idx, g=g: kn.confirm_gpu(g, idx))
         for a, b in combinations(gpus, 2):
+            if kn.candidate_link(a, b) and any(kn.doubtful(g) for g in (a, b)):
+                _try(lambda: [kn.recheck_gpu(g, group) for g in (a, b) if kn.doubtful(g)])
             if kn.candidate_link(a, b):
                 _try(kn.widen, (a, b), group)
                 _judge(kn, {a, b}, group, lambda idx, e=(a, b): kn.confirm_link(e, idx))
