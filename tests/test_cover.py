@@ -63,6 +63,8 @@ def test_best_never_needs_more_probes_than_greedy(n, k):
     [
         (13, 4, 13),  # projective plane PG(2, 3)
         (16, 4, 20),  # affine plane AG(2, 4)
+        (25, 4, 50),  # difference family in Z_5 x Z_5
+        (37, 4, 111),  # cyclic difference family in Z_37
         (28, 4, 63),  # Denniston arc of degree 4 in PG(2, 8)
         (40, 4, 130),  # lines of PG(3, 3)
         (57, 8, 57),  # projective plane PG(2, 7)

@@ -12,6 +12,7 @@ import pytest
 from faultsense_pipelines.cover.designs import (
     affine_geometry,
     denniston_design,
+    difference_family_design,
     max_td_groups,
     projective_geometry,
     transversal_design,
@@ -48,6 +49,8 @@ def test_galois_field_tables_satisfy_the_field_axioms(q):
         (lambda: affine_geometry(3, 3), 27, 3),
         (lambda: denniston_design(4, 2), 52, 4),
         (lambda: denniston_design(3, 1), 10, 2),  # a hyperoval of PG(2, 8)
+        (lambda: difference_family_design(25), 25, 4),
+        (lambda: difference_family_design(37), 37, 4),
     ],
 )
 def test_designs_cover_every_pair_exactly_once(design, v, k):

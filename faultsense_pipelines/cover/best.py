@@ -24,12 +24,15 @@ References:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from .designs import (
+    DIFFERENCE_FAMILIES,
     Design,
+    difference_family_design,
     affine_geometry,
     denniston_design,
     prime_powers,
@@ -40,15 +43,26 @@ from .fields import factor, prime_power
 from .greedy import greedy_cover
 from .refine import fill_to_size, merge_small, remove_redundant, truncate
 from .rounds import ordered_rounds
+from .table import lookup
 
-__all__ = ["best_cover", "design_sources"]
+__all__ = ["best_cover", "best_cover_source", "design_sources", "Candidate"]
 
 Block = tuple[int, ...]
 Rounds = tuple[tuple[int, ...], ...]
 
+
+@dataclass(frozen=True)
+class Candidate:
+    """A cover listed round by round, with its rounds (index ranges) and how it was built."""
+
+    blocks: tuple[Block, ...]
+    rounds: Rounds
+    source: str
+
 _MAX_DESIGN_POINTS = 390  # designs are built up to this many points
-_TD_EXTRA_M = 3  # TD orders tried above the smallest that fits
-_MAX_INFINITE = 4  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
+_TD_EXTRA_M = 2  # TD orders tried above the smallest that fits
+_MAX_INFINITE = 3  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
+_GREEDY_SUBCOVER_MAX = 100  # sub-covers of up to this many GPUs also try greedy
 
 
 def best_cover(n: int, k: int) -> list[Block]:
@@ -76,7 +90,8 @@ def best_cover(n: int, k: int) -> list[Block]:
         raise ValueError(f"gpus must be >= 1, got {n}")
     if k < 2:
         raise ValueError(f"probe_size must be >= 2, got {k}")
-    blocks, rounds = _best(n, k)
+    c = min(_best(n, k), _greedy(n, k), key=lambda c: len(c.blocks))  # never worse than greedy
+    blocks, rounds = c.blocks, c.rounds
     if n <= k:
         return [tuple(range(n))]
     filled = fill_to_size(blocks, rounds, n, k)
@@ -109,10 +124,14 @@ def design_sources(k: int, limit: int = _MAX_DESIGN_POINTS) -> list[tuple[str, i
             if v > limit:
                 break
             out.append((f"Denniston({h},{a})", v))
+    if k == 4:
+        out += [(f"DF({v})", v) for v in DIFFERENCE_FAMILIES if v <= limit]
     return sorted(out, key=lambda s: s[1])
 
 
 def _design(name: str) -> Design:
+    if name.startswith("DF("):
+        return difference_family_design(int(name[3:-1]))
     kind, args = name.split("(")
     x, y = (int(t) for t in args.rstrip(")").split(","))
     return {"PG": projective_geometry, "AG": affine_geometry, "Denniston": denniston_design}[kind](x, y)
@@ -125,37 +144,63 @@ def _design_order(D: Design) -> list[Block]:
     return [D.blocks[i] for cls in D.classes for i in cls]
 
 
+def best_cover_source(n: int, k: int) -> str:
+    """How :func:`best_cover` builds its cover for (n, k), e.g. ``"TD(8,37)+4"`` or ``"AG(2,8)"``.
+
+    >>> best_cover_source(57, 8), best_cover_source(100, 4)
+    ('PG(2,7)', 'Denniston(5,2)')
+    """
+    return min(_best(n, k), _greedy(n, k), key=lambda c: len(c.blocks)).source
+
+
 @lru_cache(maxsize=4096)
-def _best(n: int, k: int) -> tuple[tuple[Block, ...], Rounds]:
-    """(probes listed round by round, rounds) of the best candidate for (n, k), unfilled."""
+def _best(n: int, k: int) -> Candidate:
+    """The candidate with fewest probes (then rounds) for (n, k), unfilled."""
     if n <= k:
-        return (tuple(range(n)),), ((0,),)
-    candidates = [_refined(greedy_cover(n, k), n, k)]
+        return Candidate((tuple(range(n)),), ((0,),), "one probe")
+    candidates = []
+    stored = lookup(n, k)
+    if stored is not None:
+        candidates.append(_refined(list(stored), n, k, "table"))
     for name, v in design_sources(k):
-        if n <= v <= n + max(k, n // 3):
+        if n <= v <= n + max(k, n // 20):  # deleting more than ~5% of a design never pays
             D = _design(name)
-            candidates.append(_refined(truncate(_design_order(D), v, n), n, k))
+            source = name if v == n else f"{name} truncated"
+            candidates.append(_refined(truncate(_design_order(D), v, n), n, k, source))
     td = _best_td(n, k)
     if td is not None:
         candidates.append(td)
-    return min(candidates, key=lambda c: (len(c[0]), len(c[1])))
+    if not candidates or n <= _GREEDY_SUBCOVER_MAX:
+        candidates.append(_greedy(n, k))
+    return _scheduled(min(candidates, key=lambda c: len(c.blocks)), n)
 
 
-def _refined(blocks: list[Block], n: int, k: int) -> tuple[tuple[Block, ...], Rounds]:
-    """Merge short probes, drop redundant ones, and list them round by round."""
+@lru_cache(maxsize=64)
+def _greedy(n: int, k: int) -> Candidate:
+    return _scheduled(_refined(greedy_cover(n, k), n, k, "greedy"), n)
+
+
+def _scheduled(c: Candidate, n: int) -> Candidate:
+    """``c`` listed round by round (first fit in its order) if it has no rounds yet."""
+    if c.rounds:
+        return c
+    return _by_rounds(list(c.blocks), ordered_rounds(c.blocks, n), c.source)
+
+
+def _refined(blocks: list[Block], n: int, k: int, source: str) -> Candidate:
+    """Merge short probes and drop redundant ones (rounds are found later, for the winner)."""
     blocks = remove_redundant(merge_small(blocks, k), n)
-    rounds = ordered_rounds(blocks, n)
-    return _by_rounds(blocks, rounds)
+    return Candidate(tuple(tuple(sorted(b)) for b in blocks), (), source)
 
 
-def _by_rounds(blocks: list[Block], rounds: list[list[int]]) -> tuple[tuple[Block, ...], Rounds]:
+def _by_rounds(blocks: list[Block], rounds: list[list[int]], source: str) -> Candidate:
     order = [i for r in rounds for i in r]
     out = tuple(tuple(sorted(blocks[i])) for i in order)
     regrouped, start = [], 0
     for r in rounds:
         regrouped.append(tuple(range(start, start + len(r))))
         start += len(r)
-    return out, tuple(regrouped)
+    return Candidate(out, tuple(regrouped), source)
 
 
 def _td_orders(n: int, k: int) -> list[int]:
@@ -182,7 +227,7 @@ def _td_count(n: int, k: int, m: int, e: int) -> int | None:
     sizes = _group_sizes(n - e, k, m)
     if sizes is None or max(sizes) + e >= n:
         return None
-    return _td_alive(k, m, tuple(sizes)) + sum(len(_best(s + e, k)[0]) for s in sizes)
+    return _td_alive(k, m, tuple(sizes)) + sum(len(_best(s + e, k).blocks) for s in sizes)
 
 
 @lru_cache(maxsize=1024)
@@ -191,7 +236,7 @@ def _td_alive(k: int, m: int, sizes: tuple[int, ...]) -> int:
     return int(((coords < np.asarray(sizes)).sum(axis=1) >= 2).sum())
 
 
-def _best_td(n: int, k: int) -> tuple[tuple[Block, ...], Rounds] | None:
+def _best_td(n: int, k: int) -> Candidate | None:
     """The best TD(k, m) + e infinite GPUs + recursively covered groups, if any fits."""
     best: tuple[int, int, int] | None = None
     for m in _td_orders(n, k):
@@ -205,7 +250,25 @@ def _best_td(n: int, k: int) -> tuple[tuple[Block, ...], Rounds] | None:
     return _build_td(n, k, m, e)
 
 
-def _build_td(n: int, k: int, m: int, e: int) -> tuple[tuple[Block, ...], Rounds]:
+def _fill_labels(sub_blocks: tuple[Block, ...], s: int, e: int, offset: int, infinite: list[int]) -> list[int]:
+    """Map a sub-cover on s + e points onto a group (s GPUs from ``offset``) and the infinite GPUs.
+
+    The e least-used points of the sub-cover become the infinite GPUs: they are in every
+    group's sub-cover, so this keeps their probe count (and the rounds) low.
+    """
+    use = np.zeros(s + e, dtype=np.int64)
+    for b in sub_blocks:
+        use[list(b)] += 1
+    order = np.argsort(use, kind="stable")
+    label = [0] * (s + e)
+    for j, p in enumerate(order[:e]):
+        label[int(p)] = infinite[j]
+    for j, p in enumerate(sorted(int(p) for p in order[e:])):
+        label[p] = offset + j
+    return label
+
+
+def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
     sizes = _group_sizes(n - e, k, m)
     assert sizes is not None
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -226,14 +289,14 @@ def _build_td(n: int, k: int, m: int, e: int) -> tuple[tuple[Block, ...], Rounds
     if not D.classes:  # not resolvable: let first fit find rounds
         rounds = ordered_rounds(blocks, n)
     subs = [_best(s + e, k) for s in sizes]
-    depth = max(len(sub[1]) for sub in subs)
+    labels = [_fill_labels(sub.blocks, s, e, int(offsets[g]), infinite) for g, (sub, s) in enumerate(zip(subs, sizes))]
+    depth = max(len(sub.rounds) for sub in subs)
     for j in range(depth):
-        for g, (sub_blocks, sub_rounds) in enumerate(subs):
+        for g, (sub_blocks, sub_rounds, _) in enumerate(map(_astuple, subs)):
             if j >= len(sub_rounds):
                 continue
-            label = list(range(int(offsets[g]), int(offsets[g]) + sizes[g])) + infinite
             for i in sub_rounds[j]:
-                blocks.append(tuple(sorted(label[p] for p in sub_blocks[i])))
+                blocks.append(tuple(sorted(labels[g][p] for p in sub_blocks[i])))
     if e:
         blocks = remove_redundant(blocks, n)
         rounds = ordered_rounds(blocks, n)
@@ -242,9 +305,14 @@ def _build_td(n: int, k: int, m: int, e: int) -> tuple[tuple[Block, ...], Rounds
         pos = start
         for j in range(depth):
             r = []
-            for sub_blocks, sub_rounds in subs:
+            for sub in subs:
+                sub_rounds = sub.rounds
                 if j < len(sub_rounds):
                     r.extend(range(pos, pos + len(sub_rounds[j])))
                     pos += len(sub_rounds[j])
             rounds.append(r)
-    return _by_rounds(blocks, rounds)
+    return _by_rounds(blocks, rounds, f"TD({k},{m})" + (f"+{e}" if e else ""))
+
+
+def _astuple(c: Candidate) -> tuple[tuple[Block, ...], Rounds, str]:
+    return c.blocks, c.rounds, c.source

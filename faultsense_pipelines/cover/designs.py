@@ -36,6 +36,7 @@ __all__ = [
     "affine_geometry",
     "denniston_design",
     "transversal_design",
+    "difference_family_design",
     "max_td_groups",
 ]
 
@@ -172,6 +173,37 @@ def denniston_design(h: int, a: int) -> Design:
         cuts = np.flatnonzero(np.diff(intercept[order])) + 1
         blocks.extend(tuple(sorted(int(p) for p in g)) for g in np.split(order, cuts) if len(g) >= 2)
     return Design(len(arc), tuple(blocks))
+
+
+# Difference families: base blocks in an abelian group G whose differences hit every nonzero
+# element of G exactly once; their translates form a 2-(|G|, k, 1) design. Found by exhaustive
+# search and re-checked by the tests. Group: a tuple of cyclic orders, (5, 5) = Z_5 x Z_5.
+DIFFERENCE_FAMILIES: dict[int, tuple[tuple[int, ...], tuple[tuple[tuple[int, ...], ...], ...]]] = {
+    25: ((5, 5), (((0, 0), (0, 1), (1, 0), (2, 2)), ((0, 0), (0, 2), (1, 3), (3, 2)))),
+    37: ((37,), (((0,), (1,), (3,), (24,)), ((0,), (4,), (9,), (15,)), ((0,), (7,), (17,), (25,)))),
+}
+
+
+@lru_cache(maxsize=16)
+def difference_family_design(v: int) -> Design:
+    """The 2-(v, 4, 1) design developed from a stored difference family (v = 25, 37).
+
+    Point (g_0, g_1, ...) of G is coded g_0 + o_0 g_1 + o_0 o_1 g_2 + ...
+
+    >>> D = difference_family_design(25)
+    >>> D.points, len(D.blocks)
+    (25, 50)
+    """
+    orders, base = DIFFERENCE_FAMILIES[v]
+    elements = list(np.ndindex(*orders[::-1]))
+    weights = np.cumprod((1,) + orders[:-1])
+    blocks = set()
+    for g in elements:
+        g = g[::-1]
+        for b in base:
+            pts = [int(sum(((x + y) % o) * w for x, y, o, w in zip(p, g, orders, weights))) for p in b]
+            blocks.add(tuple(sorted(pts)))
+    return Design(v, tuple(sorted(blocks)))
 
 
 def max_td_groups(m: int) -> int:

@@ -55,24 +55,20 @@ def truncate(blocks: Sequence[Sequence[int]], v: int, n: int) -> list[Block]:
         Probes with at least two GPUs, in the original order.
 
     Notes:
-        O((v - n) * v * r) for r probes per point.
+        O((v - n) * v * b) for b probes, as dense matrix-vector products.
     """
     if not 1 <= n <= v:
         raise ValueError(f"need 1 <= n <= v, got n={n}, v={v}")
-    members: list[list[int]] = [[] for _ in range(v)]
+    incidence = np.zeros((v, len(blocks)), dtype=np.float32)  # (points, probes)
     for i, b in enumerate(blocks):
-        for p in b:
-            members[p].append(i)
-    lost = np.zeros(len(blocks), dtype=np.int64)
+        incidence[list(b), i] = 1.0
+    lost = np.zeros(len(blocks), dtype=np.float32)
     alive = np.ones(v, dtype=bool)
     for _ in range(v - n):
-        best, best_score = -1, -1
-        for p in np.flatnonzero(alive):
-            score = int(lost[members[p]].sum()) if members[p] else 0
-            if score > best_score:
-                best, best_score = int(p), score
+        score = np.where(alive, incidence @ lost, -1.0)
+        best = int(np.argmax(score))  # ties: smallest point id
         alive[best] = False
-        lost[members[best]] += 1
+        lost += incidence[best]
     label = np.cumsum(alive) - 1
     out = []
     for b in blocks:

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["first_fit_rounds", "ordered_rounds", "dsatur_rounds", "plan_rounds", "rounds_lower_bound"]
+__all__ = [
+    "first_fit_rounds",
+    "ordered_rounds",
+    "dsatur_rounds",
+    "recolour_rounds",
+    "plan_rounds",
+    "rounds_lower_bound",
+]
 
 
 def ordered_rounds(probes: Sequence[Sequence[int]], n: int, order: Sequence[int] | None = None) -> list[list[int]]:
@@ -23,24 +30,25 @@ def ordered_rounds(probes: Sequence[Sequence[int]], n: int, order: Sequence[int]
         Rounds as sorted lists of probe indices; every index appears in exactly one round.
 
     Notes:
-        O(P * R * k) for P probes and R rounds, with one (R, n) boolean busy matrix.
+        O(P * R) bit-mask tests for P probes and R rounds.
 
     >>> ordered_rounds([(0, 1), (2, 3), (1, 2), (0, 3)], 4)
     [[0, 1], [2, 3]]
     """
     order = range(len(probes)) if order is None else order
-    busy = np.zeros((16, n), dtype=bool)  # busy[r] = GPUs used in round r (grown by doubling)
+    masks = [sum(1 << g for g in set(p)) for p in probes]  # GPU sets as bit masks
+    busy: list[int] = []  # busy[r] = GPUs used in round r
     rounds: list[list[int]] = []
     for i in order:
-        gpus = np.asarray(probes[i], dtype=np.int64)
-        free = np.flatnonzero(~busy[: len(rounds), gpus].any(axis=1))
-        r = int(free[0]) if len(free) else len(rounds)
-        if r == len(rounds):
-            rounds.append([])
-            if r == len(busy):
-                busy = np.vstack([busy, np.zeros_like(busy)])
-        rounds[r].append(i)
-        busy[r, gpus] = True
+        mask = masks[i]
+        for r, used in enumerate(busy):
+            if not used & mask:
+                busy[r] = used | mask
+                rounds[r].append(i)
+                break
+        else:
+            busy.append(mask)
+            rounds.append([i])
     return [sorted(r) for r in rounds]
 
 
@@ -91,28 +99,64 @@ def dsatur_rounds(probes: Sequence[Sequence[int]], n: int) -> list[list[int]]:
 
 def rounds_lower_bound(probes: Sequence[Sequence[int]], n: int) -> int:
     """The most probes any one GPU is in: no schedule has fewer rounds."""
-    use = np.zeros(n, dtype=np.int64)
-    for b in probes:
-        use[list(b)] += 1
-    return int(use.max()) if len(probes) else 0
+    if not len(probes):
+        return 0
+    return int(np.bincount(np.concatenate([np.asarray(b, dtype=np.int64) for b in probes]), minlength=n).max())
 
 
-def plan_rounds(probes: Sequence[Sequence[int]], n: int, dsatur_limit: int = 3000) -> list[list[int]]:
-    """The fewest rounds among first fit in construction order, largest first, and DSatur.
+def recolour_rounds(
+    probes: Sequence[Sequence[int]], n: int, rounds: Sequence[Sequence[int]], passes: int = 30, seed: int = 0
+) -> list[list[int]]:
+    """Iterated greedy: re-run first fit with whole rounds reordered; never more rounds.
+
+    Listing the probes round by round and running first fit again cannot need more rounds
+    (each probe fits at the latest where it was); reordering the rounds (largest first,
+    reversed, shuffled) lets later probes move into earlier rounds and rounds empty out.
+
+    References:
+        J. C. Culberson, F. Luo, "Exploring the k-colorable landscape with iterated greedy",
+        DIMACS Series 26 (1996).
+    """
+    rng = np.random.default_rng(seed)
+    best = [list(r) for r in rounds]
+    current = best
+    for t in range(passes):
+        if len(best) <= rounds_lower_bound(probes, n):
+            break
+        if t % 3 == 0:
+            order_rounds = sorted(current, key=len, reverse=True)
+        elif t % 3 == 1:
+            order_rounds = current[::-1]
+        else:
+            order_rounds = [current[i] for i in rng.permutation(len(current))]
+        current = ordered_rounds(probes, n, [i for r in order_rounds for i in r])
+        if len(current) < len(best):
+            best = current
+    return best
+
+
+def plan_rounds(
+    probes: Sequence[Sequence[int]], n: int, dsatur_limit: int = 3000, passes: int = 6
+) -> list[list[int]]:
+    """The fewest rounds among first fit in construction order, largest first, and DSatur,
+    then improved by ``passes`` of :func:`recolour_rounds`.
 
     DSatur is only tried for covers of at most ``dsatur_limit`` probes (its cost is quadratic).
 
     >>> plan_rounds([(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 2, 4, 6), (1, 3, 5, 7)], 8)
     [[0, 1], [2, 3], [4, 5]]
     """
+    floor = rounds_lower_bound(probes, n)
     best = ordered_rounds(probes, n)
     candidates = [first_fit_rounds]
     if len(probes) <= dsatur_limit:
         candidates.append(dsatur_rounds)
     for method in candidates:
-        if len(best) <= rounds_lower_bound(probes, n):
+        if len(best) <= floor:
             break
         other = method(probes, n)
         if len(other) < len(best):
             best = other
+    if len(best) > floor:
+        best = recolour_rounds(probes, n, best, passes=passes)
     return sorted(best, key=lambda r: r[0])

@@ -1,0 +1,146 @@
+"""Phase 1 cover benchmark: greedy (paper's Algorithm 1) vs best, against Schönheim's bound.
+
+For n = 25..325 step 25 and k in {4, 8}, measured side by side in one run: probes of each
+method, the bound L(n, k), ratios, all pairs n(n-1)/2 over probes, rounds against
+ceil((n-1)/(k-1)), and cold planning time (every cache cleared before each plan). A second
+sweep tries every n (k=4: 25..325, k=8: 100..325) with warm caches and reports the worst
+best/L ratio.
+
+    .venv/bin/python -m bench.cover_bench            # table + sweep (a few minutes on 2 cores)
+    .venv/bin/python -m bench.cover_bench --no-sweep # the step-25 table only
+
+Writes bench/results/cover.csv, bench/results/cover_every.csv and bench/results/cover.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from faultsense_pipelines.cover import best, designs, fields, plan_cover, schonheim_bound
+from faultsense_pipelines.cover.best import best_cover_source
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGET = {4: 1.05, 8: 1.10}
+
+
+def _clear_caches() -> None:
+    plan_cover.cache_clear()
+    best._best.cache_clear()
+    best._td_alive.cache_clear()
+    for f in (designs.projective_geometry, designs.affine_geometry, designs.denniston_design,
+              designs.transversal_design, fields.galois_field, fields.macneish_ring):
+        f.cache_clear()
+
+
+def _timed_plan(n: int, k: int, method: str):
+    _clear_caches()
+    start = time.perf_counter()
+    cover = plan_cover(n, k, method)
+    return cover, time.perf_counter() - start
+
+
+def step_table(ns: range, ks: tuple[int, ...]) -> pd.DataFrame:
+    rows = []
+    for k in ks:
+        for n in ns:
+            greedy, t_greedy = _timed_plan(n, k, "greedy")
+            bestc, t_best = _timed_plan(n, k, "best")
+            bound = schonheim_bound(n, k)
+            rounds_ref = -(-(n - 1) // (k - 1))
+            rows.append({
+                "n": n, "k": k,
+                "greedy": len(greedy.probes), "best": len(bestc.probes), "schonheim": bound,
+                "greedy_over_L": len(greedy.probes) / bound, "best_over_L": len(bestc.probes) / bound,
+                "all_pairs": bestc.all_pairs,
+                "all_pairs_over_greedy": bestc.all_pairs / len(greedy.probes),
+                "all_pairs_over_best": bestc.all_pairs / len(bestc.probes),
+                "rounds_greedy": len(greedy.rounds), "rounds_best": len(bestc.rounds),
+                "rounds_ref": rounds_ref, "rounds_best_over_ref": len(bestc.rounds) / rounds_ref,
+                "short_probes_best": sum(len(p) < k for p in bestc.probes),
+                "plan_s_greedy": t_greedy, "plan_s_best": t_best,
+                "best_source": best_cover_source(n, k),
+            })
+            r = rows[-1]
+            print(f"n={n:3d} k={k}: greedy {r['greedy']:5d}  best {r['best']:5d}  L {bound:5d}  "
+                  f"best/L {r['best_over_L']:.3f}  rounds {r['rounds_best']:3d}/{rounds_ref:3d}  "
+                  f"plan {t_best:.2f}s  [{r['best_source']}]", flush=True)
+    return pd.DataFrame(rows)
+
+
+def every_n(k: int, lo: int, hi: int) -> pd.DataFrame:
+    _clear_caches()
+    rows = []
+    for n in range(lo, hi + 1):
+        cover = plan_cover(n, k, "best")
+        bound = schonheim_bound(n, k)
+        rows.append({"n": n, "k": k, "best": len(cover.probes), "schonheim": bound,
+                     "best_over_L": len(cover.probes) / bound, "rounds_best": len(cover.rounds),
+                     "rounds_ref": -(-(n - 1) // (k - 1)), "best_source": best_cover_source(n, k)})
+    return pd.DataFrame(rows)
+
+
+def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
+    cols = ["n", "k", "greedy", "best", "schonheim", "greedy_over_L", "best_over_L", "all_pairs_over_greedy",
+            "all_pairs_over_best", "rounds_greedy", "rounds_best", "rounds_ref", "rounds_best_over_ref",
+            "plan_s_best", "best_source"]
+    lines = [
+        "# Phase 1 cover benchmark",
+        "",
+        f"Measured in one run by `bench/cover_bench.py` on {platform.machine()} / Python {platform.python_version()}.",
+        "Plan times are cold (all caches cleared before each plan). `rounds_ref` = ceil((n-1)/(k-1)).",
+        "",
+        table[cols].to_markdown(index=False, floatfmt=".3f"),
+        "",
+        "## Targets (issue 2)",
+        "",
+    ]
+    for k in sorted(table.k.unique()):
+        t = table[table.k == k]
+        big = t[t.n >= 100] if k == 8 else t
+        lines.append(f"- k={k}: worst best/L {big.best_over_L.max():.3f} at n={int(big.loc[big.best_over_L.idxmax(), 'n'])}"
+                     f"{' (n >= 100)' if k == 8 else ''}, target <= {TARGET[k]}; "
+                     f"worst rounds/ref {t.rounds_best_over_ref.max():.2f}, target <= 1.5; "
+                     f"best < greedy wherever greedy > L: {bool(((t.greedy > t.schonheim) <= (t.best < t.greedy)).all())}")
+    n300 = table[(table.n == 300) & (table.k == 8)]
+    if len(n300):
+        lines.append(f"- n=300, k=8: all pairs / greedy = {n300.all_pairs_over_greedy.iloc[0]:.1f}x (paper ~22x), "
+                     f"all pairs / best = {n300.all_pairs_over_best.iloc[0]:.1f}x")
+    n325 = table[(table.n == 325) & (table.k == 8)]
+    if len(n325):
+        lines.append(f"- plan n=325, k=8 (best, cold): {n325.plan_s_best.iloc[0]:.2f} s (target < 2 s)")
+    if sweep is not None:
+        lines += ["", "## Every n", ""]
+        for k in sorted(sweep.k.unique()):
+            s = sweep[sweep.k == k]
+            worst = s.loc[s.best_over_L.idxmax()]
+            over = s[s.best_over_L > TARGET[k]]
+            lines.append(f"- k={k}, n={s.n.min()}..{s.n.max()}: worst best/L {worst.best_over_L:.3f} at n={int(worst.n)}; "
+                         f"{len(over)} of {len(s)} sizes above {TARGET[k]}"
+                         + (f": {', '.join(str(int(x)) for x in over.n)}" if len(over) else ""))
+            lines.append(f"  worst rounds/ref {(s.rounds_best / s.rounds_ref).max():.2f}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--no-sweep", action="store_true", help="skip the every-n sweep")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    table = step_table(range(25, 326, 25), (4, 8))
+    table.to_csv(RESULTS / "cover.csv", index=False)
+    sweep = None
+    if not args.no_sweep:
+        sweep = pd.concat([every_n(4, 25, 325), every_n(8, 100, 325)], ignore_index=True)
+        sweep.to_csv(RESULTS / "cover_every.csv", index=False)
+    md = _markdown(table, sweep)
+    (RESULTS / "cover.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

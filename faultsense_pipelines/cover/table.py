@@ -1,0 +1,111 @@
+"""A table of small covers found offline by local search, used as building blocks by ``best``.
+
+Small covers C(n, k, 2) are where constructions are weakest and where the transversal-design
+recursion spends its probes (every group is covered by a small cover), so better small covers
+improve large plans too. Annealing them at planning time would cost seconds per size, so they
+are searched once, offline, and stored in ``small_covers.json`` next to this module (like the
+La Jolla Covering Repository, but produced by our own :mod:`.search`).
+
+Regenerate (deterministic; a few minutes on one core):
+
+    .venv/bin/python -m faultsense_pipelines.cover.table
+
+Every stored cover is re-checked when loaded; one that does not cover every pair is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from .bounds import schonheim_bound
+from .refine import uncovered_pairs
+
+__all__ = ["tabled_cover", "lookup", "TABLE_PATH", "regenerate"]
+
+TABLE_PATH = Path(__file__).with_name("small_covers.json")
+# (k, largest n searched, annealing moves per attempted size)
+SEARCHED: tuple[tuple[int, int, int], ...] = (
+    (4, 100, 300_000),
+    (8, 64, 400_000),
+    (3, 40, 200_000),
+    (5, 60, 300_000),
+    (6, 64, 300_000),
+)
+
+Block = tuple[int, ...]
+
+
+@lru_cache(maxsize=1)
+def _load() -> dict[tuple[int, int], tuple[Block, ...]]:
+    if not TABLE_PATH.exists():
+        return {}
+    raw = json.loads(TABLE_PATH.read_text())
+    out: dict[tuple[int, int], tuple[Block, ...]] = {}
+    for k_text, by_n in raw.items():
+        for n_text, blocks in by_n.items():
+            n, k = int(n_text), int(k_text)
+            cover = tuple(tuple(int(p) for p in b) for b in blocks)
+            valid = all(len(set(b)) == len(b) <= k and all(0 <= p < n for p in b) for b in cover)
+            if valid and uncovered_pairs(cover, n) == 0:
+                out[(n, k)] = cover
+    return out
+
+
+def tabled_cover(n: int, k: int) -> tuple[Block, ...] | None:
+    """The stored cover of ``n`` GPUs by size-``k`` probes, or None if none is stored."""
+    return _load().get((n, k))
+
+
+def regenerate(searched: tuple[tuple[int, int, int], ...] = SEARCHED, log=sys.stderr) -> dict:
+    """Search every (n, k) of ``searched`` and rewrite the table with the covers that beat the constructions.
+
+    Sizes are searched in increasing n, so larger constructions already use the smaller
+    covers found; each starts from the best construction and anneals one probe fewer at a time.
+    """
+    from . import best
+    from .search import shrink_cover
+
+    global _USE_FILE
+    _USE_FILE = False  # search from the constructions alone, not from the old table
+    _STAGED.clear()
+    best._best.cache_clear()
+    table: dict[str, dict[str, list[list[int]]]] = {}
+    for k, n_max, iterations in searched:
+        table[str(k)] = {}
+        for n in range(k + 2, n_max + 1):
+            start = time.time()
+            built = list(best._best(n, k).blocks)
+            bound = schonheim_bound(n, k)
+            if len(built) <= bound:
+                continue
+            found = shrink_cover(n, k, built, bound, seed=1000 * k + n, iterations=iterations)
+            if len(found) < len(built):
+                table[str(k)][str(n)] = [list(b) for b in found]
+                best._best.cache_clear()
+                _STAGED[(n, k)] = tuple(found)
+            print(f"k={k} n={n}: construction {len(built)}, search {len(found)}, bound {bound} "
+                  f"({time.time() - start:.1f} s)", file=log, flush=True)
+        TABLE_PATH.with_suffix(".partial").write_text(json.dumps(table, separators=(",", ":")) + "\n")
+    TABLE_PATH.with_suffix(".partial").unlink(missing_ok=True)
+    TABLE_PATH.write_text(json.dumps(table, separators=(",", ":")) + "\n")
+    _USE_FILE = True
+    _load.cache_clear()
+    best._best.cache_clear()
+    return table
+
+
+_STAGED: dict[tuple[int, int], tuple[Block, ...]] = {}  # found during regenerate, before writing
+_USE_FILE = True
+
+
+def lookup(n: int, k: int) -> tuple[Block, ...] | None:
+    """What ``best`` uses: the stored cover (or, while regenerating, the one just found)."""
+    return tabled_cover(n, k) if _USE_FILE else _STAGED.get((n, k))
+
+
+if __name__ == "__main__":
+    regenerate()
