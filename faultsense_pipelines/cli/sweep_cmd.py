@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -138,14 +139,15 @@ def run_sweep(
 
 
 def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
-    table = Table(title=f"FaultSense sweep {hour} UTC  ->  ledger {ledger}", title_justify="left")
-    for col in ("replica", "executor", "phase 1 probes", "suspects", "phase 2 probes", "confirmed faults", "status", "time"):
-        table.add_column(col, justify="right" if "probes" in col or col in ("suspects", "time") else "left", overflow="fold")
+    table = Table(title=f"FaultSense sweep {hour} UTC -> ledger {ledger}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
+    for col in ("replica", "executor", "phase 1", "suspects", "phase 2", "confirmed", "result", "time"):
+        numeric = col.startswith("phase") or col in ("suspects", "time")
+        table.add_column(col, justify="right" if numeric else "left", no_wrap=col in ("replica", "executor"), overflow="fold")
     for o in outcomes:
         if not o.success:
-            status = "[red]FAILED[/red] (below)"
+            status = "[red]FAILED[/red]"
         elif o.degraded:
-            status = "[yellow]replica-wide degradation[/yellow]"
+            status = "[yellow]degraded[/yellow]"
         else:
             status = "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
         confirmed = ", ".join(o.confirmed) or ("-" if o.success else "")

@@ -1,0 +1,103 @@
+"""Schedules, the fleet sensor, per-replica concurrency, the workspace, and `faultsense ledger show`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.instance.ref import InstanceRef
+from typer.testing import CliRunner
+
+from assets.automation import NIGHTLY_REPEATS
+from faultsense_pipelines.cli import app
+from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_hourly_schedule_requests_one_run_per_replica_for_the_current_hour(tmp_path: Path) -> None:
+    defs, _ = new_defs(tmp_path)
+    schedule = defs.resolve_schedule_def("hourly_sweep")
+    assert schedule.cron_schedule == "5 * * * *"
+    with dg.instance_for_test() as instance:  # a persistent (temporary) instance, as the daemon has
+        add_replicas(instance, defs)
+        context = dg.build_schedule_context(
+            instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 8, 5, tzinfo=UTC), repository_def=defs.get_repository_def()
+        )
+        data = schedule.evaluate_tick(context)
+    requests = sorted(data.run_requests, key=lambda r: r.partition_key)
+    assert [str(r.partition_key) for r in requests] == [f"{HOUR}|sim-faulty", f"{HOUR}|sim-healthy"]
+    assert [r.tags["dagster/partition/replica"] for r in requests] == ["sim-faulty", "sim-healthy"]
+
+
+def test_the_nightly_schedule_sweeps_every_replica_with_more_repeats(tmp_path: Path) -> None:
+    defs, _ = new_defs(tmp_path)
+    schedule = defs.resolve_schedule_def("nightly_deep_sweep")
+    assert schedule.cron_schedule == "30 2 * * *"
+    with dg.instance_for_test() as instance:
+        add_replicas(instance, defs)
+        context = dg.build_schedule_context(
+            instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 2, 30, tzinfo=UTC), repository_def=defs.get_repository_def()
+        )
+        requests = schedule.evaluate_tick(context).run_requests
+        assert sorted(r.partition_key.keys_by_dimension["replica"] for r in requests) == ["sim-faulty", "sim-healthy"]
+        assert {r.partition_key.keys_by_dimension["hour"] for r in requests} == {"2026-11-30-02:00"}
+        config = requests[0].run_config["ops"]["phase1_probe_run"]["config"]
+        assert config == {"repeats": NIGHTLY_REPEATS}
+        result = sweep(defs, instance, "sim-healthy", "2026-11-30-02:00", **config)
+        assert result.success
+        assert result.output_for_node("phase1_probe_run").records[0].latencies_ms.__len__() == NIGHTLY_REPEATS
+
+
+def test_the_sensor_adds_and_removes_replica_partitions_as_the_fleet_file_changes(tmp_path: Path) -> None:
+    defs, _ = new_defs(tmp_path)
+    sensor = defs.resolve_sensor_def("fleet_replica_partitions")
+    fleet_resource = defs.resources["fleet"]
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("replica", ["retired"])
+        result = sensor(dg.build_sensor_context(instance=instance, resources={"fleet": fleet_resource}))
+        requests = result.dynamic_partitions_requests
+        assert [(type(r).__name__, list(r.partition_keys)) for r in requests] == [
+            ("AddDynamicPartitionsRequest", ["sim-faulty", "sim-healthy"]),
+            ("DeletePartitionsRequest", ["retired"]),
+        ] or [list(r.partition_keys) for r in requests] == [["sim-faulty", "sim-healthy"], ["retired"]]
+        for r in requests:
+            if r.__class__.__name__.startswith("Add"):
+                instance.add_dynamic_partitions("replica", list(r.partition_keys))
+            else:
+                for key in r.partition_keys:
+                    instance.delete_dynamic_partition("replica", key)
+        assert sorted(instance.get_dynamic_partitions("replica")) == ["sim-faulty", "sim-healthy"]
+        again = sensor(dg.build_sensor_context(instance=instance, resources={"fleet": fleet_resource}))
+        assert isinstance(again, dg.SkipReason) and "match the fleet (2 replicas)" in again.skip_message
+        (tmp_path / "fleet.yaml").write_text("ledger: x\nreplicas: []\n")
+        broken = sensor(dg.build_sensor_context(instance=instance, resources={"fleet": fleet_resource}))
+        assert isinstance(broken, dg.SkipReason) and "fleet file is invalid" in broken.skip_message
+
+
+def test_the_repository_instance_config_allows_one_run_per_replica_at_a_time(tmp_path: Path) -> None:
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path), config_dir=str(REPO))) as instance:
+        limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
+    assert {"key": "dagster/partition/replica", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
+
+
+def test_dagster_definitions_validate_passes_on_the_workspace() -> None:
+    dagster = Path(sys.executable).parent / "dagster"
+    proc = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "All code locations passed validation" in proc.stdout + proc.stderr
+
+
+def test_ledger_show_prints_the_recent_faults_of_one_replica(tmp_path: Path) -> None:
+    fleet, ledger = write_fleet(tmp_path)
+    swept = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--hour", HOUR])
+    assert swept.exit_code == 0, swept.stdout + swept.stderr
+    assert "sim-faulty" in swept.stdout and "gpu:5" in swept.stdout and "healthy" in swept.stdout
+    shown = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "2026-11-30", "--replica", "sim-faulty"])
+    assert shown.exit_code == 0, shown.stderr
+    assert "gpu:5" in shown.stdout and "link:1-9" in shown.stdout and "sim-healthy" not in shown.stdout
+    bad = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "yesterday"])
+    assert bad.exit_code == 2 and "--since must be a date" in bad.stderr

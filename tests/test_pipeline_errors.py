@@ -1,0 +1,107 @@
+"""Errors: a failing executor, a malformed fleet, secrets that must never leak."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from typer.testing import CliRunner
+
+from faultsense_pipelines.cli import app
+from faultsense_pipelines.cli.sweep_cmd import run_sweep
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.definitions import build_definitions
+from faultsense_pipelines.fleet import FleetError
+from faultsense_pipelines.ledger import LedgerStore
+from tests.pipeline_helpers import HOUR, write_fleet
+
+SECRET = "sk-test-DO-NOT-LEAK-4242"
+
+
+def closed_loopback_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+FLEET_WITH_DEAD_SERVER = """
+ledger: {ledger}
+replicas:
+  - name: prod-dead
+    gpus: 8
+    probe_size: 4
+    executor: vllm
+    vllm: {{url: "http://127.0.0.1:PORT", api_key_env: FAULTSENSE_TEST_KEY, timeout_s: 2, retries: 0}}
+  - name: sim-faulty
+    gpus: 16
+    probe_size: 4
+    executor: simulated
+    simulated: {{faults: [{{gpu: 5, slowdown: 2.0}}], noise_sigma: 0.01, seed: 4}}
+"""
+
+
+def test_a_replica_whose_server_is_down_gets_error_rows_no_faults_and_the_others_complete(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FAULTSENSE_TEST_KEY", SECRET)
+    fleet, ledger = write_fleet(tmp_path, FLEET_WITH_DEAD_SERVER.replace("PORT", str(closed_loopback_port())))
+    with dg.DagsterInstance.ephemeral() as instance:
+        outcomes, _ = run_sweep(fleet, hour=HOUR, instance=instance)
+        events = [str(e) for run in instance.get_runs() for e in instance.all_logs(run.run_id)]
+    by_name = {o.replica: o for o in outcomes}
+    dead, sim = by_name["prod-dead"], by_name["sim-faulty"]
+    assert not dead.success and "could not be measured" in dead.error and "no fault rows" in dead.error
+    assert sim.success and sim.confirmed == ["gpu:5"]
+
+    store = LedgerStore(str(ledger))
+    runs = store.read_probe_runs(replica="prod-dead")
+    assert len(runs) == len(plan_cover(8, 4).probes)  # one error row per cover probe
+    assert runs["error"].notna().all() and runs["latency_ms"].isna().all() and runs["repeat"].isna().all()
+    assert (runs["executor"] == "vllm").all()
+    assert store.read_faults(replica="prod-dead").empty
+    assert not any("prod-dead" in f for f in store.files("fault_ledger"))
+    assert store.read_faults(replica="sim-faulty")["component"].tolist() == ["gpu:5"]
+
+    assert not any(SECRET in e for e in events), "the API key reached the Dagster event log"
+    for f in ledger.rglob("*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f"the API key reached {f}"
+
+
+def test_a_missing_api_key_variable_is_an_executor_error_not_a_crash(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("FAULTSENSE_TEST_KEY", raising=False)
+    fleet, ledger = write_fleet(tmp_path, FLEET_WITH_DEAD_SERVER.replace("PORT", str(closed_loopback_port())))
+    with dg.DagsterInstance.ephemeral() as instance:
+        outcomes, _ = run_sweep(fleet, ["prod-dead"], hour=HOUR, instance=instance)
+    assert not outcomes[0].success
+    assert "FAULTSENSE_TEST_KEY" in outcomes[0].error and "not set" in outcomes[0].error
+    assert LedgerStore(str(ledger)).read_probe_runs()["error"].str.contains("could not start").all()
+
+
+BAD_FLEET = """
+ledger: {ledger}
+replicas:
+  - {{name: ok, gpus: 8, probe_size: 4, executor: simulated}}
+  - {{name: wide, gpus: 8, probe_size: 9, executor: simulated}}
+"""
+
+
+def test_a_malformed_fleet_stops_everything_with_one_line_naming_the_field(tmp_path: Path) -> None:
+    fleet, ledger = write_fleet(tmp_path, BAD_FLEET)
+    with pytest.raises(FleetError, match=r"replicas\[1\]\.probe_size: must be <= gpus \(got 9 > 8\)"):
+        build_definitions(fleet)
+    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet)])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip() and "error:" in line]
+    assert len(lines) == 1 and "replicas[1].probe_size: must be <= gpus" in lines[0], result.stderr
+    assert not ledger.exists()
+
+
+def test_an_unknown_replica_or_hour_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    fleet, ledger = write_fleet(tmp_path)
+    unknown = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "nope"])
+    assert unknown.exit_code == 2 and "unknown replica 'nope'" in unknown.stderr
+    bad_hour = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--hour", "08:00"])
+    assert bad_hour.exit_code == 2 and "--hour must look like" in bad_hour.stderr
+    assert not ledger.exists()
