@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -40,6 +41,7 @@ def register(app: typer.Typer) -> None:
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
         fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to read (default: examples/fleet.yaml)."),
         limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
+        ids: bool = typer.Option(False, "--ids", help="Also show each row's fault_id."),
     ) -> None:
         """Print recent faults, newest last."""
         from faultsense_pipelines.fleet import FleetError
@@ -59,13 +61,16 @@ def register(app: typer.Typer) -> None:
         if status is not None:
             df = df[df["status"] == status]
         shown = df.tail(limit)
-        table = Table(title=f"fault ledger {store.display_uri} since {day} ({len(shown)} of {len(df)} rows)", title_justify="left")
-        for col in ("detected_at (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes", "fault_id"):
-            table.add_column(col)
+        table = Table(
+            title=f"fault ledger {store.display_uri} since {day} ({len(shown)} of {len(df)} rows)",
+            title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+        )
+        for col in ("detected (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes") + (("fault_id",) if ids else ()):
+            table.add_column(col, no_wrap=col in ("replica", "component", "fault_id"))
         for r in shown.itertuples(index=False):
             slowdown = "-" if r.slowdown != r.slowdown or r.slowdown is None else f"{r.slowdown:.2f}x"
             phase = "-" if r.phase is None or str(r.phase) == "<NA>" else str(r.phase)
             probes = "-" if r.probes_used is None or str(r.probes_used) == "<NA>" else str(r.probes_used)
-            when = r.detected_at.strftime("%Y-%m-%d %H:%M:%S")
-            table.add_row(when, r.replica, r.detector, r.component, r.status, slowdown, phase, probes, r.fault_id)
+            when = r.detected_at.strftime("%Y-%m-%d %H:%M")
+            table.add_row(when, r.replica, r.detector, r.component, r.status, slowdown, phase, probes, *((r.fault_id,) if ids else ()))
         Console().print(table)
