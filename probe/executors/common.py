@@ -14,7 +14,7 @@ from typing import Any
 
 from faultsense_pipelines.probes import ProbeMeasurement
 
-__all__ = ["ProbeTrace", "check_probe", "merge_member_reports", "error_trace"]
+__all__ = ["ProbeTrace", "check_probe", "merge_member_reports", "error_trace", "warm_up_probes"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,15 @@ def merge_member_reports(members: tuple[int, ...], reports: Mapping[int, Mapping
 def error_trace(members: tuple[int, ...], reason: str) -> ProbeTrace:
     """A trace for a probe that could not be measured."""
     return ProbeTrace(ProbeMeasurement(members, (), error=reason))
+
+
+def warm_up_probes(n_gpus: int, probe_size: int) -> list[tuple[int, ...]]:
+    """Disjoint probes of up to ``probe_size`` GPUs that together hold every GPU once.
+
+    A new pool runs them before its first real probe, so that every worker has connected to
+    its peers and knows its usual layer time (see ``ProbeWorker``'s injected slowdown).
+
+    >>> warm_up_probes(5, 2)
+    [(0, 1), (2, 3), (4,)]
+    """
+    return [tuple(range(i, min(i + probe_size, n_gpus))) for i in range(0, n_gpus, probe_size)]

@@ -3,8 +3,10 @@
 A *gray failure* (FaultSense §1) makes a GPU or a path slower without any error. The
 ``local`` and ``ray`` executors reproduce the two kinds for demos and tests:
 
-* :class:`GpuSlowdown` — the worker of ``gpu`` does extra real compute in its expert FFN
-  so that the FFN takes ``slowdown`` times as long (a thermally throttled GPU).
+* :class:`GpuSlowdown` — the worker of ``gpu`` does extra real compute (more expert FFN
+  work) after its FFN, for ``slowdown - 1`` times its usual time per layer, so its part of
+  every probe takes ``slowdown`` times as long (a thermally throttled GPU; the core's fault
+  model, where a slow GPU multiplies the latency of the probes that run it).
 * :class:`LinkDelay` — every data transfer between GPUs ``a`` and ``b``, in both
   directions, is held back by ``delay_ms`` (a degraded NVLink/PCIe path). A probe's
   all-to-all has two phases (dispatch, combine), so a probe over the link is slowed by

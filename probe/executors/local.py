@@ -30,7 +30,7 @@ import torch
 
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 
-from .common import ProbeTrace, check_probe, error_trace, merge_member_reports
+from .common import ProbeTrace, check_probe, error_trace, merge_member_reports, warm_up_probes
 from .injection import Injection, check_injections, parse_injections
 from .moe_worker import LayerShape, ProbeWorker
 
@@ -178,6 +178,10 @@ class LocalExecutor:
         if isinstance(replies, str):
             raise ExecutorError(f"local executor could not start {self.gpus} workers: {replies}")
         self.worker_pids = tuple(replies[r] for r in range(self.gpus))
+        for group in warm_up_probes(self.gpus, self.probe_size):  # every worker learns its usual layer time
+            warm = self._call(group, ("probe", group, 2), start_timeout_s)
+            if isinstance(warm, str):
+                raise ExecutorError(f"local executor failed its warm-up probe {list(group)}: {warm}")
 
     def _collect(self, ranks: Iterable[int], timeout_s: float) -> dict[int, Any] | str:
         """Wait for one reply from each of ``ranks``; a string says why that failed."""

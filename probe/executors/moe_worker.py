@@ -21,7 +21,9 @@ probe's latency.
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -146,6 +148,7 @@ class ProbeWorker:
         self.down = [d.to(self.device) for _, d in weights]  # per local expert, (H, I)
         self.slowdown = 1.0
         self.delays_ms: dict[int, float] = {}
+        self._healthy_s: deque[float] = deque(maxlen=15)  # recent layer times without injected work, s
 
     def set_injections(self, injections: Iterable[Injection]) -> None:
         """Apply the faults that concern this GPU (a slowdown, delays on its links); clear others."""
@@ -163,7 +166,8 @@ class ProbeWorker:
         """Run this rank's part of the probe over ``members`` ``repeats`` times.
 
         Returns:
-            ``latencies_ms`` (this member's time per repeat), ``routed_experts`` (its
+            ``latencies_ms`` (this member's time per repeat), ``ffn_ms`` (its expert FFN
+            stage per repeat, injected slowdown included), ``routed_experts`` (its
             shard's top-k expert ids, ``(tokens_in_shard, k)`` as lists), ``experts_computed``
             (ids of its experts that processed at least one token) and ``checksum`` (sum of
             its shard's layer output, fp32).
@@ -176,17 +180,20 @@ class ProbeWorker:
             members, shape.n_gpus, shape.n_experts, len(members), shape.hidden, shape.tokens, shape.torch_dtype
         )  # (tokens, H)
         x = embeds.tensor_split(len(members))[members.index(self.rank)].to(self.device)  # (t, H)
-        latencies, trace = [], {}
+        latencies, ffn, trace = [], [], {}
         for _ in range(repeats):
             self._barrier(members)
             t0 = time.perf_counter()
-            out, trace = self._layer(x, members)
+            out, trace = self._layer(x, members, t0)
             self._sync()
-            latencies.append((time.perf_counter() - t0) * 1e3)
+            elapsed = time.perf_counter() - t0
+            self._healthy_s.append(elapsed - trace.pop("extra_s"))
+            latencies.append(elapsed * 1e3)
+            ffn.append(trace.pop("ffn_ms"))
         trace["checksum"] = float(out.float().sum())
-        return {"latencies_ms": latencies, **trace}
+        return {"latencies_ms": latencies, "ffn_ms": ffn, **trace}
 
-    def _layer(self, x: torch.Tensor, members: list[int]) -> tuple[torch.Tensor, dict]:
+    def _layer(self, x: torch.Tensor, members: list[int], t0: float) -> tuple[torch.Tensor, dict]:
         per = self.shape.experts_per_gpu
         weights, experts = route(x, self.shape.n_experts, len(members))  # (t, k) each
         # what goes to each member: its (token, slot) pairs sorted by expert, and the count
@@ -209,7 +216,8 @@ class ProbeWorker:
         t_ffn = time.perf_counter()
         outputs = {m: self._experts_ffn(tokens_in[m], sizes_in[m]) for m in members}  # (r_m, H) each
         self._sync()
-        self._extra_compute(tokens_in, time.perf_counter() - t_ffn)
+        extra_s = self._extra_compute(tokens_in, time.perf_counter() - t0)
+        ffn_ms = (time.perf_counter() - t_ffn) * 1e3
         # combine: expert outputs back to the tokens' GPUs, then the router-weighted sum
         back = self._all_to_all(
             members, outputs, lambda m: torch.empty(len(picks[m][0]), x.shape[1], dtype=x.dtype, device=self.device)
@@ -218,24 +226,35 @@ class ProbeWorker:
         for m, (tok, slot) in picks.items():
             out.index_add_(0, tok, back[m].float() * weights[tok, slot].unsqueeze(1))
         computed = sorted({e for sizes in sizes_in.values() for e, c in zip(self.experts, sizes) if c})
-        return out.to(x.dtype), {"routed_experts": experts.tolist(), "experts_computed": computed}
+        return out.to(x.dtype), {"routed_experts": experts.tolist(), "experts_computed": computed,
+                                     "ffn_ms": ffn_ms, "extra_s": extra_s}
 
     def _experts_ffn(self, tokens: torch.Tensor, sizes: list[int]) -> torch.Tensor:
         """Each local expert's FFN on its contiguous block of ``tokens`` (``sizes`` rows each)."""
         blocks = tokens.split(sizes)  # per local expert, (r_e, H)
         return torch.cat([swiglu(b, g, d) for b, g, d in zip(blocks, self.gate_up, self.down)])
 
-    def _extra_compute(self, tokens_in: dict[int, torch.Tensor], ffn_s: float) -> None:
-        """Injected slowdown: more real FFN work on slices of the tokens, until the FFN stage
-        has taken ``slowdown`` times its healthy time ``ffn_s`` (seconds)."""
+    def _extra_compute(self, tokens_in: dict[int, torch.Tensor], so_far_s: float) -> float:
+        """Injected slowdown ``f``: real FFN work on slices of the tokens for ``(f - 1)`` times
+        this worker's usual time per layer, so its part of the probe takes ``f`` times as long
+        (the core's fault model: a slow GPU multiplies the latency of probes that run it).
+
+        The usual time is the median of this worker's recent healthy layer times (its own
+        layer time minus injected work), or ``so_far_s`` (seconds since the layer started)
+        before it has any: on a shared CPU a single sample can be far off. Returns the
+        seconds spent.
+        """
         if self.slowdown <= 1.0:
-            return
+            return 0.0
+        usual_s = statistics.median(self._healthy_s) if self._healthy_s else so_far_s
         tokens = torch.cat(list(tokens_in.values()))  # (r, H)
         chunk = tokens[: max(1, tokens.shape[0] // 16)]
-        deadline = time.perf_counter() + (self.slowdown - 1.0) * ffn_s
+        start = time.perf_counter()
+        deadline = start + (self.slowdown - 1.0) * usual_s
         while time.perf_counter() < deadline:
             swiglu(chunk, self.gate_up[0], self.down[0])
             self._sync()
+        return time.perf_counter() - start
 
     # ---- member-only communication -----------------------------------------------------
 

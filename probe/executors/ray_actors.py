@@ -26,7 +26,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 
-from .common import ProbeTrace, check_probe, error_trace, merge_member_reports
+from .common import ProbeTrace, check_probe, error_trace, merge_member_reports, warm_up_probes
 from .injection import Injection, check_injections, parse_injections
 from .moe_worker import LayerShape, ProbeWorker
 
@@ -152,6 +152,8 @@ class RayExecutor:
         pids = ray.get([a.setup.remote(init_method, self.backend, self.timeout_s) for a in self._actors],
                        timeout=start_timeout_s)
         self.worker_pids = tuple(pids)
+        groups = warm_up_probes(self.gpus, self.probe_size)  # every worker learns its usual layer time
+        ray.get([self._actors[g].run_probe.remote(group, 2) for group in groups for g in group], timeout=start_timeout_s)
         if self.injections:
             ray.get([a.set_injections.remote(self.injections) for a in self._actors], timeout=start_timeout_s)
 

@@ -1,0 +1,209 @@
+"""The ``local`` executor: real worker processes, real torch.distributed (gloo), real faults.
+
+One 8-worker pool (probe size 4, OLMoE expert shapes) serves the module; faults are swapped
+on the running pool with ``set_injections``. Timing assertions compare latencies measured
+side by side in one run (ratios of medians with wide margins), never absolute times: this
+machine's 2 cores are shared with other work. A localization sweep is retried up to four
+times because a burst of outside load can hide or fake one slow probe; a sweep that names
+the injected fault and nothing else is what the test asks for.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+
+import pytest
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.localize import localize
+from faultsense_pipelines.probes import ExecutorError, ProbeExecutor
+from faultsense_pipelines.suspects import MedianRatioRule
+from probe.encoding import expert_range, gpus_of_routed_experts
+from probe.executors import make_executor
+from probe.executors.local import LocalExecutor
+
+N, K = 8, 4
+TOKENS = 64
+SWEEPS = 4  # localization attempts per test
+REPEATS = 5
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalExecutor(N, K, tokens=TOKENS, timeout_s=120) as ex:
+        yield ex
+
+
+@pytest.fixture
+def healthy(pool):
+    pool.set_injections([])
+    yield pool
+    pool.set_injections([])
+
+
+def median_latency(ex: LocalExecutor, gpus, repeats: int = REPEATS) -> float:
+    m = ex.run(gpus, repeats)
+    assert m.ok, m.error
+    return statistics.median(m.latencies_ms)
+
+
+def sweep_until_exact(ex: LocalExecutor, want_gpus: list[int], want_links: list[list[int]]):
+    """Run localize up to SWEEPS times; return the first exact result (or all of them)."""
+    results = []
+    for _ in range(SWEEPS):
+        # the paper's rule: with n=8, k=4 every GPU lies in 3 of the 6 cover probes, and a
+        # rule that assumes a healthy majority of probes (RobustRule) cannot call half of them slow
+        loc = localize(ex, plan_cover(N, K), repeats=REPEATS, rule=MedianRatioRule(1.2))
+        results.append((loc.faulty_gpus, loc.faulty_links))
+        if loc.faulty_gpus == want_gpus and loc.faulty_links == want_links:
+            return loc, results
+    return None, results
+
+
+def test_pool_is_a_probe_executor_with_one_process_per_gpu(healthy):
+    assert isinstance(healthy, ProbeExecutor)
+    assert healthy.name == "local" and healthy.gpus == N
+    assert len(set(healthy.worker_pids)) == N
+    m = healthy.run([0, 1, 2, 3], repeats=2)
+    assert m.ok and m.gpus == (0, 1, 2, 3) and len(m.latencies_ms) == 2
+    assert all(v > 0 for v in m.latencies_ms)
+
+
+def test_injected_3x_straggler_is_localized_by_phase1_and_phase2(healthy):
+    # GPU 1: the core's drill-down currently leaves a slow GPU 4..7 of this cover
+    # inconclusive even on the noise-free simulator (reported to the core's owner)
+    healthy.set_injections([{"gpu": 1, "slowdown": 3.0}])
+    loc, results = sweep_until_exact(healthy, [1], [])
+    assert loc is not None, f"no sweep localized GPU 1 alone: {results}"
+    assert loc.probes_phase1 == 6 and loc.probes_phase2 > 0
+
+
+def test_injected_slow_link_is_localized_by_phase1_and_phase2(healthy):
+    base = median_latency(healthy, [0, 1, 2, 3])
+    # each of the probe's two all-to-all phases waits `base` on the link: ~3x the probe
+    healthy.set_injections([{"link": [2, 6], "delay_ms": base}])
+    loc, results = sweep_until_exact(healthy, [], [[2, 6]])
+    assert loc is not None, f"no sweep localized link (2, 6) alone: {results}"
+
+
+def test_straggler_outside_a_probe_does_not_slow_it_but_one_inside_does(healthy):
+    probe = [0, 1, 2, 3]
+    lat: dict[str, list[float]] = {"none": [], "outside": [], "inside": []}
+    for _ in range(3):  # interleaved, so outside load drifts over all three alike
+        for case, inject in (("none", []), ("outside", [{"gpu": 7, "slowdown": 3.0}]),
+                             ("inside", [{"gpu": 2, "slowdown": 3.0}])):
+            healthy.set_injections(inject)
+            m = healthy.run(probe, REPEATS)
+            assert m.ok, m.error
+            lat[case].extend(m.latencies_ms)
+    none, outside, inside = (statistics.median(lat[c]) for c in ("none", "outside", "inside"))
+    assert outside / none < 1.3, lat
+    assert inside / none > 1.5, lat
+
+
+@pytest.mark.parametrize("probe", [(0, 1, 2, 3), (1, 3, 5, 7), (2, 6), (4,)])
+def test_experts_that_ran_map_back_to_exactly_the_probe_gpus(healthy, probe):
+    trace = healthy.run_traced(probe, repeats=1)
+    assert trace.measurement.ok, trace.measurement.error
+    # one expert per GPU (E = 8): every token is routed to exactly the probe's experts
+    assert len(trace.routed_experts) == TOKENS
+    assert {tuple(sorted(row)) for row in trace.routed_experts} == {probe}
+    assert set(gpus_of_routed_experts(trace.routed_experts, N, N)) == {frozenset(probe)}
+    # each member ran its own experts, and only members ran any
+    assert set(trace.experts_computed) == set(probe)
+    for gpu, experts in trace.experts_computed.items():
+        assert experts and set(experts) <= set(expert_range(gpu, N, N))
+
+
+@pytest.mark.parametrize(
+    ("gpus", "repeats", "message"),
+    [
+        ([0, 8], 1, "GPU id must be an integer in 0..7"),
+        ([-1, 2], 1, "GPU id must be an integer in 0..7"),
+        ([1, 1, 2], 1, "duplicate GPU id 1"),
+        ([], 1, "at least one GPU"),
+        ([0, 1], 0, "repeats must be an integer >= 1"),
+        ([0, 1.5], 1, "GPU id must be an integer"),
+    ],
+)
+def test_bad_probe_requests_are_value_errors_naming_the_value(healthy, gpus, repeats, message):
+    with pytest.raises(ValueError, match=message):
+        healthy.run(gpus, repeats)
+
+
+@pytest.mark.parametrize(
+    ("inject", "message"),
+    [
+        ([{"gpu": 9, "slowdown": 2.0}], "names GPU 9"),
+        ([{"gpu": 1, "slowdown": 0.5}], "slowdown must be finite and >= 1"),
+        ([{"link": [3, 3], "delay_ms": 1.0}], "two different GPUs"),
+        ([{"link": [0, 1], "delay_ms": float("nan")}], "delay_ms must be finite"),
+        ([{"gpu": 1, "delay_ms": 1.0}], "unknown injection"),
+        ([{"gpu": 1, "slowdown": 2.0}, {"gpu": 1, "slowdown": 3.0}], "same gpu 1"),
+    ],
+)
+def test_bad_injections_are_value_errors_and_leave_the_pool_as_it_was(healthy, inject, message):
+    with pytest.raises(ValueError, match=message):
+        healthy.set_injections(inject)
+    assert healthy.injections == ()
+
+
+def test_bad_constructor_arguments_fail_before_any_process_starts():
+    with pytest.raises(ValueError, match="probe_size must be <= gpus"):
+        LocalExecutor(2, 3)
+    with pytest.raises(ValueError, match="hidden must be >= n_experts"):
+        LocalExecutor(4, 2, hidden=2)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        LocalExecutor(2, 2, dtype="int8")
+    with pytest.raises(ValueError, match="backend 'nccl' needs 2 CUDA devices"):
+        LocalExecutor(2, 2, backend="nccl")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a reaped-but-listed zombie counts as gone
+        return f.read().split()[2] != "Z"
+
+
+def test_a_crashed_worker_gives_error_measurements_and_close_reaps_the_rest():
+    ex = make_executor("local", 3, 2, hidden=64, intermediate=32, tokens=4)
+    pids = ex.worker_pids
+    os.kill(pids[1], signal.SIGKILL)
+    m = ex.run([0, 1], repeats=2)
+    assert not m.ok and "GPU worker 1" in m.error and m.latencies_ms == ()
+    later = ex.run([0, 2])
+    assert not later.ok and "earlier failure" in later.error
+    ex.close()
+    ex.close()  # idempotent
+    assert not any(_alive(p) for p in pids)
+
+
+def test_a_hung_worker_gives_an_error_within_the_timeout_and_is_reaped():
+    with LocalExecutor(2, 2, hidden=64, intermediate=32, tokens=4, timeout_s=3) as ex:
+        pids = ex.worker_pids
+        os.kill(pids[0], signal.SIGSTOP)
+        m = ex.run([0, 1])
+        assert not m.ok and "did not answer within 3 s" in m.error
+    assert not any(_alive(p) for p in pids)
+
+
+def test_workers_are_reaped_when_the_with_block_raises():
+    with pytest.raises(RuntimeError, match="boom"):
+        with LocalExecutor(2, 2, hidden=64, intermediate=32, tokens=4) as ex:
+            pids = ex.worker_pids
+            raise RuntimeError("boom")
+    assert not any(_alive(p) for p in pids)
+
+
+def test_set_injections_on_a_dead_pool_raises_executor_error():
+    ex = LocalExecutor(2, 2, hidden=64, intermediate=32, tokens=4)
+    os.kill(ex.worker_pids[0], signal.SIGKILL)
+    assert not ex.run([0, 1]).ok
+    with pytest.raises(ExecutorError, match="earlier failure"):
+        ex.set_injections([{"gpu": 0, "slowdown": 2.0}])
+    ex.close()
