@@ -22,7 +22,7 @@ import pandas as pd
 
 from faultsense_pipelines.minder.continuity import confirmed_runs, estimate_onset
 from faultsense_pipelines.minder.io import MetricArray
-from faultsense_pipelines.minder.model import reconstruct
+from faultsense_pipelines.minder.model import reconstruct, torch_threads
 from faultsense_pipelines.minder.settings import MinderSettings
 from faultsense_pipelines.minder.similarity import fleet_distances, outlier_scores
 from faultsense_pipelines.minder.train import MinderModel
@@ -147,6 +147,7 @@ def scan(array: MetricArray, model: MinderModel, settings: MinderSettings | None
     if not metrics:
         raise ValueError(f"no metric in common with the model (model has: {', '.join(model.metrics)})")
     runs = []
-    for rank, metric in enumerate(metrics):
-        runs.extend(_metric_runs(model.normalize(array, metric), model, metric, rank, settings))
+    with torch_threads(1):
+        for rank, metric in enumerate(metrics):
+            runs.extend(_metric_runs(model.normalize(array, metric), model, metric, rank, settings))
     return tuple(_merge(runs, array))

@@ -16,11 +16,29 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["LSTMVAE", "fit_denoiser", "reconstruct"]
+__all__ = ["LSTMVAE", "fit_denoiser", "reconstruct", "torch_threads"]
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run torch on ``n`` intra-op threads inside the block, then restore the old count.
+
+    These LSTMs are tiny (hidden 16): one thread runs them fastest, and on a shared CPU
+    extra threads mostly spin.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class LSTMVAE(nn.Module):

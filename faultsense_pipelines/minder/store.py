@@ -5,7 +5,7 @@ A model directory holds two files:
 - ``minder.safetensors``: every metric's LSTM-VAE weights, keyed ``<metric>/<parameter>``;
 - ``minder.json``: format and version, the settings, the sampling interval and window, the
   metrics with their normalization and healthy spread, the metric priority, and
-  ``model_version`` (the first 12 hex digits of the weights' SHA-256), which tells two
+  ``model_version`` (the first 12 hex digits of a SHA-256 over the weights), which tells two
   trainings apart. Retraining writes both files again.
 """
 
@@ -30,6 +30,15 @@ FORMAT_VERSION = 1
 _WEIGHTS, _MANIFEST = "minder.safetensors", "minder.json"
 
 
+def _weights_digest(tensors: dict) -> str:
+    """First 12 hex digits of SHA-256 over names and bytes (the file's header order varies)."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        digest.update(name.encode())
+        digest.update(tensors[name].numpy().tobytes())
+    return digest.hexdigest()[:12]
+
+
 def save_model(model: MinderModel, directory: str | Path) -> str:
     """Write ``model`` into ``directory`` (created if needed).
 
@@ -48,7 +57,7 @@ def save_model(model: MinderModel, directory: str | Path) -> str:
         for name, tensor in denoiser.state_dict().items()
     }
     save_file(tensors, directory / _WEIGHTS, metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
-    version = hashlib.sha256((directory / _WEIGHTS).read_bytes()).hexdigest()[:12]
+    version = _weights_digest(tensors)
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

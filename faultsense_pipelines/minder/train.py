@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from faultsense_pipelines.minder.io import MetricArray
-from faultsense_pipelines.minder.model import LSTMVAE, fit_denoiser, reconstruct
+from faultsense_pipelines.minder.model import LSTMVAE, fit_denoiser, reconstruct, torch_threads
 from faultsense_pipelines.minder.priority import default_priority, learn_priority, window_zscores
 from faultsense_pipelines.minder.settings import MinderSettings
 from faultsense_pipelines.minder.similarity import fleet_distances
@@ -133,7 +133,11 @@ def train_minder(
         ValueError: fewer than ``min_machines`` machines, too little history for one
             window, a metric with no usable window, or a label on an unknown machine.
     """
-    settings = settings or MinderSettings()
+    with torch_threads(1):
+        return _train(array, settings or MinderSettings(), labels)
+
+
+def _train(array: MetricArray, settings: MinderSettings, labels: Sequence[FaultLabel]) -> MinderModel:
     window = settings.window_samples(array.interval_s)
     if len(array.machines) < settings.min_machines:
         raise ValueError(f"need at least {settings.min_machines} machines to train, got {len(array.machines)}")
