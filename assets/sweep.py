@@ -17,7 +17,7 @@ from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.fleet import FleetError, Replica
 from faultsense_pipelines.ledger import PROBE_RUNS, LedgerStore
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
-from faultsense_pipelines.suspects import MedianRatioRule, SuspectRule, default_rule
+from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
 from resources.executors import ProbeExecutorResource, redact_secrets
 from resources.fleet import FleetResource
 from resources.ledger import LedgerResource
@@ -66,7 +66,9 @@ def _repeats(config: SweepConfig, replica: Replica) -> int:
 
 
 def _rule(replica: Replica) -> SuspectRule:
-    return MedianRatioRule(replica.alpha) if replica.alpha is not None else default_rule()
+    if replica.alpha is not None:
+        return MedianRatioRule(replica.alpha)
+    return RobustRule(min_slowdown=replica.min_slowdown) if replica.min_slowdown is not None else default_rule()
 
 
 def _fail_with_errors(store: LedgerStore, key: SweepKey, phase: int, path: str, errors: int, total: int, first: str) -> dg.Failure:

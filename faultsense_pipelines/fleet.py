@@ -188,13 +188,19 @@ def shape_key(gpus: int, probe_size: int) -> str:
 
 
 class Replica(_Strict):
-    """One serving replica to sweep (field order matters: later validators read earlier fields)."""
+    """One serving replica to sweep (field order matters: later validators read earlier fields).
+
+    Suspect rule: ``alpha`` selects the paper's rule T_i > alpha * median(T); otherwise the
+    noise-aware robust rule is used, never calling a probe slow below ``min_slowdown`` times
+    the healthy baseline (default 1.1; raise it for noisy hardware).
+    """
 
     name: str
     gpus: Annotated[int, Field(ge=2, le=4096)]
     probe_size: Annotated[int, Field(ge=2)]
     executor: Literal["simulated", "local", "ray", "vllm"]
     alpha: float | None = None
+    min_slowdown: float | None = None
     repeats: Annotated[int, Field(ge=1, le=100)] | None = None
     gpus_per_node: Annotated[int, Field(ge=1)] | None = None
     simulated: SimulatedOptions | None = Field(default=None, validate_default=True)
@@ -217,9 +223,9 @@ class Replica(_Strict):
             raise ValueError(f"must be <= gpus (got {v} > {gpus})")
         return v
 
-    @field_validator("alpha")
+    @field_validator("alpha", "min_slowdown")
     @classmethod
-    def _alpha(cls, v: float | None) -> float | None:
+    def _ratio(cls, v: float | None) -> float | None:
         if v is not None and not (math.isfinite(v) and v > 1.0):
             raise ValueError(f"must be a finite number > 1, got {v!r}")
         return v
