@@ -139,3 +139,33 @@ def test_round_schedulers_partition_probes_into_gpu_disjoint_rounds(scheduler):
         assert len(gpus) == len(set(gpus))
     # lines of a projective plane pairwise meet: every probe needs its own round
     assert len(rounds) == 21
+
+
+def test_stored_small_covers_cover_every_pair_within_the_bound():
+    import json
+
+    from faultsense_pipelines.cover.bounds import schonheim_bound
+    from faultsense_pipelines.cover.table import TABLE_PATH
+
+    raw = json.loads(TABLE_PATH.read_text())
+    assert raw, "the small-cover table is empty"
+    for k_text, by_n in raw.items():
+        for n_text, blocks in by_n.items():
+            n, k = int(n_text), int(k_text)
+            assert uncovered_pairs(blocks, n) == 0, (n, k)
+            assert all(len(set(b)) == len(b) <= k and 0 <= min(b) and max(b) < n for b in blocks)
+            assert len(blocks) >= schonheim_bound(n, k)
+
+
+def test_a_stored_cover_that_misses_a_pair_is_ignored(tmp_path, monkeypatch):
+    from faultsense_pipelines.cover import table
+
+    bad = tmp_path / "small_covers.json"
+    bad.write_text('{"4": {"8": [[0, 1, 2, 3], [4, 5, 6, 7]], "5": [[0, 1, 2, 3], [0, 1, 2, 4], [1, 2, 3, 4]]}}')
+    monkeypatch.setattr(table, "TABLE_PATH", bad)
+    table._load.cache_clear()
+    try:
+        assert table.tabled_cover(8, 4) is None  # misses every pair across the two halves
+        assert table.tabled_cover(5, 4) is not None
+    finally:
+        table._load.cache_clear()

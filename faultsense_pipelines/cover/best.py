@@ -4,12 +4,13 @@ The covering number C(n, k, 2) is the fewest size-k probes that cover every pair
 Schönheim's bound L(n, k) is met by Steiner systems where they exist. ``best_cover`` takes
 the fewest probes among:
 
-1. the greedy cover (the paper's Algorithm 1), always a candidate;
+1. the greedy cover (the paper's Algorithm 1), always a candidate at the top level;
 2. a known design with block size k on v >= n points (lines of PG(d, k-1) or AG(d, k),
-   Denniston arcs), truncated to n points (:func:`.refine.truncate`);
+   Denniston arcs, difference families), truncated to n points (:func:`.refine.truncate`);
 3. a transversal design TD(k, m) on k groups of at most m GPUs, plus e "infinite" GPUs,
    with each group and the infinite GPUs covered recursively by ``best_cover`` -- the
    classical recursion that gives C(km, k, 2) ~ L(km, k) when the groups are covered well;
+4. a small cover found offline by simulated annealing (:mod:`.table`);
 
 each refined by merging probes that fit in one and dropping redundant ones. Probes are
 listed round by round (parallel classes of the designs first), so that first-fit rounds
@@ -32,10 +33,9 @@ import numpy as np
 from .designs import (
     DIFFERENCE_FAMILIES,
     Design,
-    difference_family_design,
     affine_geometry,
     denniston_design,
-    prime_powers,
+    difference_family_design,
     projective_geometry,
     transversal_design,
 )
@@ -59,10 +59,12 @@ class Candidate:
     rounds: Rounds
     source: str
 
+
 _MAX_DESIGN_POINTS = 390  # designs are built up to this many points
 _TD_EXTRA_M = 2  # TD orders tried above the smallest that fits
 _MAX_INFINITE = 3  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
-_GREEDY_SUBCOVER_MAX = 100  # sub-covers of up to this many GPUs also try greedy
+_PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
+_GREEDY_SUBCOVER_MAX = 100  # sub-covers of up to this many GPUs, not in the table, also try greedy
 
 
 def best_cover(n: int, k: int) -> list[Block]:
@@ -90,7 +92,9 @@ def best_cover(n: int, k: int) -> list[Block]:
         raise ValueError(f"gpus must be >= 1, got {n}")
     if k < 2:
         raise ValueError(f"probe_size must be >= 2, got {k}")
-    c = min(_best(n, k), _greedy(n, k), key=lambda c: len(c.blocks))  # never worse than greedy
+    c = _best(n, k)
+    if len(_greedy(n, k).blocks) < len(c.blocks):  # never worse than greedy
+        c = _greedy(n, k)
     blocks, rounds = c.blocks, c.rounds
     if n <= k:
         return [tuple(range(n))]
@@ -150,7 +154,8 @@ def best_cover_source(n: int, k: int) -> str:
     >>> best_cover_source(57, 8), best_cover_source(100, 4)
     ('PG(2,7)', 'Denniston(5,2)')
     """
-    return min(_best(n, k), _greedy(n, k), key=lambda c: len(c.blocks)).source
+    c = _best(n, k)
+    return "greedy" if len(_greedy(n, k).blocks) < len(c.blocks) else c.source
 
 
 @lru_cache(maxsize=4096)
@@ -170,9 +175,12 @@ def _best(n: int, k: int) -> Candidate:
     td = _best_td(n, k)
     if td is not None:
         candidates.append(td)
-    if not candidates or n <= _GREEDY_SUBCOVER_MAX:
+    if not candidates or (stored is None and n <= _GREEDY_SUBCOVER_MAX):
         candidates.append(_greedy(n, k))
-    return _scheduled(min(candidates, key=lambda c: len(c.blocks)), n)
+    fewest = min(len(c.blocks) for c in candidates)
+    # within 1% of the fewest probes, prefer fewer rounds (designs' parallel classes)
+    close = [_scheduled(c, n) for c in candidates if len(c.blocks) <= fewest * (1 + _PROBE_SLACK)]
+    return min(close, key=lambda c: (len(c.rounds), len(c.blocks)))
 
 
 @lru_cache(maxsize=64)
@@ -269,6 +277,11 @@ def _fill_labels(sub_blocks: tuple[Block, ...], s: int, e: int, offset: int, inf
 
 
 def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
+    """TD(k, m) restricted to groups of the given sizes, then each group + the e infinite GPUs covered.
+
+    With no infinite GPUs the groups' sub-covers are disjoint, so round j of every sub-cover
+    runs side by side after the TD's m parallel classes.
+    """
     sizes = _group_sizes(n - e, k, m)
     assert sizes is not None
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -291,28 +304,20 @@ def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
     subs = [_best(s + e, k) for s in sizes]
     labels = [_fill_labels(sub.blocks, s, e, int(offsets[g]), infinite) for g, (sub, s) in enumerate(zip(subs, sizes))]
     depth = max(len(sub.rounds) for sub in subs)
-    for j in range(depth):
-        for g, (sub_blocks, sub_rounds, _) in enumerate(map(_astuple, subs)):
-            if j >= len(sub_rounds):
-                continue
-            for i in sub_rounds[j]:
-                blocks.append(tuple(sorted(labels[g][p] for p in sub_blocks[i])))
+    for j in range(depth):  # round j of every group's sub-cover, side by side
+        for sub, label in zip(subs, labels):
+            for i in sub.rounds[j] if j < len(sub.rounds) else ():
+                blocks.append(tuple(sorted(label[p] for p in sub.blocks[i])))
     if e:
         blocks = remove_redundant(blocks, n)
         rounds = ordered_rounds(blocks, n)
     else:
-        start = len([i for r in rounds for i in r])
-        pos = start
+        pos = sum(len(r) for r in rounds)
         for j in range(depth):
             r = []
             for sub in subs:
-                sub_rounds = sub.rounds
-                if j < len(sub_rounds):
-                    r.extend(range(pos, pos + len(sub_rounds[j])))
-                    pos += len(sub_rounds[j])
+                if j < len(sub.rounds):
+                    r.extend(range(pos, pos + len(sub.rounds[j])))
+                    pos += len(sub.rounds[j])
             rounds.append(r)
     return _by_rounds(blocks, rounds, f"TD({k},{m})" + (f"+{e}" if e else ""))
-
-
-def _astuple(c: Candidate) -> tuple[tuple[Block, ...], Rounds, str]:
-    return c.blocks, c.rounds, c.source
