@@ -158,11 +158,11 @@ def _confirm_gpu(kn: Knowledge, g: int, context: set[int]) -> None:
             kn.give_up({g})
             return
         evidence = kn.tests - 1
-    if kn.test({g}, avoid=set(kn.probes[evidence]) | context):
-        if kn.last_clean:
-            kn.confirm_gpu(g, evidence)
-        else:
-            kn.give_up({g})
+    verdict = kn.second_opinion(g, evidence, avoid=context)
+    if verdict:
+        kn.confirm_gpu(g, evidence)
+    elif verdict is None:
+        kn.give_up({g})
 
 
 def _confirm_link(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:

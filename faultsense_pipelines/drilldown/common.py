@@ -115,7 +115,9 @@ class Knowledge:
         return next((e for e in sorted(self.bad_link | self.unsure_link) if e[0] in gs and e[1] in gs), None)
 
     # -- probes ------------------------------------------------------------------------
-    def padding(self, test: set[int], avoid: Iterable[int] = ()) -> tuple[list[int], bool] | None:
+    def padding(
+        self, test: set[int], avoid: Iterable[int] = (), must_avoid: Iterable[int] | None = None
+    ) -> tuple[list[int], bool] | None:
         """Exonerated GPUs that fill ``test`` up to k GPUs.
 
         *Clean* padding has every link among its GPUs, and to every exonerated GPU of
@@ -125,14 +127,17 @@ class Knowledge:
         candidate links is returned with ``clean=False``: its pass still exonerates
         everything, its failure proves nothing about the test alone.
 
-        The padding is taken outside ``avoid`` when possible; when ``test`` holds a
-        candidate GPU it must be (so that two paddings can be made disjoint). Returns
+        The padding is taken outside ``avoid`` when possible, and always outside
+        ``must_avoid``; by default ``must_avoid`` is ``avoid`` when ``test`` holds a candidate
+        GPU (its links to ``avoid`` would make the probe test more than ``test``). Returns
         (padding, clean), or ``None`` when there are not enough exonerated GPUs.
         """
         need = self.k - len(test)
         if need <= 0:
             return [], True
-        must = set(avoid) if any(self.candidate_gpu(g) for g in test) else set()
+        if must_avoid is None:
+            must_avoid = avoid if any(self.candidate_gpu(g) for g in test) else ()
+        must = set(must_avoid)
         pool = sorted(self.ok_gpu - test - self.bad_gpu - must)
         if len(pool) < need:
             return None
@@ -169,7 +174,7 @@ class Knowledge:
             chosen.append(p)
         return sorted(chosen)
 
-    def test(self, gpus: Iterable[int], avoid: Iterable[int] = ()) -> bool:
+    def test(self, gpus: Iterable[int], avoid: Iterable[int] = (), must_avoid: Iterable[int] | None = None) -> bool:
         """Run the padded probe over ``gpus``; True when it failed.
 
         ``self.last_clean`` tells whether the padding was clean (see :meth:`padding`).
@@ -178,7 +183,7 @@ class Knowledge:
             Unmeasurable: when there are too few exonerated GPUs to pad, or the probe errored.
         """
         core = set(gpus)
-        pad = self.padding(core, avoid)
+        pad = self.padding(core, avoid, must_avoid)
         if pad is None:
             raise Unmeasurable(f"too few exonerated GPUs to pad {sorted(core)}")
         self.last_clean = pad[1]
@@ -234,17 +239,32 @@ class Knowledge:
         """An exonerated GPU that failed in more probes than it passed: a pass may have been noise."""
         return self.fails[g] > self.passes[g]
 
+    def second_opinion(self, g: int, first: int, avoid: Iterable[int] = ()) -> bool | None:
+        """Test GPU ``g`` again with clean padding disjoint from that of probe ``first``.
+
+        A slow link from ``g`` to one padding GPU cannot fail both probes. Unclean paddings
+        are retried away from each other. True: a clean failure; False: a pass; None: no
+        clean verdict.
+        """
+        disjoint = set(self.probes[first]) - {g}
+        for _ in range(3):
+            if not self.test({g}, avoid, must_avoid=disjoint):
+                return False
+            if self.last_clean:
+                return True
+            disjoint |= set(self.probes[-1]) - {g}
+        return None
+
     def recheck_gpu(self, g: int, avoid: Iterable[int] = ()) -> bool:
         """Re-test a doubtful exonerated GPU alone, twice with disjoint clean paddings.
 
         Returns True (and confirms ``g`` faulty) when both probes fail: then a slow link
         of ``g`` would have been blamed for ``g`` itself.
         """
-        first = self.test_alone({g}, avoid)
-        if not first:
+        if not self.test_alone({g}, avoid):
             return False
         evidence = self.tests - 1
-        if not self.test_alone({g}, set(avoid) | set(self.probes[evidence])):
+        if not self.second_opinion(g, evidence, avoid):
             return False
         self.ok_gpu.discard(g)
         self.confirm_gpu(g, evidence)
