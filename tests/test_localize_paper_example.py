@@ -64,3 +64,17 @@ def test_the_cli_scenario_is_localized_and_the_result_pickles():
     assert (loc.faulty_gpus, loc.faulty_links, loc.masked_links) == ([9], [[3, 21]], [])
     again = pickle.loads(pickle.dumps(loc))
     assert again == loc and again.to_dict() == loc.to_dict()
+
+
+def test_without_recheck_a_slow_link_hidden_behind_a_slow_gpu_is_missed_and_with_it_found():
+    cover = plan_cover(32, 4, "greedy")
+    # the only probe holding both ends of (1, 2) is (0, 1, 2, 3), which also holds slow GPU 0,
+    # found first in another group
+    (hiding,) = [p for p in cover.probes if {1, 2} <= set(p)]
+    assert 0 in hiding
+    faults = [GpuFault(0, 2.0), LinkFault((1, 2), 1.5)]
+    exact = localize(SimulatedReplica(32, faults), cover)
+    cheap = localize(SimulatedReplica(32, faults), cover, recheck_explained=False)
+    assert (exact.faulty_gpus, exact.faulty_links) == ([0], [[1, 2]])
+    assert cheap.faulty_gpus == [0] and cheap.faulty_links in ([], [[1, 2]])
+    assert cheap.probes_phase2 < exact.probes_phase2

@@ -102,3 +102,21 @@ def test_adaptive_needs_fewer_phase2_probes_than_the_paper_for_link_faults_at_k8
     paper, adaptive = (_run(100, 8, faults, m) for m in ("paper", "adaptive"))
     assert paper.faulty_links == adaptive.faulty_links == [[3, 21], [40, 77]]
     assert adaptive.probes_phase2 < paper.probes_phase2
+
+
+def test_noisy_localization_is_exact_at_slowdown_1_3_and_sigma_0_03_with_seeded_scenarios():
+    for seed in range(6):
+        faults = [GpuFault(5 + seed, 1.3), LinkFault((20, 30 + seed), 1.3)]
+        replica = SimulatedReplica(64, faults, noise_sigma=0.03, seed=seed)
+        loc = localize(replica, plan_cover(64, 8, "greedy"))
+        assert loc.faulty_gpus == [5 + seed] and loc.faulty_links == [[20, 30 + seed]], seed
+
+
+def test_adaptive_spends_at_most_12_phase2_probes_per_link_fault_at_k8():
+    for n, seed in ((100, 1), (200, 2), (300, 3)):
+        rng = __import__("random").Random(seed)
+        ends = rng.sample(range(n), 8)
+        faults = [LinkFault(tuple(sorted(ends[i : i + 2])), 1.5) for i in range(0, 8, 2)]
+        loc = _run(n, 8, faults, "adaptive")
+        assert loc.faulty_links == sorted(list(f.link) for f in faults)
+        assert loc.probes_phase2 <= 12 * len(faults), (n, loc.probes_phase2)
