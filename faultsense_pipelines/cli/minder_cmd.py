@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         labels: Path = typer.Option(None, "--labels", help="Known faults (CSV: machine, start[, end]) to learn the metric priority from."),
         window_s: float = typer.Option(None, "--window-s", help="Comparison window in seconds (default 60)."),
         continuity_s: float = typer.Option(None, "--continuity-s", help="Seconds a machine must stay the outlier (default 300)."),
-        threshold: float = typer.Option(None, "--threshold", help="Outlier score threshold (default 8)."),
+        threshold: float = typer.Option(None, "--threshold", help="Outlier score threshold (default 14)."),
         steps: int = typer.Option(None, "--steps", help="Training steps per metric model (default 150)."),
         seed: int = typer.Option(None, "--seed", help="Random seed (default 0)."),
     ) -> None:

@@ -117,9 +117,13 @@ def _check_columns(frame: pd.DataFrame) -> None:
 
 
 def _parse_values(column: pd.Series) -> np.ndarray:
-    numbers = pd.to_numeric(column, errors="coerce")
-    words = column.astype("string").str.strip().str.lower()
-    bad = numbers.isna() & column.notna() & ~words.isin(_MISSING_WORDS).fillna(True)
+    if pd.api.types.is_bool_dtype(column):
+        raise ValueError("column 'value' holds booleans, not numbers")
+    numbers = column if pd.api.types.is_numeric_dtype(column) else pd.to_numeric(column, errors="coerce")
+    suspect = numbers.isna() & column.notna()
+    words = column[suspect].astype("string").str.strip().str.lower()
+    bad = pd.Series(False, index=column.index)
+    bad[suspect] = ~words.isin(_MISSING_WORDS).fillna(True)
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise ValueError(
@@ -172,7 +176,8 @@ def detect_interval(seconds: np.ndarray, series: np.ndarray) -> float:
     >>> detect_interval(np.array([0.0, 10, 20, 40, 5, 15]), np.array([0, 0, 0, 0, 1, 1]))
     10.0
     """
-    order = np.lexsort((seconds, series))
+    millis = np.round(seconds * 1000.0).astype(np.int64)
+    order = np.argsort((series.astype(np.int64) << 40) + millis, kind="stable")  # by series, then time
     t, s = seconds[order], series[order]
     gaps = np.diff(t)[(np.diff(s) == 0)]
     gaps = gaps[gaps > 0]

@@ -22,7 +22,9 @@ class MinderSettings:
         continuity_s: how long a machine must stay the outlier to be a fault, in seconds
             (Minder: most abnormal patterns last longer than ~5 minutes; blips do not).
         threshold: robust z-score (median/MAD across machines) above which a machine is an
-            outlier in a window.
+            outlier in a window. 14 sits between the highest score a healthy machine kept
+            for 5 minutes (10.2, from persistent per-machine offsets) and the weakest fault
+            (21) on generated fleets of 64-256 machines (bench/minder_bench.py, tuning seed 1).
         min_spread: absolute floor, in normalized metric units, on the spread of machines'
             distances to the fleet (the score's unit). The working floor is each metric's
             spread in healthy history, learnt in training; this only guards a metric that
@@ -41,7 +43,7 @@ class MinderSettings:
 
     window_s: float = 60.0
     continuity_s: float = 300.0
-    threshold: float = 8.0
+    threshold: float = 14.0
     min_spread: float = 0.01
     max_gap_windows: int = 1
     min_coverage: float = 0.5
