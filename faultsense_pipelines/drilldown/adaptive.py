@@ -36,10 +36,11 @@ def adaptive_drilldown(
         failed: GPU sets of the suspect Phase 1 probes (suspect groups).
         test: Phase 2 oracle, ``test(gpus) -> True`` when slow, ``False`` when it passed,
             ``None`` when unmeasured.
-        recheck_explained: re-test the rest of every suspect group that holds a GPU found
-            faulty (default). Its other links were only ever probed next to the slow GPU, so
-            this costs about one probe per such group, (n-1)/(k-1) per slow GPU; without it a
-            slow link hidden there is missed, as in the paper's accounting.
+        recheck_explained: re-test the rest of every suspect group already explained by a
+            fault found elsewhere (default). Its other links were only ever probed next to
+            that fault, so this costs one or two probes per such group, about (n-1)/(k-1)
+            per slow GPU; without it a slow link hidden there is missed (the paper's
+            accounting).
 
     Returns:
         A :class:`DrilldownResult`: confirmed GPUs and links; links between two faulty GPUs
@@ -70,7 +71,7 @@ def adaptive_drilldown(
     """
     kn = Knowledge(n, k, passed, test, failed)
     for group in failed:
-        if recheck_explained or not kn.bad_gpu.intersection(group):
+        if recheck_explained or not (kn.bad_gpu.intersection(group) or kn.known_fault_inside(group)):
             _resolve_group(kn, set(group))
     return kn.result()
 

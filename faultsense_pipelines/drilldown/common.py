@@ -203,19 +203,23 @@ class Knowledge:
         self.exonerate(probe)
         return False
 
-    def test_alone(self, gpus: Iterable[int], avoid: Iterable[int] = (), attempts: int = 3) -> bool | None:
+    def test_alone(
+        self, gpus: Iterable[int], avoid: Iterable[int] = (), attempts: int = 3, must_avoid: Iterable[int] | None = None
+    ) -> bool | None:
         """Test ``gpus`` until a verdict: False on any pass, True on a cleanly padded failure.
 
         Padding that is not clean is retried (up to ``attempts`` probes) away from the
         earlier paddings; ``None`` when every attempt failed with unclean padding.
         """
         core, avoid = set(gpus), set(avoid)
+        must = None if must_avoid is None else set(must_avoid)
         for _ in range(attempts):
-            if not self.test(core, avoid):
+            if not self.test(core, avoid, must):
                 return False
             if self.last_clean:
                 return True
             avoid |= set(self.probes[-1]) - core
+            must = None if must is None else must | avoid
         return None
 
     def widen(self, e: Link, avoid: Iterable[int] = ()) -> set[int] | None:
