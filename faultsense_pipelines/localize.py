@@ -110,6 +110,7 @@ class Phase1Result:
         errors: probes that could not be measured.
         remeasured: probes measured a second time (2 x repeats more) because their first
             latency fell between the two thresholds (see :func:`judge_probe`).
+        repeats: measurements per probe in the first pass.
     """
 
     gpus: int
@@ -122,6 +123,7 @@ class Phase1Result:
     replica_degraded: bool
     errors: int
     remeasured: int = 0
+    repeats: int = 1
 
     @property
     def needs_drilldown(self) -> bool:
@@ -166,12 +168,7 @@ class Localization:
     @property
     def remeasured_phase2(self) -> int:
         """Phase 2 probes measured a second time (their records hold 3 x repeats latencies)."""
-        return sum(len(r.latencies_ms) > self._repeats for r in self.phase2_records)
-
-    @property
-    def _repeats(self) -> int:
-        first = next((r for r in self.phase1.records if r.latencies_ms), None)
-        return len(first.latencies_ms) if first else 1
+        return sum(len(r.latencies_ms) > self.phase1.repeats for r in self.phase2_records)
 
     @property
     def replica_degraded(self) -> bool:
@@ -292,6 +289,7 @@ def run_phase1(
         replica_degraded=degraded,
         errors=len(measured) - len(ok),
         remeasured=remeasured,
+        repeats=repeats,
     )
 
 
