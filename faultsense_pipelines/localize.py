@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 OUTCOMES = ("pass", "fail", "error")
+#: Verdict statuses; ``localize`` produces the last three ("suspect" is for reports of a
+#: Phase 1 sweep that was not drilled into).
 STATUSES = ("suspect", "confirmed", "masked", "inconclusive")
 
 
@@ -154,15 +156,21 @@ class Localization:
 
     @property
     def masked_links(self) -> list[list[int]]:
-        """Links that cannot be judged because a GPU on them is faulty, as sorted pairs."""
+        """Links between two GPUs found faulty, as sorted pairs.
+
+        No probe can judge them. Links from a faulty GPU to a healthy one cannot be judged
+        either; they are never called faulty and, being all n-1 of them, not listed.
+        """
         return self._links("masked")
 
     @property
     def probes_phase1(self) -> int:
+        """Phase 1 probes (one per cover probe; re-measurements counted in ``phase1.remeasured``)."""
         return len(self.phase1.records)
 
     @property
     def probes_phase2(self) -> int:
+        """Phase 2 probes (one per record; re-measurements counted in :attr:`remeasured_phase2`)."""
         return len(self.phase2_records)
 
     @property
