@@ -102,7 +102,7 @@ def noise_rows(sigmas, slowdowns, repeats_list, seeds: int, n: int = 100, k: int
     for sigma in sigmas:
         for slow in slowdowns:
             for repeats in repeats_list:
-                tp = fp = truth = p2 = 0
+                tp = fp = truth = p2 = again = 0
                 for seed in range(seeds):
                     rng = random.Random(seed * 7919 + 17)
                     faults = make_faults(n, d, "both", rng, (slow, slow))
@@ -110,9 +110,11 @@ def noise_rows(sigmas, slowdowns, repeats_list, seeds: int, n: int = 100, k: int
                     loc = localize(replica, cover, repeats=repeats)
                     a, b, c = score(loc, faults)
                     tp, fp, truth, p2 = tp + a, fp + b, truth + c, p2 + loc.probes_phase2
+                    again += loc.phase1.remeasured + loc.remeasured_phase2
                 rows.append({"n": n, "k": k, "d": d, "sigma": sigma, "slowdown": slow, "repeats": repeats,
                              "scenarios": seeds, "precision": tp / (tp + fp) if tp + fp else 1.0,
-                             "recall": tp / truth, "phase2_per_scenario": p2 / seeds})
+                             "recall": tp / truth, "phase2_per_scenario": p2 / seeds,
+                             "remeasured_per_scenario": again / seeds})
     return rows
 
 
