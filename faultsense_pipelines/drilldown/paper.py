@@ -52,7 +52,8 @@ def paper_drilldown(
         slow link whose only Phase 1 probe held a slow GPU is never examined; the adaptive
         method re-tests such groups. When no clean padding exists, one widening probe
         exonerates links to fresh GPUs first; components still without a clean verdict are
-        inconclusive.
+        inconclusive. Under noise, an end of a link that failed more probes than it passed is
+        re-tested alone first (not in the paper).
 
     References:
         Harish S A, Vignesh S, A. Kurella, R. Gandhi, P. Tammana, "FaultSense: Fault
@@ -68,8 +69,9 @@ def paper_drilldown(
             if kn.candidate_gpu(g):
                 _judge(kn, {g}, group, lambda idx, g=g: kn.confirm_gpu(g, idx))
         for a, b in combinations(gpus, 2):
-            if kn.candidate_link(a, b) and any(kn.doubtful(g) for g in (a, b)):
-                _try(lambda: [kn.recheck_gpu(g, group) for g in (a, b) if kn.doubtful(g)])
+            for end in (a, b):  # noise guard: a slow GPU that once passed is not blamed on its links
+                if kn.candidate_link(a, b) and kn.doubtful(end):
+                    _try(kn.recheck_gpu, end, group)
             if kn.candidate_link(a, b):
                 _try(kn.widen, (a, b), group)
                 _judge(kn, {a, b}, group, lambda idx, e=(a, b): kn.confirm_link(e, idx))
