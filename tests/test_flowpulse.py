@@ -177,3 +177,17 @@ def test_first_alarm_and_start_match_a_scan_of_the_statistic(values, threshold):
         return
     zeros = [t for t in range(hits[0]) if values[t] <= 0]
     assert (alarm[0], start[0]) == (hits[0], (zeros[-1] + 1) if zeros else 0)
+
+
+def test_a_spine_alarm_explains_only_overlapping_not_weaker_echoes_on_other_links():
+    from faultsense_pipelines.flowpulse.scan import LinkFault, drop_echoes
+
+    upstream = LinkFault("spine09", "down05", "leaf05", 200, 210, 0.004)
+    echo = LinkFault("leaf06", "up09", "spine09", 230, 240, 0.005)  # spans miss by 20 < 50
+    later = LinkFault("leaf07", "up09", "spine09", 900, 905, 0.004)  # a separate loss, much later
+    strong = LinkFault("leaf08", "up09", "spine09", 205, 207, 0.05)  # 10x the spine's loss
+    reverse = LinkFault("leaf05", "up09", "spine09", 200, 209, 0.004)  # the same link's other direction
+    kept = drop_echoes([upstream, echo, later, strong, reverse], {"spine09", "leaf05", "leaf06", "leaf07", "leaf08"})
+    assert kept == [upstream, later, strong, reverse]
+    # without the spine's counters nothing is explained
+    assert drop_echoes([echo], {"leaf06"}) == [echo]

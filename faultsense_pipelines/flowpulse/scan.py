@@ -8,9 +8,9 @@ names the link it sits on (the switch, the port, the peer at the other end).
 
 A loss on a leaf-to-spine link also thins what that spine forwards on, so the next leaf's port
 from that spine sees an *echo* of the deficit. When the spine's own counters are present and
-the spine flagged a port (facing another switch) from about the same iteration, the leaf's
-alarm is an echo and is dropped. Without spine counters the echo is reported at the leaf port
-where it was seen (the spine is right, the leaf side may not be).
+the spine flagged a port (facing another switch) over an overlapping span of iterations with at
+least half the loss, the leaf's alarm is an echo and is dropped. Without spine counters the echo
+is reported at the leaf port where it was seen (the spine is right, the leaf side may not be).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from faultsense_pipelines.flowpulse.detect import detect_switch
 from faultsense_pipelines.flowpulse.model import growing_reference, learned_dispersion, learned_shares, spray_shares
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["LinkFault", "ScanConfig", "scan", "scan_ingress"]
+__all__ = ["LinkFault", "ScanConfig", "scan", "scan_ingress", "drop_echoes"]
 
 Model = Literal["learned", "analytic"]
 
@@ -44,7 +44,8 @@ class ScanConfig:
         lag: iterations a new deviation is judged before it can enter the learned reference.
         design_loss: loss rate the CUSUM is tuned to, in (0, 1).
         threshold: CUSUM alarm level, log-likelihood ratio (> 0).
-        echo_slack: iterations within which a spine alarm explains a leaf alarm behind it.
+        echo_slack: iterations by which the deviation spans ([first, detected]) of a spine alarm
+            and of a leaf alarm behind it may miss each other and still be one loss.
     """
 
     model: Model = "learned"
@@ -52,7 +53,7 @@ class ScanConfig:
     lag: int = 50
     design_loss: float = 0.005
     threshold: float = 24.0
-    echo_slack: int = 3
+    echo_slack: int = 50
 
     def __post_init__(self) -> None:
         if self.model not in ("learned", "analytic"):
@@ -126,18 +127,39 @@ def _judge(topology: FabricTopology, ing: SwitchIngress, config: ScanConfig) -> 
     ]
 
 
-def _drop_echoes(faults: list[LinkFault], reporting: set[str], slack: int) -> list[LinkFault]:
+def _explains(upstream: LinkFault, echo: LinkFault, slack: int) -> bool:
+    """Whether a spine's alarm on a port facing another switch explains ``echo`` behind it.
+
+    The two deviation spans must overlap within ``slack`` iterations (at low loss rates the
+    change-point estimates of the two CUSUMs scatter by tens of iterations), and the spine's
+    loss estimate must be at least half the echo's (an echo carries at most the upstream loss).
+    """
+    return (
+        upstream.peer != echo.switch
+        and upstream.first_iteration <= echo.detected_iteration + slack
+        and echo.first_iteration <= upstream.detected_iteration + slack
+        and upstream.loss_estimate >= 0.5 * echo.loss_estimate
+    )
+
+
+def drop_echoes(faults: list[LinkFault], reporting: set[str], slack: int = 50) -> list[LinkFault]:
+    """Drop the alarms that an alarm of the sending switch explains (see :func:`_explains`).
+
+    Args:
+        faults: alarms of every judged switch.
+        reporting: switches whose counters were judged (an absent switch explains nothing).
+        slack: iterations the two deviation spans may miss each other by.
+
+    Returns:
+        ``faults`` without the echoes, order kept.
+    """
     by_switch: dict[str, list[LinkFault]] = {}
     for f in faults:
         by_switch.setdefault(f.switch, []).append(f)
-
-    def echo(f: LinkFault) -> bool:
-        if f.peer not in reporting:
-            return False
-        return any(u.peer != f.switch and u.first_iteration <= f.first_iteration + slack
-                   for u in by_switch.get(f.peer, []))
-
-    return [f for f in faults if not echo(f)]
+    return [
+        f for f in faults
+        if f.peer not in reporting or not any(_explains(u, f, slack) for u in by_switch.get(f.peer, []))
+    ]
 
 
 def scan_ingress(
@@ -157,7 +179,7 @@ def scan_ingress(
         O(T * P) per switch for the CUSUM.
     """
     faults = [f for ing in ingress for f in _judge(topology, ing, config)]
-    faults = _drop_echoes(faults, {ing.switch for ing in ingress}, config.echo_slack)
+    faults = drop_echoes(faults, {ing.switch for ing in ingress}, config.echo_slack)
     return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
 
 
