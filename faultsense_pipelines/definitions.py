@@ -18,6 +18,7 @@ from assets.automation import build_hourly_schedule, build_nightly_schedule, bui
 from assets.cover import build_cover_asset
 from assets.flowpulse import flowpulse_faults
 from assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
+from assets.minder import minder_faults
 from assets.sweep import phase1_probe_run, phase2_drilldown
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, load_fleet
 from resources.executors import ProbeExecutorResource
@@ -61,7 +62,7 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         ANALYTICS_JOB, selection=dg.AssetSelection.groups("analytics"), description="Recompute the analytics over the whole ledger."
     )
     return dg.Definitions(
-        assets=[probe_cover, phase1_probe_run, phase2_drilldown, fault_ledger, gpu_fault_counts, replica_daily_health, repeat_offenders, flowpulse_faults],
+        assets=[probe_cover, phase1_probe_run, phase2_drilldown, fault_ledger, gpu_fault_counts, replica_daily_health, repeat_offenders, flowpulse_faults, minder_faults],
         asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
         jobs=[sweep_job, cover_job, analytics_job],
         schedules=[

@@ -114,3 +114,10 @@ def test_labelled_history_puts_the_telling_metric_first():
     # without labels the default order would check pfc_tx_packets first
     assert trained.priority[0] == "cpu_util"
     assert train_minder(history.array, TINY.updated(train_steps=2)).priority[0] == "pfc_tx_packets"
+
+
+def test_a_fault_already_present_when_the_data_begins_is_dated_to_the_first_window(model):
+    fleet = _fleet(Injection("gpu_throttle", "node-0002", onset_s=0.0), n=32)
+    (fault,) = scan(fleet.array, model)
+    assert fault.machine == "node-0002" and fault.start == fleet.array.start
+    assert fault.start < fault.confirmed_at

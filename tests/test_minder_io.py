@@ -90,3 +90,10 @@ def test_tail_keeps_the_latest_window():
     tail = array.tail(120)
     assert tail.n_times == 12 and tail.start == array.time_at(48)
     np.testing.assert_array_equal(tail.values, array.values[:, 48:])
+
+
+def test_metrics_are_read_from_an_fsspec_uri_too(tmp_path):
+    frame = to_long_frame(generate_fleet(4, 120, seed=1).array)
+    frame.to_parquet(tmp_path / "m.parquet")
+    a = load_metrics(f"file://{tmp_path / 'm.parquet'}")
+    np.testing.assert_array_equal(a.values, load_metrics(tmp_path / "m.parquet").values)

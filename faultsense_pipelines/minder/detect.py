@@ -86,7 +86,11 @@ def _metric_runs(x: np.ndarray, model: MinderModel, metric: str, rank: int, sett
     for run in runs:
         lo = offset + max(0, run.first - min_windows) * w  # healthy lead-in before the run
         hi = offset + (run.last + 1) * w
-        onset = lo + estimate_onset(deviation[run.machine, lo:hi])
+        first_start = offset + run.first * w
+        if first_start - lo < 2:  # abnormal from the first sample seen: no change point to find
+            onset = first_start
+        else:  # the pattern began by the end of the first outlier window at the latest
+            onset = min(lo + estimate_onset(deviation[run.machine, lo:hi]), first_start + w - 1)
         out.append(
             _Run(run.machine, metric, rank, onset, offset + run.first * w, hi, offset + (run.confirmed + 1) * w, run.peak)
         )

@@ -80,10 +80,11 @@ class MetricArray:
 
 
 def read_metrics_table(path: str | Path) -> pd.DataFrame:
-    """Read a long-format metrics table from a Parquet or CSV file.
+    """Read a long-format metrics table from a Parquet or CSV file, local or remote.
 
     Args:
-        path: a ``.parquet``/``.pq`` file, or anything else read as CSV.
+        path: a local path or an fsspec URI (``s3://...``, ``file://...``); names ending in
+            ``.parquet``/``.pq`` are read as Parquet, anything else as CSV.
 
     Returns:
         The table as read, not yet validated (see :func:`to_metric_array`).
@@ -91,20 +92,24 @@ def read_metrics_table(path: str | Path) -> pd.DataFrame:
     Raises:
         ValueError: no such file, empty file, or a file that is not Parquet/CSV.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"metrics file not found: {path}")
-    if path.stat().st_size == 0:
-        raise ValueError(f"metrics file is empty: {path}")
+    import fsspec
+
+    text = str(path)
+    fs, location = fsspec.core.url_to_fs(text)
+    if not fs.isfile(location):
+        raise ValueError(f"metrics file not found: {text}")
+    if fs.size(location) == 0:
+        raise ValueError(f"metrics file is empty: {text}")
     try:
-        if path.suffix.lower() in {".parquet", ".pq"}:
-            return pd.read_parquet(path)
-        return pd.read_csv(path, dtype={"machine": str, "metric": str}, keep_default_na=True)
+        with fs.open(location, "rb") as handle:
+            if Path(location).suffix.lower() in {".parquet", ".pq"}:
+                return pd.read_parquet(handle)
+            return pd.read_csv(handle, dtype={"machine": str, "metric": str})
     except pd.errors.EmptyDataError:
-        raise ValueError(f"metrics file is empty: {path}") from None
+        raise ValueError(f"metrics file is empty: {text}") from None
     except (pd.errors.ParserError, OSError, ValueError) as exc:
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"cannot read metrics file {path}: {first_line}") from None
+        raise ValueError(f"cannot read metrics file {text}: {first_line}") from None
 
 
 def _check_columns(frame: pd.DataFrame) -> None:
@@ -253,7 +258,7 @@ def load_metrics(path: str | Path, interval_s: float | None = None) -> MetricArr
     try:
         return to_metric_array(frame, interval_s)
     except ValueError as exc:
-        raise ValueError(f"{Path(path).name}: {exc}") from None
+        raise ValueError(f"{Path(str(path)).name}: {exc}") from None
 
 
 def to_long_frame(array: MetricArray, *, drop_missing: bool = True) -> pd.DataFrame:

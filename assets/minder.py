@@ -1,0 +1,89 @@
+"""``minder_faults``: faulty machines found by Minder in monitoring metrics, appended to the fault ledger.
+
+The asset scans the latest ``window_s`` seconds of one metrics source (run config: a path or
+fsspec URI of long-format Parquet/CSV; defaults to the example under ``examples/minder/``)
+with a trained model (``model``: a directory from ``faultsense minder train``; empty = train
+on the scanned file itself) and writes one ledger row per faulty machine:
+``detector="minder"``, ``component_kind="machine"``, ``component="machine:<name>"``,
+``replica`` = the cluster's name, ``status="confirmed"``, ``detected_at`` = when the fault
+was confirmed. The ledger has no onset column: each fault's estimated onset is in the
+materialization metadata. The batch name and fault ids derive from the cluster and the
+scanned window, so re-scanning the same window replaces its rows instead of adding them.
+"""
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+
+from faultsense_pipelines.ledger import FaultRow, append_faults, make_fault_id
+from faultsense_pipelines.minder import Fault, MinderSettings, load_metrics, load_model, scan, train_minder
+from resources.ledger import LedgerResource
+
+__all__ = ["MinderScanConfig", "machine_component", "minder_faults"]
+
+_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "minder"
+
+
+class MinderScanConfig(dg.Config):
+    """Which metrics to scan, with which model, and how much of the latest data."""
+
+    metrics: str = str(_EXAMPLE / "metrics.parquet")
+    model: str = str(_EXAMPLE / "model")
+    cluster: str = "example-cluster"
+    window_s: float = 900.0
+    threshold: float | None = None
+    continuity_s: float | None = None
+
+
+def machine_component(fault: Fault) -> str:
+    """The ledger ``component`` of a faulty machine: ``"machine:node-0005"``."""
+    return f"machine:{fault.machine}"
+
+
+def _faults_markdown(faults: tuple[Fault, ...]) -> str:
+    lines = ["| machine | onset (UTC) | confirmed (UTC) | metric | score |", "|---|---|---|---|---|"]
+    lines += [f"| {f.machine} | {f.start.isoformat()} | {f.confirmed_at.isoformat()} | {f.metric} | {f.score:.1f} |"
+              for f in faults]  # fmt: skip
+    return "\n".join(lines) if faults else "no faulty machine"
+
+
+@dg.asset(
+    group_name="minder",
+    kinds={"parquet", "pytorch"},
+    description="Faulty machines found by Minder in the latest window of monitoring metrics, as fault ledger "
+    "rows (detector=minder, component_kind=machine).",
+)
+def minder_faults(context: dg.AssetExecutionContext, config: MinderScanConfig, ledger: LedgerResource) -> dg.MaterializeResult:
+    model = load_model(config.model) if config.model else None
+    array = load_metrics(config.metrics, model.interval_s if model else None)
+    if model is None:
+        context.log.info("no model configured: training one on the scanned metrics themselves")
+        model = train_minder(array, MinderSettings())
+    window = array.tail(config.window_s)
+    settings = model.settings.updated(threshold=config.threshold, continuity_s=config.continuity_s)
+    faults = scan(window, model, settings)
+
+    first, end = window.start, window.time_at(window.n_times)
+    span = f"{first.isoformat()}/{end.isoformat()}"
+    digest = hashlib.sha256(f"{config.metrics}|{span}".encode()).hexdigest()[:12]
+    rows = [
+        FaultRow(
+            fault_id=make_fault_id("minder", config.cluster, span, machine_component(f)),
+            detected_at=f.confirmed_at.to_pydatetime(), sweep_id=context.run.run_id, replica=config.cluster,
+            detector="minder", component_kind="machine", component=machine_component(f), status="confirmed",
+        )
+        for f in faults
+    ]  # fmt: skip
+    written = append_faults(ledger.uri, rows, batch=f"minder-{config.cluster}-{digest}", day=end.date())
+    return dg.MaterializeResult(
+        metadata={
+            "rows": written.rows,
+            "faulty_machines": dg.MetadataValue.json([f.machine for f in faults]),
+            "faults": dg.MetadataValue.md(_faults_markdown(faults)),
+            "window": span,
+            "machines": len(window.machines),
+            "path": dg.MetadataValue.path(written.path),
+            "ledger": ledger.store().display_uri,
+        }
+    )
