@@ -30,8 +30,7 @@ TARGET = {4: 1.05, 8: 1.10}
 
 def _clear_caches() -> None:
     plan_cover.cache_clear()
-    best._best.cache_clear()
-    best._td_alive.cache_clear()
+    best.clear_caches()
     for f in (designs.projective_geometry, designs.affine_geometry, designs.denniston_design,
               designs.transversal_design, fields.galois_field, fields.macneish_ring):
         f.cache_clear()

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultsense_pipelines.cover import plan_cover, schonheim_bound
-from faultsense_pipelines.cover.best import _best, best_cover
+from faultsense_pipelines.cover.best import best_cover, clear_caches
 from faultsense_pipelines.cover.greedy import greedy_cover
 
 
@@ -91,7 +91,7 @@ def test_resolvable_designs_run_in_as_many_rounds_as_a_gpu_has_probes():
 @pytest.mark.parametrize(("n", "k"), [(100, 4), (150, 8), (37, 5)])
 def test_best_is_deterministic_for_a_given_size(n, k):
     first = best_cover(n, k)
-    _best.cache_clear()
+    clear_caches()
     assert best_cover(n, k) == first
 
 

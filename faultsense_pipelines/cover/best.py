@@ -45,7 +45,7 @@ from .refine import fill_to_size, merge_small, remove_redundant, truncate
 from .rounds import ordered_rounds
 from .table import lookup
 
-__all__ = ["best_cover", "best_cover_source", "design_sources", "Candidate"]
+__all__ = ["best_cover", "best_cover_source", "design_sources", "clear_caches", "Candidate"]
 
 Block = tuple[int, ...]
 Rounds = tuple[tuple[int, ...], ...]
@@ -62,9 +62,12 @@ class Candidate:
 
 _MAX_DESIGN_POINTS = 390  # designs are built up to this many points
 _TD_EXTRA_M = 2  # TD orders tried above the smallest that fits
-_MAX_INFINITE = 3  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
+_MAX_INFINITE = 4  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
 _PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
-_GREEDY_SUBCOVER_MAX = 100  # sub-covers of up to this many GPUs, not in the table, also try greedy
+# sub-covers not in the table also try greedy up to max(100, 8k) GPUs (greedy is cheap there and
+# sometimes optimal, e.g. n=32, k=4)
+_GREEDY_SUBCOVER_GPUS = 100
+_GREEDY_SUBCOVER_MAX = 8
 
 
 def best_cover(n: int, k: int) -> list[Block]:
@@ -92,9 +95,7 @@ def best_cover(n: int, k: int) -> list[Block]:
         raise ValueError(f"gpus must be >= 1, got {n}")
     if k < 2:
         raise ValueError(f"probe_size must be >= 2, got {k}")
-    c = _best(n, k)
-    if len(_greedy(n, k).blocks) < len(c.blocks):  # never worse than greedy
-        c = _greedy(n, k)
+    c = _top(n, k)
     blocks, rounds = c.blocks, c.rounds
     if n <= k:
         return [tuple(range(n))]
@@ -154,33 +155,55 @@ def best_cover_source(n: int, k: int) -> str:
     >>> best_cover_source(57, 8), best_cover_source(100, 4)
     ('PG(2,7)', 'Denniston(5,2)')
     """
-    c = _best(n, k)
-    return "greedy" if len(_greedy(n, k).blocks) < len(c.blocks) else c.source
+    return _top(n, k).source
 
 
 @lru_cache(maxsize=4096)
-def _best(n: int, k: int) -> Candidate:
-    """The candidate with fewest probes (then rounds) for (n, k), unfilled."""
+def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
+    """Every construction tried for (n, k), refined, without rounds yet."""
     if n <= k:
-        return Candidate((tuple(range(n)),), ((0,),), "one probe")
+        return (Candidate((tuple(range(n)),), ((0,),), "one probe"),)
     candidates = []
     stored = lookup(n, k)
     if stored is not None:
         candidates.append(_refined(list(stored), n, k, "table"))
     for name, v in design_sources(k):
-        if n <= v <= n + max(k, n // 20):  # deleting more than ~5% of a design never pays
+        # truncation pays when a design is a little larger (PG(3,3) on 40 points gives C(32,4) = 88);
+        # large designs are only tried within ~10%, where truncating them is still cheap
+        if n <= v <= n + max(k, n // 3 if v <= 200 else n // 10):
             D = _design(name)
             source = name if v == n else f"{name} truncated"
             candidates.append(_refined(truncate(_design_order(D), v, n), n, k, source))
     td = _best_td(n, k)
     if td is not None:
         candidates.append(td)
-    if not candidates or (stored is None and n <= _GREEDY_SUBCOVER_MAX):
+    if not candidates or (stored is None and n <= max(_GREEDY_SUBCOVER_GPUS, _GREEDY_SUBCOVER_MAX * k)):
         candidates.append(_greedy(n, k))
-    fewest = min(len(c.blocks) for c in candidates)
-    # within 1% of the fewest probes, prefer fewer rounds (designs' parallel classes)
-    close = [_scheduled(c, n) for c in candidates if len(c.blocks) <= fewest * (1 + _PROBE_SLACK)]
-    return min(close, key=lambda c: (len(c.rounds), len(c.blocks)))
+    return tuple(candidates)
+
+
+@lru_cache(maxsize=4096)
+def _best(n: int, k: int) -> Candidate:
+    """The candidate with the fewest probes for (n, k) (ties: fewer rounds), unfilled."""
+    scheduled = [_scheduled(c, n) for c in _candidates(n, k) if len(c.blocks) == _fewest(n, k)]
+    return min(scheduled, key=lambda c: len(c.rounds))
+
+
+def clear_caches() -> None:
+    """Forget every memoised sub-cover (for benchmarks of cold planning, and the table generator)."""
+    for f in (_candidates, _best, _greedy, _td_alive):
+        f.cache_clear()
+
+
+def _fewest(n: int, k: int) -> int:
+    return min(len(c.blocks) for c in _candidates(n, k))
+
+
+def _top(n: int, k: int) -> Candidate:
+    """What ``best_cover`` returns: within 1% of the fewest probes, the fewest rounds; never worse than greedy."""
+    close = [_scheduled(c, n) for c in _candidates(n, k) if len(c.blocks) <= _fewest(n, k) * (1 + _PROBE_SLACK)]
+    c = min(close, key=lambda c: (len(c.rounds), len(c.blocks)))
+    return _greedy(n, k) if len(_greedy(n, k).blocks) < len(c.blocks) else c
 
 
 @lru_cache(maxsize=64)
@@ -212,13 +235,16 @@ def _by_rounds(blocks: list[Block], rounds: list[list[int]], source: str) -> Can
 
 
 def _td_orders(n: int, k: int) -> list[int]:
-    """Orders m admitting a TD(k, m) here, the smallest few that can hold n GPUs with <= 2k infinite ones."""
+    """Orders m admitting a TD(k, m) here: all that hold n GPUs with <= 4k infinite ones and
+    k*m <= n, plus the smallest few with k*m > n (truncated groups)."""
     lo = max(2, -(-(n - _MAX_INFINITE * k) // k))
     out: list[int] = []
+    above = 0
     for m in range(lo, n // 2 + 1):
         if 1 + min(p**a for p, a in factor(m)) >= k:
             out.append(m)
-            if len(out) > _TD_EXTRA_M:
+            above += k * m > n
+            if above >= _TD_EXTRA_M:
                 break
     return out
 

@@ -152,7 +152,7 @@ def plan_rounds(
     if len(probes) <= dsatur_limit:
         candidates.append(dsatur_rounds)
     for method in candidates:
-        if len(best) <= floor * 1.2:  # close enough: the quadratic methods rarely beat it
+        if len(best) <= floor * 1.3:  # close enough: the quadratic methods rarely beat it
             break
         other = method(probes, n)
         if len(other) < len(best):
