@@ -68,16 +68,18 @@ def _score(fleet, faults) -> dict:
         "job_wide": job_wide,
         "blips": len(blips),
         "onset_error_s": min(onset_errors) if onset_errors else np.nan,
+        "fault_onset_s": min((t - fleet.array.start).total_seconds() for t in truth.values()) if truth else np.nan,
     }
 
 
 def _scan_timing(model, repeats: int) -> dict:
     fleet = generate_fleet(1000, DURATION_S, INTERVAL_S, seed=7)
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         faults = scan(fleet.array, model)
         times.append(time.perf_counter() - began)
+        cpu.append(time.process_time() - began_cpu)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fleet.parquet"
         fleet.to_frame().to_parquet(path)
@@ -85,6 +87,7 @@ def _scan_timing(model, repeats: int) -> dict:
         scan(load_metrics(path, model.interval_s), model)
         end_to_end = time.perf_counter() - began
     return {"scan_median_s": statistics.median(times), "scan_min_s": min(times), "load_and_scan_s": end_to_end,
+            "scan_cpu_median_s": statistics.median(cpu),
             "rows": int(np.sum(~np.isnan(fleet.array.values))), "healthy_alarms": len(faults)}  # fmt: skip
 
 
@@ -102,23 +105,32 @@ def main() -> None:
     print(f"trained on 128 machines x 12 metrics x 60 min in {train_s:.1f} s")
 
     rng = np.random.default_rng(args.seed)
-    rows = []
+    raw = settings.updated(denoise=False)
+    rows, raw_rows = [], []
     for i in range(args.scenarios):
         case = _scenario(i, rng)
         began = time.perf_counter()
         faults = scan(case["fleet"].array, model)
         rows.append({"scenario": i, "kind": case["kind"], "machines": case["n"],
                      "scan_s": round(time.perf_counter() - began, 4), **_score(case["fleet"], faults)})  # fmt: skip
+        raw_rows.append(_score(case["fleet"], scan(case["fleet"].array, model, raw)))
     frame = pd.DataFrame(rows)
     timing = _scan_timing(model, args.repeats)
-    _report(frame, timing, train_s, settings, args)
+    _report(frame, pd.DataFrame(raw_rows), timing, train_s, settings, args)
 
 
-def _report(frame: pd.DataFrame, timing: dict, train_s: float, settings: MinderSettings, args) -> None:
+def _quality(frame: pd.DataFrame) -> tuple[float, float, float]:
+    """Precision, recall, F1 over all scenarios."""
     tp, fp, n_faults = int(frame.tp.sum()), int(frame.fp.sum()), int(frame.faults.sum())
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / n_faults if n_faults else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def _report(frame: pd.DataFrame, raw: pd.DataFrame, timing: dict, train_s: float, settings: MinderSettings, args) -> None:
+    precision, recall, f1 = _quality(frame)
+    raw_p, raw_r, raw_f1 = _quality(raw)
+    n_faults = int(frame.faults.sum())
     onset = frame.onset_error_s.dropna()
     window_s = settings.window_s
     summary = [
@@ -129,19 +141,27 @@ def _report(frame: pd.DataFrame, timing: dict, train_s: float, settings: MinderS
         ("blips injected / alarms on them", f"{int(frame.blips.sum())} / {int(frame.blip_alarms.sum())}"),
         ("job-wide slowdown scenarios / false alarms in them",
          f"{int(frame.job_wide.sum())} / {int(frame.job_wide_alarms.sum())}"),
+        ("ablation, raw windows (no LSTM-VAE), same scenarios: precision / recall / F1",
+         f"{raw_p:.3f} / {raw_r:.3f} / {raw_f1:.3f}"),
+        ("  its onset error median / max (s)", f"{raw.onset_error_s.median():.0f} / {raw.onset_error_s.max():.0f}"),
         ("train time (128 machines x 12 metrics x 60 min) (s)", f"{train_s:.1f}"),
         ("scan 1,000 machines x 12 metrics x 15 min @10 s, median of "
          f"{args.repeats} (s)", f"{timing['scan_median_s']:.3f}"),
         ("  same, fastest (s)", f"{timing['scan_min_s']:.3f}"),
+        ("  same, CPU time of the process, median (s)", f"{timing['scan_cpu_median_s']:.3f}"),
         (f"  load {timing['rows']:,} rows from Parquet + scan (s)", f"{timing['load_and_scan_s']:.3f}"),
         ("false alarms on that healthy 1,000-machine fleet", timing["healthy_alarms"]),
     ]  # fmt: skip
     by_kind = frame.groupby("kind").agg(scenarios=("scenario", "size"), faults=("faults", "sum"), found=("tp", "sum"),
                                         false_alarms=("fp", "sum"), onset_median_s=("onset_error_s", "median"),
                                         onset_max_s=("onset_error_s", "max"))  # fmt: skip
+    by_kind = by_kind.astype({c: int for c in ("scenarios", "faults", "found", "false_alarms")})
+    missed = frame[frame.tp < frame.faults]
+    miss_lines = [f"- scenario {r.scenario}: {r.kind} on {r.machines} machines, onset at {r.fault_onset_s:.0f} s "
+                  f"of {DURATION_S:.0f} s" for r in missed.itertuples()]  # fmt: skip
     lines = [f"| {k} | {v} |" for k, v in summary]
-    kind_lines = [f"| {k} | {r.scenarios} | {r.faults} | {r.found} | {r.false_alarms} | {r.onset_median_s:.0f} | "
-                  f"{r.onset_max_s:.0f} |" for k, r in by_kind.iterrows()]  # fmt: skip
+    kind_lines = [f"| {r.Index} | {r.scenarios} | {r.faults} | {r.found} | {r.false_alarms} | {r.onset_median_s:.0f} | "
+                  f"{r.onset_max_s:.0f} |" for r in by_kind.itertuples()]  # fmt: skip
     md = "\n".join([
         "# Minder benchmark", "",
         f"`.venv/bin/python -m bench.minder_bench --scenarios {args.scenarios} --seed {args.seed}` on "
@@ -150,7 +170,10 @@ def _report(frame: pd.DataFrame, timing: dict, train_s: float, settings: MinderS
         f"{settings.threshold:g}, LSTM-VAE hidden {settings.hidden} / latent {settings.latent}, "
         f"{settings.train_steps} steps per metric. Generated data (faultsense_pipelines/minder/synth.py).", "",
         "| measure | value |", "|---|---|", *lines, "",
+        "Missed faults:", *(miss_lines or ["- none"]), "",
         "Targets: F1 >= 0.95 with no alarm on decoys; onset within one window; scan <= 1 s.",
+        "The threshold (14) was chosen on scenarios of seed 1; these are seed "
+        f"{args.seed}. Wall times depend on what else runs on the shared CPU; CPU time does less.",
         "Minder (NSDI '25) reports precision 0.904, F1 0.893 on production faults (not this data).", "",
         "| kind | scenarios | faults | found | false alarms | onset median (s) | onset max (s) |",
         "|---|---|---|---|---|---|---|", *kind_lines, "",

@@ -5,7 +5,8 @@ LSTM-VAE, score each machine's distance to the rest of the fleet per window
 (:mod:`~faultsense_pipelines.minder.similarity`), keep machines that stay the outlier for
 ``continuity_s`` (:mod:`~faultsense_pipelines.minder.continuity`), and date the onset of
 the abnormal pattern. Runs of one machine that overlap in time are one fault, named by the
-highest-priority metric that confirmed it.
+highest-priority metric that confirmed it and dated by the (lower) median of its metrics'
+onsets, so one metric's poor change-point fit does not move it.
 
 References:
     Deng et al., "Minder: Faulty Machine Detection for Large-scale Distributed Model
@@ -73,8 +74,9 @@ def _metric_runs(x: np.ndarray, model: MinderModel, metric: str, rank: int, sett
     windows, coverage, offset = split_windows(x, w)
     if windows.shape[1] == 0:
         return []
-    denoised = reconstruct(model.denoisers[metric], windows)  # (n_machines, n_windows, w)
-    distances = fleet_distances(denoised, coverage >= settings.min_coverage)
+    if settings.denoise:
+        windows = reconstruct(model.denoisers[metric], windows)  # (n_machines, n_windows, w)
+    distances = fleet_distances(windows, coverage >= settings.min_coverage)
     spread = max(float(model.spreads[model.metrics.index(metric)]), settings.min_spread)
     scores = outlier_scores(distances, min_spread=spread, min_machines=settings.min_machines)
     min_windows = max(1, math.ceil(settings.continuity_s / (w * model.interval_s) - 1e-9))
@@ -86,41 +88,46 @@ def _metric_runs(x: np.ndarray, model: MinderModel, metric: str, rank: int, sett
     for run in runs:
         lo = offset + max(0, run.first - min_windows) * w  # healthy lead-in before the run
         hi = offset + (run.last + 1) * w
+        fit_end = offset + (run.confirmed + 1) * w  # onset fit: lead-in to confirmation
         first_start = offset + run.first * w
         if first_start - lo < 2:  # abnormal from the first sample seen: no change point to find
             onset = first_start
         else:  # the pattern began by the end of the first outlier window at the latest
-            onset = min(lo + estimate_onset(deviation[run.machine, lo:hi]), first_start + w - 1)
-        out.append(
-            _Run(run.machine, metric, rank, onset, offset + run.first * w, hi, offset + (run.confirmed + 1) * w, run.peak)
-        )
+            onset = min(lo + estimate_onset(deviation[run.machine, lo:fit_end]), first_start + w - 1)
+        out.append(_Run(run.machine, metric, rank, onset, first_start, hi, fit_end, run.peak))
     return out
+
+
+def _overlapping(runs: list[_Run]) -> list[list[_Run]]:
+    """Group one machine's runs into stretches that overlap in time."""
+    groups: list[list[_Run]] = []
+    for run in sorted(runs, key=lambda r: r.first):
+        if groups and run.first < max(r.last for r in groups[-1]):
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+    return groups
 
 
 def _merge(runs: list[_Run], array: MetricArray) -> list[Fault]:
     """One fault per machine per stretch of overlapping runs."""
-    faults = []
     by_machine: dict[int, list[_Run]] = {}
     for run in runs:
         by_machine.setdefault(run.machine, []).append(run)
+    faults = []
     for machine, mine in by_machine.items():
-        mine.sort(key=lambda r: r.first)
-        group = [mine[0]]
-        for run in mine[1:] + [None]:
-            if run is not None and run.first < max(r.last for r in group):
-                group.append(run)
-                continue
-            named = min(group, key=lambda r: r.rank)
+        for group in _overlapping(mine):
+            onsets = sorted(r.onset for r in group)
+            confirmed = min(r.confirmed for r in group)
             faults.append(
                 Fault(
                     machine=array.machines[machine],
-                    start=array.time_at(min(r.onset for r in group)),
-                    metric=named.metric,
+                    start=array.time_at(min(onsets[(len(onsets) - 1) // 2], confirmed - 1)),
+                    metric=min(group, key=lambda r: r.rank).metric,
                     score=max(r.peak for r in group),
-                    confirmed_at=array.time_at(min(r.confirmed for r in group)),
+                    confirmed_at=array.time_at(confirmed),
                 )
             )
-            group = [run] if run is not None else []
     return sorted(faults, key=lambda f: (f.start, f.machine))
 
 

@@ -32,6 +32,8 @@ class MinderSettings:
         max_gap_windows: quiet windows allowed inside one abnormal run.
         min_coverage: fraction of a window's samples a machine must have to be compared.
         min_machines: machines needed in a window for any comparison.
+        denoise: compare machines on LSTM-VAE reconstructions (Minder); False compares the
+            raw windows (an ablation, see bench/minder_bench.py).
         hidden: LSTM hidden size of each per-metric LSTM-VAE.
         latent: latent size of each LSTM-VAE.
         train_steps: optimizer steps per metric model.
@@ -48,6 +50,7 @@ class MinderSettings:
     max_gap_windows: int = 1
     min_coverage: float = 0.5
     min_machines: int = 4
+    denoise: bool = True
     hidden: int = 16
     latent: int = 4
     train_steps: int = 150

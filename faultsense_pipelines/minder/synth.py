@@ -155,27 +155,38 @@ def _apply(values: np.ndarray, col: dict[str, int], inj: Injection, row: int | s
     elapsed_min = (np.arange(n_times)[on] * interval_s - inj.onset_s) / 60.0
     match inj.kind:
         case "gpu_throttle":
-            scale("gpu_power_w", 0.6), scale("gpu_util", 0.85), add("gpu_temp_c", 8.0)
+            scale("gpu_power_w", 0.6)
+            scale("gpu_util", 0.85)
+            add("gpu_temp_c", 8.0)
         case "nvlink_degraded":
-            scale("nvlink_tx_bytes", 0.35), scale("nvlink_rx_bytes", 0.35)
+            for metric in ("nvlink_tx_bytes", "nvlink_rx_bytes"):
+                scale(metric, 0.35)
         case "pcie_degraded":
-            scale("pcie_tx_bytes", 0.4), scale("pcie_rx_bytes", 0.4)
-        case "nic_flapping":
-            down = (((np.arange(n_times)[on] * interval_s - inj.onset_s) // 20.0) % 2 == 0).astype(float)
-            down = np.maximum(down, rng.random(down.shape) < 0.3)
-            scale("net_tx_bytes", 1.0 - 0.9 * down), scale("net_rx_bytes", 1.0 - 0.9 * down)
+            for metric in ("pcie_tx_bytes", "pcie_rx_bytes"):
+                scale(metric, 0.4)
+        case "nic_flapping":  # down for 20 s, up for 20 s, plus random extra downs
+            down = ((elapsed_min * 60.0) // 20.0) % 2 == 0
+            down = (down | (rng.random(down.shape) < 0.3)).astype(float)
+            for metric in ("net_tx_bytes", "net_rx_bytes"):
+                scale(metric, 1.0 - 0.9 * down)
             add("pfc_tx_packets", 4000.0 * down + 500.0)
         case "cpu_contention":
-            add("cpu_util", 40.0), scale("gpu_util", 0.88)
-        case "slow_drift":
+            add("cpu_util", 40.0)
+            scale("gpu_util", 0.88)
+        case "slow_drift":  # a failing fan and a slow leak
             add("gpu_temp_c", np.minimum(2.5 * elapsed_min, 20.0))
             scale("mem_used_bytes", 1.0 + np.minimum(0.01 * elapsed_min, 0.1))
         case "blip":
-            scale("net_tx_bytes", 0.1), scale("net_rx_bytes", 0.1), add("pfc_tx_packets", 4000.0)
-            scale("gpu_util", 0.5), scale("gpu_power_w", 0.6)
-        case "job_slowdown":
-            scale("gpu_util", 0.6), scale("gpu_power_w", 0.7), scale("nvlink_tx_bytes", 0.5)
-            scale("nvlink_rx_bytes", 0.5), scale("net_tx_bytes", 0.5), scale("net_rx_bytes", 0.5)
+            for metric in ("net_tx_bytes", "net_rx_bytes"):
+                scale(metric, 0.1)
+            add("pfc_tx_packets", 4000.0)
+            scale("gpu_util", 0.5)
+            scale("gpu_power_w", 0.6)
+        case "job_slowdown":  # e.g. a storage stall: every machine waits alike
+            for metric in ("nvlink_tx_bytes", "nvlink_rx_bytes", "net_tx_bytes", "net_rx_bytes"):
+                scale(metric, 0.5)
+            scale("gpu_util", 0.6)
+            scale("gpu_power_w", 0.7)
             add("cpu_util", 10.0)
 
 
