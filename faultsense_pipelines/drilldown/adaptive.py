@@ -48,20 +48,22 @@ def adaptive_drilldown(
 
     Examples:
         The paper's Figure 2d (n=8, k=4, path (3, 4) slow): halves (2, 3) and (4, 5) pass,
-        (2, 4, 5) passes, (3, 4) fails and pins the path; a fifth probe clears (3, 5), the
-        one link of the group still untested:
+        (2, 4, 5) passes, (3, 4) fails and pins the path, a second probe of (3, 4) with
+        other padding confirms it, and a sixth clears (3, 5), the one link of the group
+        still untested:
 
         >>> cover = [(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)]
         >>> r = adaptive_drilldown(8, 4, cover[:5], cover[5:], lambda gpus: 3 in gpus and 4 in gpus)
         >>> [(f.gpu, f.peer_gpu, f.status) for f in r.findings], r.tests
-        ([(3, 4, 'confirmed')], 5)
+        ([(3, 4, 'confirmed')], 6)
 
     Notes:
         Every Phase 2 probe is padded to k GPUs with exonerated GPUs whose links among
         themselves and to the test's exonerated GPUs are exonerated, so a failure can only
         come from candidates. A GPU is confirmed only when it fails with two disjoint
-        paddings (a slow link to one padding GPU cannot explain both). Probes per fault:
-        about 2 log2 k + 2; a suspect group with nothing left to find costs one probe.
+        paddings (a slow link to one padding GPU cannot explain both), a link with two
+        cleanly padded probes (one noisy probe cannot explain both). Probes per fault:
+        about 2 log2 k + 3; a suspect group with nothing left to find costs one probe.
 
     References:
         FaultSense (APSys '26), §4.3 (drill-down and the intersection pitfall);
@@ -167,23 +169,31 @@ def _confirm_gpu(kn: Knowledge, g: int, context: set[int]) -> None:
 
 
 def _confirm_link(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
-    """Confirm link ``e`` between two exonerated GPUs with one cleanly padded probe.
+    """Confirm link ``e`` between two exonerated GPUs with two cleanly padded probes.
 
-    An end that failed more probes than it passed is re-tested alone first: under noise a
-    slow GPU can pass once, and its slowness must not be blamed on its links.
+    The second probe is an independent measurement (padding away from the first), so one
+    noisy slow probe cannot blame a healthy link. An end that failed more probes than it
+    passed is re-tested alone first: under noise a slow GPU can pass once, and its slowness
+    must not be blamed on its links.
     """
     if any(kn.recheck_gpu(g, context) for g in e if kn.doubtful(g)):
         return
     last = kn.last_fail
     if last is not None and last[0] == set(e) and last[1]:
-        kn.confirm_link(e, last[2])
-        return
-    probe = kn.widen(e, context)
-    if probe is not None:  # a slow link from e[0] to a widening GPU: find it first
-        _isolate(kn, probe)
-    verdict = kn.test_alone(set(e), avoid=context)
+        evidence = last[2]
+    else:
+        probe = kn.widen(e, context)
+        if probe is not None:  # a slow link from e[0] to a widening GPU: find it first
+            _isolate(kn, probe)
+        verdict = kn.test_alone(set(e), avoid=context)
+        if not verdict:
+            if verdict is None:
+                kn.give_up(set(e))
+            return
+        evidence = kn.tests - 1
+    verdict = kn.test_alone(set(e), avoid=context | set(kn.probes[evidence]))
     if verdict:
-        kn.confirm_link(e, kn.tests - 1)
+        kn.confirm_link(e, evidence)
     elif verdict is None:
         kn.give_up(set(e))
 
