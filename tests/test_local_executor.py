@@ -178,6 +178,8 @@ def test_a_crashed_worker_gives_error_measurements_and_close_reaps_the_rest():
     assert not m.ok and "GPU worker 1" in m.error and m.latencies_ms == ()
     later = ex.run([0, 2])
     assert not later.ok and "earlier failure" in later.error
+    with pytest.raises(ExecutorError, match="earlier failure"):
+        ex.set_injections([{"gpu": 0, "slowdown": 2.0}])
     ex.close()
     ex.close()  # idempotent
     assert not any(_alive(p) for p in pids)
@@ -198,12 +200,3 @@ def test_workers_are_reaped_when_the_with_block_raises():
             pids = ex.worker_pids
             raise RuntimeError("boom")
     assert not any(_alive(p) for p in pids)
-
-
-def test_set_injections_on_a_dead_pool_raises_executor_error():
-    ex = LocalExecutor(2, 2, hidden=64, intermediate=32, tokens=4)
-    os.kill(ex.worker_pids[0], signal.SIGKILL)
-    assert not ex.run([0, 1]).ok
-    with pytest.raises(ExecutorError, match="earlier failure"):
-        ex.set_injections([{"gpu": 0, "slowdown": 2.0}])
-    ex.close()

@@ -8,13 +8,16 @@ can check that a probe touched exactly its GPUs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultsense_pipelines.probes import ProbeMeasurement
+from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 
-__all__ = ["ProbeTrace", "check_probe", "merge_member_reports", "error_trace", "warm_up_probes"]
+from .injection import Injection, check_injections, parse_injections
+from .moe_worker import LayerShape
+
+__all__ = ["ProbeTrace", "WorkerPoolExecutor", "check_probe", "merge_member_reports", "error_trace", "warm_up_probes"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,81 @@ def warm_up_probes(n_gpus: int, probe_size: int) -> list[tuple[int, ...]]:
     [(0, 1), (2, 3), (4,)]
     """
     return [tuple(range(i, min(i + probe_size, n_gpus))) for i in range(0, n_gpus, probe_size)]
+
+
+class WorkerPoolExecutor:
+    """What the ``local`` and ``ray`` executors share: argument checks, the
+    :class:`~faultsense_pipelines.probes.ProbeExecutor` methods on top of two hooks
+    (:meth:`_probe`, :meth:`_inject`) and context management."""
+
+    name = ""
+
+    def _configure(self, gpus: int, probe_size: int, inject: Iterable[Mapping[str, Any] | Injection],
+                   layer: dict[str, Any], timeout_s: float, start_timeout_s: float) -> None:
+        """Validate the arguments every pool takes (``ValueError`` naming the bad one)."""
+        if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not 1 <= probe_size:
+            raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
+        self.shape = LayerShape(gpus, **layer)
+        if probe_size > gpus:
+            raise ValueError(f"probe_size must be <= gpus, got probe_size={probe_size} > gpus={gpus}")
+        if self.shape.tokens < probe_size:
+            raise ValueError(f"tokens must be >= probe_size={probe_size}, got {self.shape.tokens}")
+        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        self.gpus, self.probe_size = gpus, probe_size
+        self.timeout_s = float(timeout_s)
+        self.injections = parse_injections(inject)
+        check_injections(self.injections, gpus)
+        self._failure: str | None = None
+
+    def _probe(self, members: tuple[int, ...], repeats: int) -> Mapping[int, Mapping[str, Any]] | str:
+        """Run the probe on its members: their reports by GPU, or why that failed."""
+        raise NotImplementedError
+
+    def _inject(self, injections: tuple[Injection, ...]) -> str | None:
+        """Send the faults to every worker: ``None``, or why that failed."""
+        raise NotImplementedError
+
+    def run_traced(self, gpus: Sequence[int], repeats: int = 1) -> ProbeTrace:
+        """Like :meth:`run`, also returning the routing each member saw (see :class:`ProbeTrace`)."""
+        members = check_probe(gpus, self.gpus, repeats, self.shape.tokens)
+        replies = self._probe(members, repeats)
+        if isinstance(replies, str):
+            return error_trace(members, replies)
+        return merge_member_reports(members, replies)
+
+    def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
+        """Measure the probe over ``gpus`` ``repeats`` times (latency per repeat, ms).
+
+        Returns:
+            A :class:`ProbeMeasurement`; a dead, failing or hung worker gives one with
+            ``error`` set (within ``timeout_s``), never a latency.
+
+        Raises:
+            ValueError: for a bad GPU id, a duplicate, an empty probe or ``repeats < 1``.
+        """
+        return self.run_traced(gpus, repeats).measurement
+
+    def set_injections(self, inject: Iterable[Mapping[str, Any] | Injection]) -> None:
+        """Replace the injected faults on the running workers (``[]`` heals every GPU and link).
+
+        Raises:
+            ValueError: for a bad spec or a GPU outside the replica.
+            ExecutorError: if the workers could not be reached.
+        """
+        injections = parse_injections(inject)
+        check_injections(injections, self.gpus)
+        failure = self._inject(injections)
+        if failure is not None:
+            raise ExecutorError(failure)
+        self.injections = injections
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

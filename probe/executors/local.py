@@ -28,10 +28,10 @@ from typing import Any
 
 import torch
 
-from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
+from faultsense_pipelines.probes import ExecutorError
 
-from .common import ProbeTrace, check_probe, error_trace, merge_member_reports, warm_up_probes
-from .injection import Injection, check_injections, parse_injections
+from .common import WorkerPoolExecutor, warm_up_probes
+from .injection import Injection
 from .moe_worker import LayerShape, ProbeWorker
 
 __all__ = ["LocalExecutor"]
@@ -83,14 +83,15 @@ def _serve(worker: ProbeWorker, conn: connection.Connection) -> None:
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def _reap(processes: list, conns: list, store_dir: str) -> None:
-    """Stop workers politely, then by force; never leaves one behind."""
-    for conn in conns:
+def _reap(processes: list, conns: list, store_dir: str, how: dict) -> None:
+    """Stop workers politely (unless ``how["polite"]`` is false), then by force; never
+    leaves one behind."""
+    for conn in conns if how["polite"] else ():
         try:
             conn.send(("close",))
         except OSError:
             pass
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + (5.0 if how["polite"] else 0.0)
     for p in processes:
         p.join(max(0.0, deadline - time.monotonic()))
     for p in processes:
@@ -102,7 +103,7 @@ def _reap(processes: list, conns: list, store_dir: str) -> None:
     shutil.rmtree(store_dir, ignore_errors=True)
 
 
-class LocalExecutor:
+class LocalExecutor(WorkerPoolExecutor):
     """Runs probes on ``gpus`` worker processes of this machine (one per GPU).
 
     Args:
@@ -130,33 +131,24 @@ class LocalExecutor:
                  tokens: int = 64, hidden: int = 2048, intermediate: int = 1024, experts_per_gpu: int = 1,
                  dtype: str = "bfloat16", backend: str | None = None, seed: int = 0,
                  timeout_s: float = 60.0, start_timeout_s: float = 180.0) -> None:
-        if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not 1 <= probe_size:
-            raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
-        self.shape = LayerShape(gpus, experts_per_gpu, hidden, intermediate, tokens, dtype, seed)
-        if probe_size > gpus:
-            raise ValueError(f"probe_size must be <= gpus, got probe_size={probe_size} > gpus={gpus}")
-        if tokens < probe_size:
-            raise ValueError(f"tokens must be >= probe_size={probe_size}, got {tokens}")
-        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
-            if not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        layer = {"experts_per_gpu": experts_per_gpu, "hidden": hidden, "intermediate": intermediate,
+                 "tokens": tokens, "dtype": dtype, "seed": seed}
+        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s)
         cuda = torch.cuda.is_available() and torch.cuda.device_count() >= gpus
         backend = backend or ("nccl" if cuda else "gloo")
         if backend not in ("gloo", "nccl"):
             raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
         if backend == "nccl" and not cuda:
             raise ValueError(f"backend 'nccl' needs {gpus} CUDA devices, found {torch.cuda.device_count()}")
-        self.gpus, self.probe_size, self.backend = gpus, probe_size, backend
-        self.timeout_s = float(timeout_s)
-        self.injections = parse_injections(inject)
-        check_injections(self.injections, gpus)
-        self._failure: str | None = None
+        self.backend = backend
         self._processes, self._conns = [], []
         store_dir = tempfile.mkdtemp(prefix="faultsense-local-")
-        self._finalizer = weakref.finalize(self, _reap, self._processes, self._conns, store_dir)
+        self._reap_how = {"polite": True}  # a broken pool is killed at once
+        self._finalizer = weakref.finalize(self, _reap, self._processes, self._conns, store_dir, self._reap_how)
         try:
             self._start(store_dir, float(start_timeout_s))
         except BaseException as exc:
+            self._reap_how["polite"] = False
             self.close()
             if isinstance(exc, ExecutorError):
                 raise
@@ -212,6 +204,7 @@ class LocalExecutor:
 
     def _fail(self, reason: str) -> str:
         self._failure = reason
+        self._reap_how["polite"] = False
         self._finalizer()
         return reason
 
@@ -226,51 +219,16 @@ class LocalExecutor:
         replies = self._collect(ranks, timeout_s)
         return self._fail(replies) if isinstance(replies, str) else replies
 
-    # ---- the ProbeExecutor interface -----------------------------------------------------
+    def _probe(self, members: tuple[int, ...], repeats: int) -> dict[int, Any] | str:
+        return self._call(members, ("probe", members, repeats), self.timeout_s)
 
-    def run_traced(self, gpus: Sequence[int], repeats: int = 1) -> ProbeTrace:
-        """Like :meth:`run`, also returning the routing each member saw (see :class:`ProbeTrace`)."""
-        members = check_probe(gpus, self.gpus, repeats, self.shape.tokens)
-        replies = self._call(members, ("probe", members, repeats), self.timeout_s)
-        if isinstance(replies, str):
-            return error_trace(members, replies)
-        return merge_member_reports(members, replies)
-
-    def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
-        """Measure the probe over ``gpus`` ``repeats`` times (latency per repeat, ms).
-
-        Returns:
-            A :class:`ProbeMeasurement`; a dead, failing or hung worker gives one with
-            ``error`` set (within ``timeout_s``), never a latency.
-
-        Raises:
-            ValueError: for a bad GPU id, a duplicate, an empty probe or ``repeats < 1``.
-        """
-        return self.run_traced(gpus, repeats).measurement
-
-    def set_injections(self, inject: Iterable[Mapping[str, Any] | Injection]) -> None:
-        """Replace the injected faults on the running pool (``[]`` heals every GPU and link).
-
-        Raises:
-            ValueError: for a bad spec or a GPU outside the replica.
-            ExecutorError: if the workers could not be reached.
-        """
-        injections = parse_injections(inject)
-        check_injections(injections, self.gpus)
+    def _inject(self, injections: tuple[Injection, ...]) -> str | None:
         replies = self._call(range(self.gpus), ("inject", injections), self.timeout_s)
-        if isinstance(replies, str):
-            raise ExecutorError(replies)
-        self.injections = injections
+        return replies if isinstance(replies, str) else None
 
     def close(self) -> None:
         """Stop and reap every worker process. Safe to call twice."""
         self._finalizer()
-
-    def __enter__(self) -> LocalExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if not self._finalizer.alive else "running"

@@ -8,7 +8,8 @@ touch only the experts on ``S``. This module is the worker side shared by the ``
 
 1. routes its data-parallel shard of the probe tokens with the probe model's identity router
    (``logits = x[:, :E]``, softmax in fp32, top-``|S|``; FaultSense §4.1);
-2. dispatches each (token, expert) pair to the expert's GPU — an all-to-all among the
+2. dispatches each (token, expert) pair to the expert's GPU — split sizes per expert first,
+   then the tokens grouped by expert — an all-to-all among the
    members of ``S`` only, built from point-to-point sends, so ranks outside ``S`` take no
    part (a process-group collective would need every rank, and a straggler outside the
    probe would then slow it);
@@ -17,6 +18,10 @@ touch only the experts on ``S``. This module is the worker side shared by the ``
 
 The time from a member-only barrier to the end of step 4, the slowest member's, is the
 probe's latency.
+
+References:
+    FaultSense (APSys '26), §4.1 (probe model: identity router, chosen experts, all-to-all
+    among the chosen GPUs only); OLMoE (Muennighoff et al., 2024) for the expert FFN shapes.
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ import torch
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
+from faultsense_pipelines.probes import ExecutorError
 
-from .common import ProbeTrace, check_probe, error_trace, merge_member_reports, warm_up_probes
-from .injection import Injection, check_injections, parse_injections
+from .common import WorkerPoolExecutor, warm_up_probes
+from .injection import Injection
 from .moe_worker import LayerShape, ProbeWorker
 
 __all__ = ["RayExecutor", "ProbeActor"]
@@ -53,6 +53,8 @@ class ProbeActor:
         """Join the process group (every actor must call this at the same time); returns the pid."""
         import torch.distributed as dist
 
+        if backend == "nccl":
+            torch.cuda.set_device(0)
         dist.init_process_group(backend, init_method=init_method, rank=self.rank,
                                 world_size=self.shape.n_gpus, timeout=timedelta(seconds=timeout_s))
         dist.barrier()
@@ -71,7 +73,7 @@ class ProbeActor:
             dist.destroy_process_group()
 
 
-class RayExecutor:
+class RayExecutor(WorkerPoolExecutor):
     """Runs probes on ``gpus`` Ray actors (one per GPU) placed by a placement group.
 
     Args:
@@ -99,24 +101,13 @@ class RayExecutor:
                  cpus_per_actor: float = 1, tokens: int = 64, hidden: int = 2048, intermediate: int = 1024,
                  experts_per_gpu: int = 1, dtype: str = "bfloat16", seed: int = 0,
                  timeout_s: float = 60.0, start_timeout_s: float = 180.0) -> None:
-        if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not 1 <= probe_size:
-            raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
-        self.shape = LayerShape(gpus, experts_per_gpu, hidden, intermediate, tokens, dtype, seed)
-        if probe_size > gpus:
-            raise ValueError(f"probe_size must be <= gpus, got probe_size={probe_size} > gpus={gpus}")
-        if tokens < probe_size:
-            raise ValueError(f"tokens must be >= probe_size={probe_size}, got {tokens}")
-        if not isinstance(cpus_per_actor, (int, float)) or not cpus_per_actor > 0:
+        layer = {"experts_per_gpu": experts_per_gpu, "hidden": hidden, "intermediate": intermediate,
+                 "tokens": tokens, "dtype": dtype, "seed": seed}
+        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s)
+        if isinstance(cpus_per_actor, bool) or not isinstance(cpus_per_actor, (int, float)) or not cpus_per_actor > 0:
             raise ValueError(f"cpus_per_actor must be > 0, got {cpus_per_actor!r}")
-        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
-            if not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        self.gpus, self.probe_size, self.use_gpus = gpus, probe_size, bool(use_gpus)
+        self.use_gpus = bool(use_gpus)
         self.backend = "nccl" if use_gpus else "gloo"
-        self.timeout_s = float(timeout_s)
-        self.injections = parse_injections(inject)
-        check_injections(self.injections, gpus)
-        self._failure: str | None = None
         self._actors: list = []
         self._pg = None
         self._owns_ray = False
@@ -173,36 +164,13 @@ class RayExecutor:
         self._kill_actors()
         return reason
 
-    # ---- the ProbeExecutor interface -----------------------------------------------------
-
-    def run_traced(self, gpus: Sequence[int], repeats: int = 1) -> ProbeTrace:
-        """Like :meth:`run`, also returning the routing each member saw (see ``ProbeTrace``)."""
-        members = check_probe(gpus, self.gpus, repeats, self.shape.tokens)
+    def _probe(self, members: tuple[int, ...], repeats: int) -> dict[int, Any] | str:
         replies = self._call(members, "run_probe", members, repeats)
-        if isinstance(replies, str):
-            return error_trace(members, replies)
-        return merge_member_reports(members, dict(zip(members, replies)))
+        return replies if isinstance(replies, str) else dict(zip(members, replies))
 
-    def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
-        """Measure the probe over ``gpus`` ``repeats`` times (latency per repeat, ms).
-
-        Returns:
-            A :class:`ProbeMeasurement`; a dead, failing or hung actor gives one with
-            ``error`` set (within ``timeout_s``), never a latency.
-
-        Raises:
-            ValueError: for a bad GPU id, a duplicate, an empty probe or ``repeats < 1``.
-        """
-        return self.run_traced(gpus, repeats).measurement
-
-    def set_injections(self, inject: Iterable[Mapping[str, Any] | Injection]) -> None:
-        """Replace the injected faults on the running actors (``[]`` heals everything)."""
-        injections = parse_injections(inject)
-        check_injections(injections, self.gpus)
+    def _inject(self, injections: tuple[Injection, ...]) -> str | None:
         replies = self._call(range(self.gpus), "set_injections", injections)
-        if isinstance(replies, str):
-            raise ExecutorError(replies)
-        self.injections = injections
+        return replies if isinstance(replies, str) else None
 
     def _kill_actors(self) -> None:
         for actor in self._actors:
@@ -224,12 +192,6 @@ class RayExecutor:
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
         self._owns_ray = False
-
-    def __enter__(self) -> RayExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RayExecutor(gpus={self.gpus}, probe_size={self.probe_size}, backend={self.backend!r})"
