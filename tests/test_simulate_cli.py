@@ -88,3 +88,8 @@ def test_bad_scenarios_exit_2_with_one_line_naming_the_field(tmp_path, scenario,
 def test_bad_flags_exit_2_naming_the_flag(tmp_path, flags, name):
     result = _simulate(tmp_path, SCENARIO, "--json", *flags)
     assert result.exit_code == 2 and name in result.stderr
+
+
+def test_a_missing_scenario_file_exits_2_naming_it(tmp_path):
+    result = runner.invoke(app, ["simulate", "--scenario", str(tmp_path / "nope.json"), "--json"])
+    assert result.exit_code == 2 and "nope.json" in result.stderr and "cannot read" in result.stderr
