@@ -33,6 +33,7 @@ class FlowPulseScanConfig(dg.Config):
     topology: str = str(_EXAMPLES / "topology.json")
     fabric: str = "example-fabric"
     model: str = "learned"
+    traffic: str = "uniform"
     reference: int = 20
     lag: int = 50
     design_loss: float = 0.005
@@ -58,7 +59,7 @@ def _faults_markdown(faults: list[LinkFault]) -> str:
     "(detector=flowpulse, component_kind=fabric_link).",
 )
 def flowpulse_faults(context: dg.AssetExecutionContext, config: FlowPulseScanConfig, ledger: LedgerResource) -> dg.MaterializeResult:
-    settings = ScanConfig(model=config.model, reference=config.reference, lag=config.lag,
+    settings = ScanConfig(model=config.model, traffic=config.traffic, reference=config.reference, lag=config.lag,
                           design_loss=config.design_loss, threshold=config.threshold)
     frame = load_counters(config.counters)
     faults = scan(frame, load_topology(config.topology), settings)

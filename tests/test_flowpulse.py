@@ -76,6 +76,17 @@ def test_analytic_model_finds_a_loss_present_from_the_first_iteration():
     assert scan(frame, topo, ScanConfig(model="learned")) == []
 
 
+def test_analytic_ring_model_takes_down_links_elsewhere_into_account():
+    topo = fat_tree(4, 8, 8, down=[(1, 3)])
+    frame, _ = _frame(topo, iterations=40, lossy=[LossyLink(3, 5, 0.01, "down", 0)], seed=13)
+    ring = scan(frame, topo, ScanConfig(model="analytic", traffic="ring"))
+    assert [(f.switch, f.port, f.first_iteration) for f in ring] == [("leaf03", "up05", 0)]
+    # assuming uniform traffic, spine 3 expects packets from leaf 0, but leaf 0 only sends to
+    # leaf 1, which has no link to spine 3: a false alarm, with loss 100%
+    uniform = scan(frame, topo, ScanConfig(model="analytic", traffic="uniform"))
+    assert ("spine03", "down00", 1.0) in {(f.switch, f.port, f.loss_estimate) for f in uniform}
+
+
 @pytest.mark.parametrize("rate", [0.005, 0.02, 0.05])
 def test_loss_estimate_is_close_to_the_injected_rate(rate):
     topo = fat_tree(4, 8, 8)

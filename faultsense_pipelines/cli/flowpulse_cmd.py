@@ -31,6 +31,7 @@ def scan_cmd(
     topology: Annotated[Path, typer.Option(help="Topology file (.json, .yaml or .yml).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the faults as JSON.")] = False,
     model: Annotated[str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")] = "learned",
+    traffic: Annotated[str, typer.Option(help="Analytic model's leaf traffic: uniform or ring (ring all-reduce over leaves).")] = "uniform",
     reference: Annotated[int, typer.Option(help="Iterations the learned shares first come from.")] = 20,
     lag: Annotated[int, typer.Option(help="Iterations a deviation is judged before it joins the learned shares.")] = 50,
     design_loss: Annotated[float, typer.Option(help="Loss rate the sequential test is tuned to.")] = 0.005,
@@ -38,7 +39,7 @@ def scan_cmd(
 ) -> None:
     """Judge every switch from its own counters; print the lossy links."""
     try:
-        config = ScanConfig(model=model, reference=reference, lag=lag, design_loss=design_loss, threshold=threshold)
+        config = ScanConfig(model=model, traffic=traffic, reference=reference, lag=lag, design_loss=design_loss, threshold=threshold)
         topo = load_topology(topology)
         frame = load_counters(counters)
         faults = scan(frame, topo, config)

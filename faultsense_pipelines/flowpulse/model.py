@@ -16,7 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "spray_shares", "learned_shares", "learned_dispersion", "growing_reference", "share_under_loss", "loss_from_shares",
+    "spray_shares",
+    "leaf_ring",
+    "learned_shares",
+    "learned_dispersion",
+    "growing_reference",
+    "share_under_loss",
+    "loss_from_shares",
 ]
 
 
@@ -60,6 +66,21 @@ def spray_shares(live: np.ndarray, traffic: np.ndarray | None = None) -> tuple[n
 def _normalize(volume: np.ndarray) -> np.ndarray:
     total = volume.sum(axis=-1, keepdims=True)
     return np.divide(volume, total, out=np.zeros_like(volume), where=total > 0)
+
+
+def leaf_ring(leaves: int) -> np.ndarray:
+    """Leaf-to-leaf traffic of ring all-reduce over leaves in order: leaf a sends to leaf a+1.
+
+    Examples:
+        >>> leaf_ring(3).tolist()
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    if leaves < 1:
+        raise ValueError(f"leaves must be >= 1, got {leaves}")
+    ring = np.zeros((leaves, leaves))
+    if leaves > 1:
+        ring[np.arange(leaves), (np.arange(leaves) + 1) % leaves] = 1.0
+    return ring
 
 
 def learned_shares(packets: np.ndarray) -> np.ndarray:

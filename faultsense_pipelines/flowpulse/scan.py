@@ -1,8 +1,8 @@
 """Scan a fabric's counters: judge every reporting switch locally, then name the lossy links.
 
 Each switch that exported counters is judged on its own (:func:`detect.detect_switch`) against
-expected shares that are either analytic (the spraying model over the topology's live links,
-assuming every leaf pair exchanges equal traffic) or learned from the switch's earlier
+expected shares that are either analytic (the spraying model over the topology's live links
+and an assumed leaf-to-leaf traffic pattern) or learned from the switch's earlier
 iterations (the first ``reference``, then all but the last ``lag``). A flagged ingress port
 names the link it sits on (the switch, the port, the peer at the other end).
 
@@ -23,7 +23,9 @@ import pandas as pd
 
 from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
 from faultsense_pipelines.flowpulse.detect import detect_switch
-from faultsense_pipelines.flowpulse.model import growing_reference, learned_dispersion, learned_shares, spray_shares
+from faultsense_pipelines.flowpulse.model import (
+    growing_reference, leaf_ring, learned_dispersion, learned_shares, spray_shares,
+)
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
 __all__ = ["LinkFault", "ScanConfig", "scan", "scan_ingress", "drop_echoes"]
@@ -37,8 +39,11 @@ class ScanConfig:
 
     Attributes:
         model: ``"learned"`` (shares from each switch's earlier iterations) or
-            ``"analytic"`` (spraying model of the topology; catches a loss present from the
-            first iteration, but assumes every leaf pair exchanges equal traffic).
+            ``"analytic"`` (spraying model over the topology's live links and ``traffic``;
+            catches a loss present from the first iteration, but only as right as ``traffic``).
+        traffic: the analytic model's leaf-to-leaf traffic: ``"uniform"`` (every leaf pair
+            alike) or ``"ring"`` (ring all-reduce over the leaves in name order: each leaf
+            sends to the next, as NCCL's rings over nodes do).
         reference: iterations the learned shares first come from (>= 2); not judged themselves.
             Later iterations join the reference once they are ``lag`` iterations old.
         lag: iterations a new deviation is judged before it can enter the learned reference.
@@ -49,6 +54,7 @@ class ScanConfig:
     """
 
     model: Model = "learned"
+    traffic: Literal["uniform", "ring"] = "uniform"
     reference: int = 20
     lag: int = 50
     design_loss: float = 0.005
@@ -58,6 +64,8 @@ class ScanConfig:
     def __post_init__(self) -> None:
         if self.model not in ("learned", "analytic"):
             raise ValueError(f"model must be 'learned' or 'analytic', got {self.model!r}")
+        if self.traffic not in ("uniform", "ring"):
+            raise ValueError(f"traffic must be 'uniform' or 'ring', got {self.traffic!r}")
         if self.reference < 2:
             raise ValueError(f"reference must be >= 2 iterations, got {self.reference}")
         if self.lag < 0:
@@ -93,23 +101,26 @@ class LinkFault:
         return d
 
 
-def _analytic(topology: FabricTopology, ing: SwitchIngress) -> np.ndarray:
-    leaf_in, spine_in = spray_shares(topology.live_matrix())
-    leaves = {n: i for i, n in enumerate(topology.leaves)}
-    spines = {n: j for j, n in enumerate(topology.spines)}
-    if ing.switch in leaves:
-        shares = np.array([leaf_in[leaves[ing.switch], spines[p]] for p in ing.peers])
-    else:
-        shares = np.array([spine_in[spines[ing.switch], leaves[p]] for p in ing.peers])
-    total = shares.sum()
-    return shares / total if total > 0 else shares
+def _analytic_shares(topology: FabricTopology, traffic: str) -> dict[tuple[str, str], float]:
+    """Expected share of every (switch, peer) fabric port under the analytic spraying model."""
+    live = topology.live_matrix()
+    matrix = leaf_ring(live.shape[0]) if traffic == "ring" else None
+    leaf_in, spine_in = spray_shares(live, matrix)
+    shares = {}
+    for i, leaf in enumerate(topology.leaves):
+        for j, spine in enumerate(topology.spines):
+            shares[(leaf, spine)] = float(leaf_in[i, j])
+            shares[(spine, leaf)] = float(spine_in[j, i])
+    return shares
 
 
-def _judge(topology: FabricTopology, ing: SwitchIngress, config: ScanConfig) -> list[LinkFault]:
+def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[tuple[str, str], float]) -> list[LinkFault]:
     packets = np.where(ing.up, ing.packets, 0)  # a down link is expected to carry nothing
     first = 0
     if config.model == "analytic":
-        shares, ref, disp = _analytic(topology, ing) * ing.up, np.inf, 1.0
+        shares = np.array([analytic.get((ing.switch, p), 0.0) for p in ing.peers]) * ing.up
+        shares = shares / shares.sum() if shares.sum() > 0 else shares
+        ref, disp = np.inf, 1.0
     else:
         if packets.shape[0] <= config.reference:
             return []
@@ -178,7 +189,8 @@ def scan_ingress(
     Notes:
         O(T * P) per switch for the CUSUM.
     """
-    faults = [f for ing in ingress for f in _judge(topology, ing, config)]
+    analytic = _analytic_shares(topology, config.traffic) if config.model == "analytic" else {}
+    faults = [f for ing in ingress for f in _judge(ing, config, analytic)]
     faults = drop_echoes(faults, {ing.switch for ing in ingress}, config.echo_slack)
     return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
 
