@@ -36,13 +36,14 @@ from .designs import (
     affine_geometry,
     denniston_design,
     difference_family_design,
+    max_td_groups,
     projective_geometry,
     transversal_design,
 )
 from .fields import factor, prime_power
 from .greedy import greedy_cover
 from .refine import fill_to_size, merge_small, remove_redundant, truncate
-from .rounds import ordered_rounds
+from .rounds import ordered_rounds, plan_rounds
 from .table import lookup
 
 __all__ = ["best_cover", "best_cover_source", "design_sources", "clear_caches", "Candidate"]
@@ -64,6 +65,8 @@ _MAX_DESIGN_POINTS = 390  # designs are built up to this many points
 _TD_EXTRA_M = 2  # TD orders tried above the smallest that fits
 _MAX_INFINITE = 4  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
 _PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
+_ROUNDS_SLACK = 0.05  # extra probes accepted to meet the rounds target
+_ROUNDS_TARGET = 1.5  # rounds target, times ceil((n-1)/(k-1))
 # sub-covers not in the table also try greedy up to max(100, 8k) GPUs (greedy is cheap there and
 # sometimes optimal, e.g. n=32, k=4)
 _GREEDY_SUBCOVER_GPUS = 100
@@ -200,9 +203,27 @@ def _fewest(n: int, k: int) -> int:
 
 
 def _top(n: int, k: int) -> Candidate:
-    """What ``best_cover`` returns: within 1% of the fewest probes, the fewest rounds; never worse than greedy."""
-    close = [_scheduled(c, n) for c in _candidates(n, k) if len(c.blocks) <= _fewest(n, k) * (1 + _PROBE_SLACK)]
-    c = min(close, key=lambda c: (len(c.rounds), len(c.blocks)))
+    """What ``best_cover`` returns; never more probes than greedy.
+
+    The cover with the fewest probes, if its rounds meet 1.5 x ceil((n-1)/(k-1)); else the
+    fewest probes among candidates whose first-fit rounds meet that target, if one needs at
+    most 5% more probes; else, within 1% of the fewest probes, the fewest rounds.
+    """
+    fewest = _fewest(n, k)
+    target = _ROUNDS_TARGET * -(-(n - 1) // (k - 1))
+    c = _best(n, k)
+    if len(plan_rounds(c.blocks, n)) > target:  # look for a cover that meets the rounds target
+        pool = list(_candidates(n, k))
+        extra = _best_td(n, k, resolvable_only=True)
+        if extra is not None:
+            pool.append(extra)
+        close = [_scheduled(c, n) for c in pool if len(c.blocks) <= fewest * (1 + _ROUNDS_SLACK)]
+        meeting = [c for c in close if len(c.rounds) <= target]
+        near = [c for c in close if len(c.blocks) <= fewest * (1 + _PROBE_SLACK)]
+        if meeting:  # fewest probes among those meeting the target
+            c = min(meeting, key=lambda c: (len(c.blocks), len(c.rounds)))
+        else:  # within 1% of the fewest probes, the fewest rounds
+            c = min(near, key=lambda c: (len(c.rounds), len(c.blocks)))
     return _greedy(n, k) if len(_greedy(n, k).blocks) < len(c.blocks) else c
 
 
@@ -270,11 +291,17 @@ def _td_alive(k: int, m: int, sizes: tuple[int, ...]) -> int:
     return int(((coords < np.asarray(sizes)).sum(axis=1) >= 2).sum())
 
 
-def _best_td(n: int, k: int) -> Candidate | None:
-    """The best TD(k, m) + e infinite GPUs + recursively covered groups, if any fits."""
+def _best_td(n: int, k: int, resolvable_only: bool = False) -> Candidate | None:
+    """The best TD(k, m) + e infinite GPUs + recursively covered groups, if any fits.
+
+    With ``resolvable_only``, only e = 0 and resolvable TDs: their parallel classes and the
+    groups' disjoint sub-covers give few rounds.
+    """
     best: tuple[int, int, int] | None = None
     for m in _td_orders(n, k):
-        for e in range(0, _MAX_INFINITE * k + 1):
+        if resolvable_only and max_td_groups(m) <= k:
+            continue
+        for e in range(0, 1 if resolvable_only else _MAX_INFINITE * k + 1):
             count = _td_count(n, k, m, e)
             if count is not None and (best is None or count < best[0]):
                 best = (count, m, e)
