@@ -4,6 +4,9 @@ A probe over GPU set S tests every GPU of S and every link inside S, and fails i
 them is faulty. Everything in a passing probe is *exonerated*; a *candidate* is a component
 that is neither exonerated nor already judged. A GPU confirmed faulty masks its links: no
 probe can judge a link without running its endpoints.
+
+References:
+    FaultSense (APSys '26), §4.3: padding with known-healthy GPUs.
 """
 
 from __future__ import annotations
