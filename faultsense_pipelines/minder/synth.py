@@ -198,6 +198,7 @@ def generate_fleet(
     injections: tuple[Injection, ...] | list[Injection] = (),
     metrics: tuple[str, ...] = DEFAULT_METRICS,
     missing_rate: float = 0.01,
+    noise: float = 1.0,
     disappear: dict[str, float] | None = None,
     seed: int = 0,
     start: str = "2026-01-01T00:00:00Z",
@@ -211,6 +212,7 @@ def generate_fleet(
         injections: faults and decoys to inject.
         metrics: metric names, each from :data:`DEFAULT_METRICS`.
         missing_rate: fraction of samples dropped at random.
+        noise: multiplies every metric's sample-to-sample noise (1.0 = the default profile).
         disappear: machine -> seconds after start when it stops reporting.
         seed: random seed; the same arguments give the same data.
         start: UTC time of the first sample.
@@ -236,11 +238,11 @@ def generate_fleet(
     compute = _rhythm(n_times, interval_s, rng)
     values = np.empty((n_machines, n_times, len(metrics)), dtype=np.float64)
     for k, name in enumerate(metrics):
-        level, swing, sign, noise, offset = _PROFILE[name]
+        level, swing, sign, jitter, offset = _PROFILE[name]
         shape = 1 - swing + swing * (compute if sign > 0 else 1 - compute)  # (n_times,)
         per_machine = 1 + offset * rng.standard_normal((n_machines, 1))
         values[:, :, k] = level * per_machine * shape[None, :]
-        values[:, :, k] *= 1 + noise * rng.standard_normal((n_machines, n_times))
+        values[:, :, k] *= 1 + noise * jitter * rng.standard_normal((n_machines, n_times))
 
     for inj in injections:
         if inj.machine is not None and inj.machine not in row:
