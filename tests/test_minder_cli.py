@@ -83,3 +83,19 @@ def test_bad_metrics_file_is_one_line_naming_the_problem_and_exit_2(tmp_path, co
 def test_scan_with_a_directory_that_holds_no_model_exits_2(files, tmp_path):
     result = _run("scan", "--metrics", str(files / "now.parquet"), "--model", str(tmp_path), "--json")
     assert result.exit_code == 2 and "no Minder model in" in result.stderr
+
+
+def test_train_with_labels_orders_the_metrics_by_the_labelled_faults(tmp_path):
+    history = generate_fleet(16, 900, metrics=("cpu_util", "pfc_tx_packets"), seed=8,
+                             injections=[Injection("cpu_contention", "node-0003", 300.0)])  # fmt: skip
+    history.to_frame().to_csv(tmp_path / "history.csv", index=False)
+    (tmp_path / "labels.csv").write_text("machine,start\nnode-0003,2026-01-01T00:05:00Z\n")
+    result = _run("train", "--metrics", str(tmp_path / "history.csv"), "--out", str(tmp_path / "m"),
+                  "--labels", str(tmp_path / "labels.csv"), "--steps", "2")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "m" / "minder.json").read_text())
+    assert manifest["priority"] == ["cpu_util", "pfc_tx_packets"]  # the default puts pfc first
+    bad = tmp_path / "bad_labels.csv"
+    bad.write_text("machine,start\nnode-0003,not-a-time\n")
+    result = _run("train", "--metrics", str(tmp_path / "history.csv"), "--out", str(tmp_path / "m2"), "--labels", str(bad))
+    assert result.exit_code == 2 and "bad time at row 0" in result.stderr

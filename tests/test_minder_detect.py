@@ -121,3 +121,8 @@ def test_a_fault_already_present_when_the_data_begins_is_dated_to_the_first_wind
     (fault,) = scan(fleet.array, model)
     assert fault.machine == "node-0002" and fault.start == fleet.array.start
     assert fault.start < fault.confirmed_at
+
+
+def test_too_few_machines_to_compare_is_an_error_not_an_empty_answer(model):
+    with pytest.raises(ValueError, match="need at least 4 machines to compare, got 3"):
+        scan(generate_fleet(3, 600, metrics=METRICS, seed=1).array, model)

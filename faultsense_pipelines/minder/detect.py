@@ -145,13 +145,16 @@ def scan(array: MetricArray, model: MinderModel, settings: MinderSettings | None
         Faults ordered by onset then machine; empty if every machine looks like the rest.
 
     Raises:
-        ValueError: the array's interval differs from the model's, or they share no metric.
+        ValueError: fewer than ``min_machines`` machines, the array's interval differs from
+            the model's, or they share no metric.
 
     Notes:
         O(n_metrics * n_machines * n_times * hidden^2) for the denoisers, which dominate;
         similarity is O(n_machines * n_times) per metric.
     """
     settings = settings or model.settings
+    if len(array.machines) < settings.min_machines:
+        raise ValueError(f"need at least {settings.min_machines} machines to compare, got {len(array.machines)}")
     if not math.isclose(array.interval_s, model.interval_s, rel_tol=1e-3):
         raise ValueError(f"metrics are sampled every {array.interval_s} s, the model every {model.interval_s} s")
     metrics = [m for m in model.priority if m in array.metrics]
