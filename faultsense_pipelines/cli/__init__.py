@@ -37,13 +37,7 @@ _COMMAND_MODULES = (
 )
 
 for _name in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as exc:  # a sub-command not built yet
-        if exc.name != f"{__name__}.{_name}":
-            raise
-        continue
-    _module.register(app)
+    importlib.import_module(f"{__name__}.{_name}").register(app)
 
 
 def main() -> None:
