@@ -8,6 +8,7 @@ partitions appear in the UI within a minute. The hour dimension includes the cur
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -30,12 +31,17 @@ REPLICAS = dg.DynamicPartitionsDefinition(name="replica")
 SWEEP_PARTITIONS = dg.MultiPartitionsDefinition({"hour": HOURLY, "replica": REPLICAS})
 
 
+@dataclass(frozen=True)
 class SweepKey:
     """One sweep partition: ``hour`` (``"2026-11-30-08:00"``) and ``replica``."""
 
-    def __init__(self, hour: str, replica: str) -> None:
-        self.hour, self.replica = hour, replica
-        self.start = datetime.strptime(hour, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
+    hour: str
+    replica: str
+
+    @property
+    def start(self) -> datetime:
+        """Start of the hour, UTC."""
+        return datetime.strptime(self.hour, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
 
     @property
     def day(self) -> str:
@@ -49,9 +55,6 @@ class SweepKey:
     def multi_key(self) -> dg.MultiPartitionKey:
         """As a Dagster partition key."""
         return dg.MultiPartitionKey({"hour": self.hour, "replica": self.replica})
-
-    def __repr__(self) -> str:
-        return f"SweepKey({self.hour!r}, {self.replica!r})"
 
 
 def sweep_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> SweepKey:
