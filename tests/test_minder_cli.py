@@ -99,3 +99,19 @@ def test_train_with_labels_orders_the_metrics_by_the_labelled_faults(tmp_path):
     bad.write_text("machine,start\nnode-0003,not-a-time\n")
     result = _run("train", "--metrics", str(tmp_path / "history.csv"), "--out", str(tmp_path / "m2"), "--labels", str(bad))
     assert result.exit_code == 2 and "bad time at row 0" in result.stderr
+
+
+def test_a_model_trained_at_10_s_scans_1_s_data_averaged_onto_its_interval(tmp_path):
+    metrics = ("gpu_power_w", "gpu_util")
+    generate_fleet(8, 600, 1.0, metrics=metrics, seed=6).to_frame().to_parquet(tmp_path / "history.parquet")
+    fine = generate_fleet(8, 900, 1.0, metrics=metrics, seed=7, injections=[Injection("gpu_throttle", "node-0006", 300.0)])
+    fine.to_frame().to_parquet(tmp_path / "now.parquet")
+    trained = _run("train", "--metrics", str(tmp_path / "history.parquet"), "--out", str(tmp_path / "m"),
+                   "--interval-s", "10", "--steps", "5")  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    assert json.loads((tmp_path / "m" / "minder.json").read_text())["interval_s"] == 10.0
+    result = _run("scan", "--metrics", str(tmp_path / "now.parquet"), "--model", str(tmp_path / "m"), "--json")
+    assert result.exit_code == 0, result.output
+    (fault,) = json.loads(result.stdout)["faults"]
+    assert fault["machine"] == "node-0006"
+    assert abs((pd.Timestamp(fault["start"]) - pd.Timestamp("2026-01-01T00:05:00Z")).total_seconds()) <= 60

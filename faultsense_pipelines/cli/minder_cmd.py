@@ -71,6 +71,7 @@ def register(app: typer.Typer) -> None:
         threshold: float = typer.Option(None, "--threshold", help="Outlier score threshold (default 14)."),
         steps: int = typer.Option(None, "--steps", help="Training steps per metric model (default 150)."),
         seed: int = typer.Option(None, "--seed", help="Random seed (default 0)."),
+        interval_s: float = typer.Option(None, "--interval-s", help="Average samples onto this interval, in seconds (default: the data's own). Scans use the model's."),
     ) -> None:
         """Train one LSTM-VAE per metric on the fleet's history and save the model."""
         from faultsense_pipelines.minder import MinderSettings, load_metrics, save_model, train_minder
@@ -80,7 +81,7 @@ def register(app: typer.Typer) -> None:
         known = _read_labels(labels) if labels else []
         began = time.perf_counter()
         try:
-            model = train_minder(load_metrics(metrics), settings, known)
+            model = train_minder(load_metrics(metrics, interval_s), settings, known)
         except ValueError as exc:
             fail(str(exc))
         version = save_model(model, out)
