@@ -126,3 +126,11 @@ def test_a_fault_already_present_when_the_data_begins_is_dated_to_the_first_wind
 def test_too_few_machines_to_compare_is_an_error_not_an_empty_answer(model):
     with pytest.raises(ValueError, match="need at least 4 machines to compare, got 3"):
         scan(generate_fleet(3, 600, metrics=METRICS, seed=1).array, model)
+
+
+def test_two_machines_failing_differently_at_once_are_both_found_with_their_own_onsets(model):
+    fleet = _fleet(Injection("nvlink_degraded", "node-0011", 200.0), Injection("cpu_contention", "node-0050", 330.0))
+    faults = {f.machine: f for f in scan(fleet.array, model)}
+    assert sorted(faults) == ["node-0011", "node-0050"]
+    assert abs((faults["node-0011"].start - fleet.array.time_at(20)).total_seconds()) <= WINDOW_S
+    assert abs((faults["node-0050"].start - fleet.array.time_at(33)).total_seconds()) <= WINDOW_S
