@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,24 +70,27 @@ def _stop(proc: subprocess.Popen) -> None:
             time.sleep(0.5)
 
 
-def test_dagster_dev_renders_the_asset_graph_with_the_assets_visible(tmp_path: Path) -> None:
-    chromium = _chromium()
-    home = tmp_path / "dagster_home"
+@pytest.fixture(scope="module")
+def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
+    """``dagster dev`` from the repository root on a free port; yields (base URL, ledger path)."""
+    tmp = tmp_path_factory.mktemp("ui")
+    home = tmp / "dagster_home"
     home.mkdir()
     # the repository's instance settings, with the first-visit community modal turned off
     (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text() + "\nnux:\n  enabled: false\n")
-    env = {**os.environ, "DAGSTER_HOME": str(home), "FAULTSENSE_LEDGER": str(tmp_path / "ledger")}
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = (tmp_path / "dagster-dev.log").open("w")
+    ledger = tmp / "ledger"
+    env = {**os.environ, "DAGSTER_HOME": str(home), "FAULTSENSE_LEDGER": str(ledger)}
+    base = f"http://127.0.0.1:{_free_port()}"
+    log_path = tmp / "dagster-dev.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "scripts" / "dagster_dev.py"), "-p", str(port), "-h", "127.0.0.1"],
+        [sys.executable, str(REPO / "scripts" / "dagster_dev.py"), "-p", base.rsplit(":", 1)[1], "-h", "127.0.0.1"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 240
         while True:
-            assert proc.poll() is None, (tmp_path / "dagster-dev.log").read_text()[-3000:]
+            assert proc.poll() is None, log_path.read_text()[-3000:]
             try:
                 if httpx.get(f"{base}/server_info", timeout=2).status_code == 200:
                     break
@@ -94,26 +98,84 @@ def test_dagster_dev_renders_the_asset_graph_with_the_assets_visible(tmp_path: P
                 pass
             assert time.monotonic() < deadline, "dagster dev did not answer /server_info"
             time.sleep(1)
-
-        for group, assets in GROUPS.items():
-            url = f"{base}/locations/{LOCATION}/asset-groups/{group}"
-            dom = ""
-            for _ in range(3):  # the code location may still be loading on the first visit
-                dom = _render(chromium, url, "--dump-dom").stdout
-                if all(a in dom for a in assets):
-                    break
-                time.sleep(5)
-            missing = [a for a in assets if a not in dom]
-            assert not missing, f"assets {missing} not rendered in group {group}"
-            assert "Join the Dagster community" not in dom
-
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shot = ARTIFACTS / "asset_graph_sweep.png"
-        shot.unlink(missing_ok=True)
-        _render(chromium, f"{base}/locations/{LOCATION}/asset-groups/sweep", f"--screenshot={shot}")
-        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+        yield base, ledger
     finally:
         _stop(proc)
         log.close()
     with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)  # every process dagster dev started is gone
+
+
+def test_dagster_dev_renders_the_asset_graph_with_the_assets_visible(dagster_dev) -> None:
+    base, _ = dagster_dev
+    chromium = _chromium()
+    for group, assets in GROUPS.items():
+        url = f"{base}/locations/{LOCATION}/asset-groups/{group}"
+        dom = ""
+        for _ in range(3):  # the code location may still be loading on the first visit
+            dom = _render(chromium, url, "--dump-dom").stdout
+            if all(a in dom for a in assets):
+                break
+            time.sleep(5)
+        missing = [a for a in assets if a not in dom]
+        assert not missing, f"assets {missing} not rendered in group {group}"
+        assert "Join the Dagster community" not in dom
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "asset_graph_sweep.png"
+    shot.unlink(missing_ok=True)
+    _render(chromium, f"{base}/locations/{LOCATION}/asset-groups/sweep", f"--screenshot={shot}")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+_LAUNCH = """
+mutation Launch($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+    ... on InvalidStepError { invalidStepKey }
+    ... on PartitionSetNotFoundError { message }
+  }
+}
+"""
+_STATUS = """
+query Status($id: String!) {
+  partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } ... on PythonError { message } }
+}
+"""
+
+
+def _graphql(base: str, query: str, variables: dict) -> dict:
+    reply = httpx.post(f"{base}/graphql", json={"query": query, "variables": variables}, timeout=60)
+    reply.raise_for_status()
+    body = reply.json()
+    assert "errors" not in body, body
+    return body["data"]
+
+
+def test_a_backfill_over_three_hours_launched_like_the_ui_does_writes_three_partitions(dagster_dev) -> None:
+    base, ledger = dagster_dev
+    hours = ["2026-11-30-05:00", "2026-11-30-06:00", "2026-11-30-07:00"]
+    deadline = time.monotonic() + 120
+    while True:  # the fleet sensor adds the replica partitions shortly after start
+        params = {
+            "assetSelection": [{"path": [a]} for a in ("phase1_probe_run", "phase2_drilldown", "fault_ledger")],
+            "partitionNames": [f"{h}|sim-64" for h in hours],
+        }
+        launched = _graphql(base, _LAUNCH, {"params": params})["launchPartitionBackfill"]
+        if launched["__typename"] == "LaunchBackfillSuccess":
+            break
+        assert time.monotonic() < deadline, launched
+        time.sleep(5)
+    status, deadline = "", time.monotonic() + 420
+    while status not in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"):
+        assert time.monotonic() < deadline, f"backfill still {status}"
+        time.sleep(5)
+        status = _graphql(base, _STATUS, {"id": launched["backfillId"]})["partitionBackfillOrError"].get("status", "")
+    assert status in ("COMPLETED", "COMPLETED_SUCCESS"), status
+    names = sorted(p.name for p in (ledger / "fault_ledger" / "date=2026-11-30").iterdir())
+    assert names == [f"faultsense-sim-64-h0{h}.parquet" for h in (5, 6, 7)]
+    faults = pd.read_parquet(ledger / "fault_ledger")
+    assert sorted(set(faults["component"])) == ["gpu:17", "link:3-40"]
+    assert len(faults) == 3 * 2
