@@ -137,7 +137,7 @@ def _targets(summary: pd.DataFrame, healthy: pd.DataFrame, speed: pd.DataFrame) 
     lines.append(f"- no false alarm in {int(clean['iterations'].max()):,} healthy iterations: "
                  f"{'met' if (clean['false_alarms'] == 0).all() else 'MISSED'} for every buffer and model "
                  "without down links; with down links: "
-                 + ", ".join(f"{r.model} ({r.traffic} traffic) {r.false_alarms}"
+                 + ", ".join(f"{r.model}{'' if r.traffic == '-' else f' ({r.traffic} traffic)'} {r.false_alarms}"
                              for r in healthy[healthy["down_links"] > 0].itertuples()))
     small = speed.iloc[0]
     lines.append(f"- 10,000 port-iterations in well under a second: {small.port_iterations:,} port-iterations "
