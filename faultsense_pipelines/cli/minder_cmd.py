@@ -19,8 +19,6 @@ from .errors import fail
 
 __all__ = ["register"]
 
-_stderr = Console(stderr=True, highlight=False)
-
 
 def _read_labels(path: Path) -> list:
     """Known faults from a CSV with columns machine, start[, end] (ISO 8601, UTC)."""
@@ -85,7 +83,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             fail(str(exc))
         version = save_model(model, out)
-        Console(highlight=False).print(
+        typer.echo(
             f"trained Minder model {version} on {len(model.metrics)} metrics "
             f"(window {model.window} x {model.interval_s:g} s) in {time.perf_counter() - began:.1f} s -> {out}"
         )
@@ -121,5 +119,6 @@ def register(app: typer.Typer) -> None:
         for col in ("machine", "onset (UTC)", "confirmed (UTC)", "metric", "score"):
             table.add_column(col)
         for f in faults:
-            table.add_row(f.machine, f.start.isoformat(), f.confirmed_at.isoformat(), f.metric, f"{f.score:.1f}")
+            when = "%Y-%m-%d %H:%M:%S"
+            table.add_row(f.machine, f.start.strftime(when), f.confirmed_at.strftime(when), f.metric, f"{f.score:.1f}")
         Console().print(table)
