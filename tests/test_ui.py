@@ -145,6 +145,14 @@ query Status($id: String!) {
 }
 """
 
+_RUNS = """
+query Runs($id: String!) {
+  runsOrError(filter: {tags: [{key: "dagster/backfill", value: $id}]}) {
+    ... on Runs { results { runId status startTime endTime } }
+  }
+}
+"""
+
 
 def _graphql(base: str, query: str, variables: dict) -> dict:
     reply = httpx.post(f"{base}/graphql", json={"query": query, "variables": variables}, timeout=60)
@@ -179,3 +187,9 @@ def test_a_backfill_over_three_hours_launched_like_the_ui_does_writes_three_part
     faults = pd.read_parquet(ledger / "fault_ledger")
     assert sorted(set(faults["component"])) == ["gpu:17", "link:3-40"]
     assert len(faults) == 3 * 2
+
+    # the per-replica run limit of dagster.yaml: the three sweeps of sim-64 never overlapped
+    runs = _graphql(base, _RUNS, {"id": launched["backfillId"]})["runsOrError"]["results"]
+    spans = sorted((r["startTime"], r["endTime"]) for r in runs)
+    assert len(spans) == 3 and all(r["status"] == "SUCCESS" for r in runs)
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:])), spans
