@@ -166,6 +166,8 @@ def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
     """Every construction tried for (n, k), refined, without rounds yet."""
     if n <= k:
         return (Candidate((tuple(range(n)),), ((0,),), "one probe"),)
+    if k == 2:
+        return (_round_robin(n),)
     candidates = []
     stored = lookup(n, k)
     if stored is not None:
@@ -192,6 +194,20 @@ def _best(n: int, k: int) -> Candidate:
     return min(scheduled, key=lambda c: len(c.rounds))
 
 
+def _round_robin(n: int) -> Candidate:
+    """Every pair once, in the n-1 (n even) or n (n odd) rounds of the circle method."""
+    m = n + n % 2  # a dummy GPU m-1 when n is odd
+    blocks: list[Block] = []
+    rounds: list[list[int]] = []
+    for r in range(m - 1):
+        ring = [m - 1] + [(r + i) % (m - 1) for i in range(m - 1)]
+        pairs = [tuple(sorted((ring[i], ring[m - 1 - i]))) for i in range(m // 2)]
+        pairs = [p for p in pairs if p[1] < n]
+        rounds.append(list(range(len(blocks), len(blocks) + len(pairs))))
+        blocks.extend(pairs)
+    return _by_rounds(blocks, rounds, "all pairs (round robin)")
+
+
 def clear_caches() -> None:
     """Forget every memoised sub-cover (for benchmarks of cold planning, and the table generator)."""
     for f in (_candidates, _best, _greedy, _td_alive):
@@ -209,10 +225,12 @@ def _top(n: int, k: int) -> Candidate:
     fewest probes among candidates whose first-fit rounds meet that target, if one needs at
     most 5% more probes; else, within 1% of the fewest probes, the fewest rounds.
     """
+    if k == 2 or n <= k:  # every pair once (optimal) / one probe
+        return _candidates(n, k)[0]
     fewest = _fewest(n, k)
     target = _ROUNDS_TARGET * -(-(n - 1) // (k - 1))
     c = _best(n, k)
-    if len(plan_rounds(c.blocks, n)) > target:  # look for a cover that meets the rounds target
+    if len(c.rounds) > target and len(plan_rounds(c.blocks, n)) > target:  # look for one that meets it
         pool = list(_candidates(n, k))
         extra = _best_td(n, k, resolvable_only=True)
         if extra is not None:

@@ -157,6 +157,6 @@ def plan_rounds(
         other = method(probes, n)
         if len(other) < len(best):
             best = other
-    if len(best) > floor:
+    if len(best) > floor + 1:
         best = recolour_rounds(probes, n, best, passes=passes)
     return sorted(best, key=lambda r: r[0])
