@@ -110,3 +110,12 @@ def test_best_probes_are_full_size_where_their_round_has_idle_gpus():
 def test_bad_cover_arguments_raise_value_error_naming_the_value(n, k, method, named):
     with pytest.raises(ValueError, match=named):
         plan_cover(n, k, method)
+
+
+@pytest.mark.parametrize(("n", "rounds"), [(8, 7), (7, 7), (12, 11)])
+def test_probe_size_two_tests_every_pair_once_in_a_round_robin(n, rounds):
+    # a 1-factorisation of K_n: n-1 rounds for even n, n for odd n (each GPU idles once)
+    cover = plan_cover(n, 2, "best")
+    assert len(cover.probes) == n * (n - 1) // 2
+    assert len(cover.rounds) == rounds
+    _assert_valid(cover)
