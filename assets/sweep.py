@@ -7,7 +7,9 @@ skipped, and Phase 1 itself writes the partition's (empty) fault batch so that r
 formerly faulty hour clears its old rows.
 
 A replica whose executor fails (cannot start, unreachable server, crashed worker, timeout)
-gets error rows in ``probe_runs``, no fault rows, and a failed step naming the cause.
+gets error rows in ``probe_runs``, no fault rows (an earlier sweep's rows for the same
+partition are cleared: a partition always shows its latest sweep), and a failed step naming
+the cause.
 """
 
 
@@ -71,7 +73,16 @@ def _rule(replica: Replica) -> SuspectRule:
     return RobustRule(min_slowdown=replica.min_slowdown) if replica.min_slowdown is not None else default_rule()
 
 
+def _clear_faults(store: LedgerStore, key: SweepKey, *, phase2_probes: bool) -> str:
+    """Make the partition's fault batch empty (and drop its Phase 2 probes): this sweep supersedes
+    any earlier one of the same partition. Returns the fault file's path."""
+    if phase2_probes:
+        store.delete_batch(PROBE_RUNS, day=key.day, batch=key.batch("phase2"))
+    return store.write_faults([], day=key.day, batch=fault_batch(key)).path
+
+
 def _fail_with_errors(store: LedgerStore, key: SweepKey, phase: int, path: str, errors: int, total: int, first: str) -> dg.Failure:
+    _clear_faults(store, key, phase2_probes=phase == 1)
     return dg.Failure(
         description=f"replica {key.replica}: {errors} of {total} Phase {phase} probes could not be measured "
         f"({first}); error rows written to probe_runs, no fault rows",
@@ -116,14 +127,13 @@ def phase1_probe_run(
 
     if not result.needs_drilldown:
         # Final after Phase 1: the partition's fault batch is empty; clear a stale Phase 2 file.
-        store.delete_batch(PROBE_RUNS, day=key.day, batch=key.batch("phase2"))
-        empty = store.write_faults([], day=key.day, batch=fault_batch(key))
+        empty = _clear_faults(store, key, phase2_probes=True)
         context.log_event(
             dg.AssetMaterialization(
                 asset_key="fault_ledger",
                 partition=context.partition_key,
                 description="Phase 1 found no suspect: no fault rows (Phase 2 skipped).",
-                metadata={"rows": 0, "path": dg.MetadataValue.path(empty.path), "replica_degraded": result.replica_degraded},
+                metadata={"rows": 0, "path": dg.MetadataValue.path(empty), "replica_degraded": result.replica_degraded},
             )
         )
         if result.replica_degraded:
