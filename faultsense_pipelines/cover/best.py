@@ -329,6 +329,30 @@ def _best_td(n: int, k: int, resolvable_only: bool = False) -> Candidate | None:
     return _build_td(n, k, m, e)
 
 
+def _interleaved_rounds(blocks: list[Block], n: int, td_class: dict[Block, int], infinite: set[int]) -> list[list[int]]:
+    """First fit with the probes holding infinite GPUs spread out, each batch next to one TD class.
+
+    The infinite GPUs are in many probes (they meet every group), so their probes set the
+    number of rounds; putting a batch of them before each parallel class lets first fit pack
+    the class's other probes around them instead of adding rounds for them at the end.
+    """
+    if not td_class:
+        return ordered_rounds(blocks, n)
+    with_inf = [i for i, b in enumerate(blocks) if infinite.intersection(b)]
+    batches = ordered_rounds([blocks[i] for i in with_inf], n)
+    classes: dict[int, list[int]] = {}
+    for i, b in enumerate(blocks):
+        if b in td_class:
+            classes.setdefault(td_class[b], []).append(i)
+    order: list[int] = []
+    for t in range(max(len(batches), len(classes))):
+        order += [with_inf[j] for j in batches[t]] if t < len(batches) else []
+        order += classes.get(t, [])
+    placed = set(order)
+    order += [i for i in range(len(blocks)) if i not in placed]
+    return ordered_rounds(blocks, n, order)
+
+
 def _fill_labels(sub_blocks: tuple[Block, ...], s: int, e: int, offset: int, infinite: list[int]) -> list[int]:
     """Map a sub-cover on s + e points onto a group (s GPUs from ``offset``) and the infinite GPUs.
 
@@ -380,8 +404,9 @@ def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
             for i in sub.rounds[j] if j < len(sub.rounds) else ():
                 blocks.append(tuple(sorted(label[p] for p in sub.blocks[i])))
     if e:
+        td_class = {b: t for t, r in enumerate(rounds) for b in (blocks[i] for i in r)} if D.classes else {}
         blocks = remove_redundant(blocks, n)
-        rounds = ordered_rounds(blocks, n)
+        rounds = min(ordered_rounds(blocks, n), _interleaved_rounds(blocks, n, td_class, set(infinite)), key=len)
     else:
         pos = sum(len(r) for r in rounds)
         for j in range(depth):
