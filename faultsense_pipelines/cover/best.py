@@ -30,23 +30,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from .designs import (
-    DIFFERENCE_FAMILIES,
-    Design,
-    affine_geometry,
-    denniston_design,
-    difference_family_design,
-    max_td_groups,
-    projective_geometry,
-    transversal_design,
-)
-from .fields import factor, prime_power
+from .designs import blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
+from .fields import factor
 from .greedy import greedy_cover
 from .refine import fill_to_size, merge_small, remove_redundant, truncate
 from .rounds import ordered_rounds, plan_rounds
 from .table import lookup
 
-__all__ = ["best_cover", "best_cover_source", "design_sources", "clear_caches", "Candidate"]
+__all__ = ["best_cover", "best_cover_source", "clear_caches", "Candidate"]
 
 Block = tuple[int, ...]
 Rounds = tuple[tuple[int, ...], ...]
@@ -61,7 +52,6 @@ class Candidate:
     source: str
 
 
-_MAX_DESIGN_POINTS = 390  # designs are built up to this many points
 _TD_EXTRA_M = 2  # TD orders tried above the smallest that fits
 _MAX_INFINITE = 4  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
 _PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
@@ -106,52 +96,6 @@ def best_cover(n: int, k: int) -> list[Block]:
     return [filled[i] for r in rounds for i in r]
 
 
-def design_sources(k: int, limit: int = _MAX_DESIGN_POINTS) -> list[tuple[str, int]]:
-    """Known Steiner systems S(2, k, v) built here, as (name, v) with v <= ``limit``.
-
-    >>> design_sources(8)
-    [('PG(2,7)', 57), ('AG(2,8)', 64), ('Denniston(4,3)', 120), ('Denniston(5,3)', 232)]
-    """
-    out: list[tuple[str, int]] = []
-    q = k - 1
-    if q >= 2 and prime_power(q):
-        for d in range(2, 8):
-            v = (q ** (d + 1) - 1) // (q - 1)
-            if v > limit:
-                break
-            out.append((f"PG({d},{q})", v))
-    if prime_power(k):
-        for d in range(2, 8):
-            if k**d > limit:
-                break
-            out.append((f"AG({d},{k})", k**d))
-    a = k.bit_length() - 1
-    if k == 2**a and a >= 1:
-        for h in range(a + 1, 12):
-            v = (k - 1) * 2**h + k
-            if v > limit:
-                break
-            out.append((f"Denniston({h},{a})", v))
-    if k == 4:
-        out += [(f"DF({v})", v) for v in DIFFERENCE_FAMILIES if v <= limit]
-    return sorted(out, key=lambda s: s[1])
-
-
-def _design(name: str) -> Design:
-    if name.startswith("DF("):
-        return difference_family_design(int(name[3:-1]))
-    kind, args = name.split("(")
-    x, y = (int(t) for t in args.rstrip(")").split(","))
-    return {"PG": projective_geometry, "AG": affine_geometry, "Denniston": denniston_design}[kind](x, y)
-
-
-def _design_order(D: Design) -> list[Block]:
-    """Blocks of D, a parallel class at a time where known."""
-    if not D.classes:
-        return list(D.blocks)
-    return [D.blocks[i] for cls in D.classes for i in cls]
-
-
 def best_cover_source(n: int, k: int) -> str:
     """How :func:`best_cover` builds its cover for (n, k), e.g. ``"TD(8,37)+4"`` or ``"AG(2,8)"``.
 
@@ -176,9 +120,9 @@ def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
         # truncation pays when a design is a little larger (PG(3,3) on 40 points gives C(32,4) = 88);
         # large designs are only tried within ~10%, where truncating them is still cheap
         if n <= v <= n + max(k, n // 3 if v <= 200 else n // 10):
-            D = _design(name)
+            D = build_design(name)
             source = name if v == n else f"{name} truncated"
-            candidates.append(_refined(truncate(_design_order(D), v, n), n, k, source))
+            candidates.append(_refined(truncate(blocks_by_class(D), v, n), n, k, source))
     td = _best_td(n, k)
     if td is not None:
         candidates.append(td)

@@ -38,6 +38,9 @@ __all__ = [
     "transversal_design",
     "difference_family_design",
     "max_td_groups",
+    "design_sources",
+    "build_design",
+    "blocks_by_class",
 ]
 
 
@@ -252,6 +255,53 @@ def transversal_design(k: int, m: int) -> Design:
     return Design(k * m, tuple(blocks), tuple(classes) if resolvable else ())
 
 
-def prime_powers(lo: int, hi: int) -> list[int]:
-    """Prime powers q with lo <= q <= hi."""
-    return [q for q in range(max(lo, 2), hi + 1) if prime_power(q) is not None]
+MAX_DESIGN_POINTS = 390  # designs are built up to this many points
+
+
+def design_sources(k: int, limit: int = MAX_DESIGN_POINTS) -> list[tuple[str, int]]:
+    """Known Steiner systems S(2, k, v) built here, as (name, v) with v <= ``limit``.
+
+    >>> design_sources(8)
+    [('PG(2,7)', 57), ('AG(2,8)', 64), ('Denniston(4,3)', 120), ('Denniston(5,3)', 232)]
+    """
+    out: list[tuple[str, int]] = []
+    q = k - 1
+    if q >= 2 and prime_power(q):
+        for d in range(2, 8):
+            v = (q ** (d + 1) - 1) // (q - 1)
+            if v > limit:
+                break
+            out.append((f"PG({d},{q})", v))
+    if prime_power(k):
+        for d in range(2, 8):
+            if k**d > limit:
+                break
+            out.append((f"AG({d},{k})", k**d))
+    a = k.bit_length() - 1
+    if k == 2**a and a >= 1:
+        for h in range(a + 1, 12):
+            v = (k - 1) * 2**h + k
+            if v > limit:
+                break
+            out.append((f"Denniston({h},{a})", v))
+    if k == 4:
+        out += [(f"DF({v})", v) for v in DIFFERENCE_FAMILIES if v <= limit]
+    return sorted(out, key=lambda s: s[1])
+
+
+def build_design(name: str) -> Design:
+    """The design named by :func:`design_sources`, e.g. ``build_design("AG(2,8)")``."""
+    if name.startswith("DF("):
+        return difference_family_design(int(name[3:-1]))
+    kind, args = name.split("(")
+    x, y = (int(t) for t in args.rstrip(")").split(","))
+    return {"PG": projective_geometry, "AG": affine_geometry, "Denniston": denniston_design}[kind](x, y)
+
+
+def blocks_by_class(D: Design) -> list[tuple[int, ...]]:
+    """Blocks of D, a parallel class at a time where known."""
+    if not D.classes:
+        return list(D.blocks)
+    return [D.blocks[i] for cls in D.classes for i in cls]
+
+
