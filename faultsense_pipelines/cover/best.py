@@ -20,7 +20,8 @@ their round.
 References:
     J. Schönheim, "On coverings", Pacific J. Math. 14 (1964).
     D. M. Gordon, G. Kuperberg, O. Patashnik, "New constructions for covering designs",
-    J. Combin. Designs 3 (1995) -- the TD-with-groups recursion (their "Construction 4.1").
+    J. Combin. Designs 3 (1995) -- recursive constructions of coverings from
+    transversal designs with their groups covered.
 """
 
 from __future__ import annotations
