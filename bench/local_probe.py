@@ -11,6 +11,8 @@ intermediate 1024, bf16, 64 tokens per probe):
    the algorithm's). Per sweep, from the same Phase 1 measurements: does the paper's rule
    (T_i > 1.2 x median) and the default robust rule flag exactly the probes that hold the
    slow GPU; and does Phase 1 + Phase 2 with the paper's rule localize exactly that GPU.
+   Also the measured ratio of slow to healthy probe latency (how much of the injected
+   slowdown the probes see).
    "Reliably" = localized in >= 90 % of sweeps with no false alarm in the control row.
 
     .venv/bin/python -m bench.local_probe             # ~10-20 min on a shared 2-core machine
@@ -66,13 +68,18 @@ def detection_rows(ex: LocalExecutor, n: int, k: int, sweeps: int, repeats: int)
     rows = []
     for slowdown in SLOWDOWNS:
         hits = {"paper_p1": 0, "robust_p1": 0, "localized": 0, "false_alarm": 0}
+        ratios: list[float] = []  # Phase 1: median latency of probes holding g / of the others
         start = time.perf_counter()
         for s in range(sweeps):
             g = gpus[s % len(gpus)]
             ex.set_injections([] if slowdown == 1.0 else [{"gpu": g, "slowdown": slowdown}])
             phase1 = run_phase1(ex, cover, repeats=repeats, rule=PAPER)
             latencies = [r.latencies_ms for r in phase1.records]
-            want = set() if slowdown == 1.0 else {i for i, p in enumerate(cover.probes) if g in p}
+            holding = {i for i, p in enumerate(cover.probes) if g in p}
+            want = set() if slowdown == 1.0 else holding
+            medians = [statistics.median(lat) for lat in latencies]
+            ratios.append(statistics.median(medians[i] for i in holding)
+                          / statistics.median(m for i, m in enumerate(medians) if i not in holding))
             hits["paper_p1"] += set(PAPER.judge(latencies).suspects) == want
             robust = ROBUST.judge(latencies)
             hits["robust_p1"] += set(robust.suspects) == want and not robust.replica_degraded
@@ -83,6 +90,7 @@ def detection_rows(ex: LocalExecutor, n: int, k: int, sweeps: int, repeats: int)
         ex.set_injections([])
         rows.append({
             "n": n, "k": k, "slowdown": slowdown, "sweeps": sweeps, "repeats": repeats,
+            "measured_ratio": statistics.median(ratios),
             **{f"{key}_rate": v / sweeps for key, v in hits.items()},
             "seconds_per_sweep": (time.perf_counter() - start) / sweeps,
         })
@@ -122,7 +130,9 @@ def write_markdown(lat: pd.DataFrame, det: pd.DataFrame, load: tuple, elapsed_s:
         "",
         "## Detection by injected GPU slowdown",
         "",
-        f"{args.sweeps} sweeps per row, {args.repeats} repeats per probe. `paper_p1`: the paper's rule "
+        f"{args.sweeps} sweeps per row, {args.repeats} repeats per probe. `measured_ratio`: median over "
+        "sweeps of (median Phase 1 latency of the probes holding the slow GPU) / (that of the other "
+        "probes) — how much of the injected slowdown reaches the probes. `paper_p1`: the paper's rule "
         "(T_i > 1.2 x median) flags exactly the probes holding the slow GPU; `robust_p1`: the default "
         "robust rule does; `localized`: Phase 1 + Phase 2 (paper's rule) confirm exactly the slow GPU "
         "(row 1.0: nothing blamed); `false_alarm`: something else was blamed.",

@@ -3,7 +3,7 @@
 One 8-worker pool (probe size 4, OLMoE expert shapes) serves the module; faults are swapped
 on the running pool with ``set_injections``. Timing assertions compare latencies measured
 side by side in one run (ratios of medians with wide margins), never absolute times: this
-machine's 2 cores are shared with other work. A localization sweep is retried up to four
+machine's 2 cores are shared with other work. A localization sweep is retried up to six
 times because a burst of outside load can hide or fake one slow probe; a sweep that names
 the injected fault and nothing else is what the test asks for.
 """
@@ -26,7 +26,7 @@ from probe.executors.local import LocalExecutor
 
 N, K = 8, 4
 TOKENS = 64
-SWEEPS = 4  # localization attempts per test
+SWEEPS = 6  # localization attempts per test
 REPEATS = 5
 
 
@@ -53,8 +53,9 @@ def sweep_until_exact(ex: LocalExecutor, want_gpus: list[int], want_links: list[
     """Run localize up to SWEEPS times; return the first exact result (or all of them)."""
     results = []
     for _ in range(SWEEPS):
-        # the paper's rule: with n=8, k=4 every GPU lies in 3 of the 6 cover probes, and a
-        # rule that assumes a healthy majority of probes (RobustRule) cannot call half of them slow
+        # the paper's rule: with n=8, k=4 every GPU lies in 3 of the 6 cover probes, and at
+        # this machine's noise the default robust rule mostly reads half the probes slow as
+        # a degraded replica (see bench/results/local_probe.md)
         loc = localize(ex, plan_cover(N, K), repeats=REPEATS, rule=MedianRatioRule(1.2))
         results.append((loc.faulty_gpus, loc.faulty_links))
         if loc.faulty_gpus == want_gpus and loc.faulty_links == want_links:
@@ -72,11 +73,9 @@ def test_pool_is_a_probe_executor_with_one_process_per_gpu(healthy):
 
 
 def test_injected_3x_straggler_is_localized_by_phase1_and_phase2(healthy):
-    # GPU 1: the core's drill-down currently leaves a slow GPU 4..7 of this cover
-    # inconclusive even on the noise-free simulator (reported to the core's owner)
-    healthy.set_injections([{"gpu": 1, "slowdown": 3.0}])
-    loc, results = sweep_until_exact(healthy, [1], [])
-    assert loc is not None, f"no sweep localized GPU 1 alone: {results}"
+    healthy.set_injections([{"gpu": 5, "slowdown": 3.0}])
+    loc, results = sweep_until_exact(healthy, [5], [])
+    assert loc is not None, f"no sweep localized GPU 5 alone: {results}"
     assert loc.probes_phase1 == 6 and loc.probes_phase2 > 0
 
 

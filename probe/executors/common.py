@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
@@ -51,8 +52,9 @@ def check_probe(gpus: Sequence[int], n_gpus: int, repeats: int, tokens: int) -> 
     if not gpus:
         raise ValueError("a probe needs at least one GPU, got []")
     for g in gpus:
-        if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < n_gpus:
+        if isinstance(g, bool) or not isinstance(g, Integral) or not 0 <= g < n_gpus:
             raise ValueError(f"GPU id must be an integer in 0..{n_gpus - 1}, got {g!r} in probe {gpus}")
+    gpus = [int(g) for g in gpus]
     if len(set(gpus)) != len(gpus):
         dup = next(g for g in gpus if gpus.count(g) > 1)
         raise ValueError(f"duplicate GPU id {dup} in probe {gpus}")
