@@ -126,6 +126,17 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
             ratio = s.rounds_first_fit / s.rounds_ref
             lines.append(f"  rounds (first fit, upper bound): worst {ratio.max():.2f} x ref at n={int(s.n[ratio.idxmax()])}; "
                          f"{int((ratio > 1.5).sum())} of {len(s)} sizes above 1.5")
+    lines += [
+        "",
+        "## Notes",
+        "",
+        "- `best_source` names the winning construction: `TD(k,m)+e` is a transversal design on k groups of",
+        "  at most m GPUs plus e infinite GPUs, each group covered recursively; `table` is a small cover found",
+        "  offline by simulated annealing (`faultsense_pipelines/cover/small_covers.json`).",
+        "- Rounds above 1.5x come from covers with infinite GPUs (e > 0): those GPUs sit in every group's",
+        "  sub-cover, so their probes cannot share rounds with the TD's full parallel classes; and from small",
+        "  k=8 covers (n <= 75) whose probes pairwise intersect.",
+    ]
     return "\n".join(lines) + "\n"
 
 
