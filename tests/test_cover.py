@@ -119,3 +119,11 @@ def test_probe_size_two_tests_every_pair_once_in_a_round_robin(n, rounds):
     assert len(cover.probes) == n * (n - 1) // 2
     assert len(cover.rounds) == rounds
     _assert_valid(cover)
+
+
+def test_trading_probes_for_rounds_never_crosses_the_k4_probe_target():
+    # n=35, k=4: the fewest-probe cover is within 1.05 x L(35, 4) = 1.05 x 105 but misses the
+    # rounds target; the planner must keep the probe target rather than buy rounds above it
+    cover = plan_cover(35, 4, "best")
+    _assert_valid(cover)
+    assert len(cover.probes) <= 1.05 * schonheim_bound(35, 4)

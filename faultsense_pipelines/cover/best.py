@@ -31,6 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .bounds import schonheim_bound
 from .designs import blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
 from .fields import factor
 from .greedy import greedy_cover
@@ -58,6 +59,10 @@ _MAX_INFINITE = 4  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
 _PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
 _ROUNDS_SLACK = 0.05  # extra probes accepted to meet the rounds target
 _ROUNDS_TARGET = 1.5  # rounds target, times ceil((n-1)/(k-1))
+# probe-count targets (times L(n, k)); trading probes for rounds never crosses them: fewer
+# probes matter more than fewer rounds
+_PROBE_TARGET = {4: 1.05}
+_PROBE_TARGET_DEFAULT = 1.10
 # sub-covers not in the table also try greedy up to max(100, 8k) GPUs (greedy is cheap there and
 # sometimes optimal, e.g. n=32, k=4)
 _GREEDY_SUBCOVER_GPUS = 100
@@ -168,7 +173,9 @@ def _top(n: int, k: int) -> Candidate:
 
     The cover with the fewest probes, if its rounds meet 1.5 x ceil((n-1)/(k-1)); else the
     fewest probes among candidates whose first-fit rounds meet that target, if one needs at
-    most 5% more probes; else, within 1% of the fewest probes, the fewest rounds.
+    most 5% more probes; else, within 1% of the fewest probes, the fewest rounds. A trade of
+    probes for rounds never takes the probe count above the probe target (1.05 x L(n, k) for
+    k = 4, 1.10 x L for larger k) when the fewest-probe cover is within it.
     """
     if k == 2 or n <= k:  # every pair once (optimal) / one probe
         return _candidates(n, k)[0]
@@ -180,9 +187,11 @@ def _top(n: int, k: int) -> Candidate:
         extra = _best_td(n, k, resolvable_only=True)
         if extra is not None:
             pool.append(extra)
-        close = [_scheduled(c, n) for c in pool if len(c.blocks) <= fewest * (1 + _ROUNDS_SLACK)]
+        cap = max(fewest, int(_PROBE_TARGET.get(k, _PROBE_TARGET_DEFAULT) * schonheim_bound(n, k)))
+        cap = min(cap, fewest * (1 + _ROUNDS_SLACK))
+        close = [_scheduled(c, n) for c in pool if len(c.blocks) <= cap]
         meeting = [c for c in close if len(c.rounds) <= target]
-        near = [c for c in close if len(c.blocks) <= fewest * (1 + _PROBE_SLACK)]
+        near = [c for c in close if len(c.blocks) <= min(cap, fewest * (1 + _PROBE_SLACK))]
         if meeting:  # fewest probes among those meeting the target
             c = min(meeting, key=lambda c: (len(c.blocks), len(c.rounds)))
         else:  # within 1% of the fewest probes, the fewest rounds
