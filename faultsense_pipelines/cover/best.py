@@ -35,6 +35,7 @@ from .bounds import schonheim_bound
 from .designs import blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
 from .fields import factor
 from .greedy import greedy_cover
+from .holey import holey_cover
 from .refine import fill_to_size, merge_small, remove_redundant, truncate
 from .rounds import ordered_rounds, plan_rounds
 from .table import lookup
@@ -254,7 +255,21 @@ def _td_count(n: int, k: int, m: int, e: int) -> int | None:
     sizes = _group_sizes(n - e, k, m)
     if sizes is None or max(sizes) + e >= n:
         return None
-    return _td_alive(k, m, tuple(sizes)) + sum(len(_best(s + e, k).blocks) for s in sizes)
+    return _td_alive(k, m, tuple(sizes)) + _groups_count(sizes, e, k)[0]
+
+
+def _groups_count(sizes: list[int], e: int, k: int) -> tuple[int, bool]:
+    """Probes covering the groups with the e infinite GPUs, and whether holey covers do it best.
+
+    Either each group with the infinite GPUs by a full cover, or (if stored for every group
+    size) each by a holey cover H(s, e, k) plus one cover of the infinite GPUs.
+    """
+    full = sum(len(_best(s + e, k).blocks) for s in sizes)
+    holes = [holey_cover(s, e, k) for s in sizes] if e >= 2 else [None]
+    if any(h is None for h in holes):
+        return full, False
+    holey = sum(len(h) for h in holes) + len(_best(e, k).blocks)
+    return (holey, True) if holey < full else (full, False)
 
 
 @lru_cache(maxsize=1024)
@@ -350,6 +365,12 @@ def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
             rounds.append(r)
     if not D.classes:  # not resolvable: let first fit find rounds
         rounds = ordered_rounds(blocks, n)
+    if _groups_count(sizes, e, k)[1]:  # holey covers of the groups, one cover of the infinite GPUs
+        for g, s in enumerate(sizes):
+            label = [int(offsets[g]) + j for j in range(s)] + infinite
+            blocks.extend(tuple(sorted(label[p] for p in b)) for b in holey_cover(s, e, k) or ())
+        blocks.extend(tuple(infinite[p] for p in b) for b in _best(e, k).blocks)
+        return _with_infinite_rounds(blocks, rounds, n, D, infinite, f"TD({k},{m})+{e} holey")
     subs = [_best(s + e, k) for s in sizes]
     labels = [_fill_labels(sub.blocks, s, e, int(offsets[g]), infinite) for g, (sub, s) in enumerate(zip(subs, sizes))]
     depth = max(len(sub.rounds) for sub in subs)
@@ -358,16 +379,23 @@ def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
             for i in sub.rounds[j] if j < len(sub.rounds) else ():
                 blocks.append(tuple(sorted(label[p] for p in sub.blocks[i])))
     if e:
-        td_class = {b: t for t, r in enumerate(rounds) for b in (blocks[i] for i in r)} if D.classes else {}
-        blocks = remove_redundant(blocks, n)
-        rounds = min(ordered_rounds(blocks, n), _interleaved_rounds(blocks, n, td_class, set(infinite)), key=len)
-    else:
-        pos = sum(len(r) for r in rounds)
-        for j in range(depth):
-            r = []
-            for sub in subs:
-                if j < len(sub.rounds):
-                    r.extend(range(pos, pos + len(sub.rounds[j])))
-                    pos += len(sub.rounds[j])
-            rounds.append(r)
-    return _by_rounds(blocks, rounds, f"TD({k},{m})" + (f"+{e}" if e else ""))
+        return _with_infinite_rounds(blocks, rounds, n, D, infinite, f"TD({k},{m})+{e}")
+    pos = sum(len(r) for r in rounds)
+    for j in range(depth):
+        r = []
+        for sub in subs:
+            if j < len(sub.rounds):
+                r.extend(range(pos, pos + len(sub.rounds[j])))
+                pos += len(sub.rounds[j])
+        rounds.append(r)
+    return _by_rounds(blocks, rounds, f"TD({k},{m})")
+
+
+def _with_infinite_rounds(
+    blocks: list[Block], rounds: list[list[int]], n: int, D, infinite: list[int], source: str
+) -> Candidate:
+    """Drop redundant probes, then rounds: plain first fit or infinite GPUs' probes between TD classes."""
+    td_class = {b: t for t, r in enumerate(rounds) for b in (blocks[i] for i in r)} if D.classes else {}
+    blocks = remove_redundant(blocks, n)
+    rounds = min(ordered_rounds(blocks, n), _interleaved_rounds(blocks, n, td_class, set(infinite)), key=len)
+    return _by_rounds(blocks, rounds, source)

@@ -31,6 +31,7 @@ def anneal_cover(
     iterations: int = 20000,
     t0: float = 1.5,
     t_end: float = 0.05,
+    hole: int = 0,
 ) -> list[Block] | None:
     """Rearrange the size-``k`` probes ``start`` (on ``n`` GPUs) until they cover every pair.
 
@@ -42,6 +43,8 @@ def anneal_cover(
         iterations: move budget.
         t0: initial temperature (in uncovered pairs).
         t_end: final temperature; T cools geometrically from t0 to t_end over the budget.
+        hole: the last ``hole`` GPUs form a hole: pairs among them need no probe (an
+            incomplete cover, for groups that share "infinite" GPUs in :mod:`.best`).
 
     Returns:
         Sorted probes covering every pair, or None if the budget ran out first.
@@ -52,6 +55,9 @@ def anneal_cover(
     rng = random.Random(seed)
     blocks = [list(b) for b in start]
     count = [[0] * n for _ in range(n)]
+    for x in range(n - hole, n):  # hole pairs count as covered once more, so they never become uncovered
+        for y in range(n - hole, n):
+            count[x][y] = 1 if x != y else 0
     holding: list[list[int]] = [[] for _ in range(n)]  # probes holding each GPU
     for j, b in enumerate(blocks):
         for x in b:
@@ -108,11 +114,19 @@ def anneal_cover(
 
 
 def shrink_cover(
-    n: int, k: int, cover: Sequence[Sequence[int]], floor: int, *, seed: int = 0, iterations: int = 20000
+    n: int,
+    k: int,
+    cover: Sequence[Sequence[int]],
+    floor: int,
+    *,
+    seed: int = 0,
+    iterations: int = 20000,
+    hole: int = 0,
 ) -> list[Block]:
     """Try to cover with fewer probes: drop one probe, pad the rest to k GPUs, anneal; repeat.
 
     Stops at ``floor`` probes (a lower bound) or at the first size the budget cannot reach.
+    With ``hole``, pairs among the last ``hole`` GPUs need no probe (see :func:`anneal_cover`).
 
     Returns:
         The smallest cover found (``cover`` itself if no smaller one was found).
@@ -132,7 +146,7 @@ def shrink_cover(
                 continue
             pad = sorted((x for x in range(n) if x not in b), key=lambda x: (use[x], rng.random()))
             start.append(list(b) + pad[: k - len(b)])
-        found = anneal_cover(n, k, start, seed=rng.randrange(2**31), iterations=iterations)
+        found = anneal_cover(n, k, start, seed=rng.randrange(2**31), iterations=iterations, hole=hole)
         if found is None:
             break
         best = found

@@ -7,7 +7,8 @@ are searched once, offline, and stored in ``small_covers.json`` next to this mod
 La Jolla Covering Repository, but produced by our own :mod:`.search`).
 
 Regenerate (deterministic; about 15 minutes on one core; ``--targets-only`` redoes only the
-long anneals of :data:`TARGETS` on top of the stored table):
+long anneals of :data:`TARGETS` on top of the stored table; ``--holey-only`` redoes only the
+holey covers of :mod:`.holey`, which are always regenerated last):
 
     .venv/bin/python -m faultsense_pipelines.cover.table
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from .bounds import schonheim_bound
 from .refine import uncovered_pairs
 
-__all__ = ["tabled_cover", "lookup", "TABLE_PATH", "TARGETS", "regenerate", "search_targets"]
+__all__ = ["tabled_cover", "lookup", "lookup_enabled", "TABLE_PATH", "TARGETS", "regenerate", "search_targets"]
 
 TABLE_PATH = Path(__file__).with_name("small_covers.json")
 # (k, largest n searched, annealing moves per attempted size)
@@ -107,6 +108,11 @@ _STAGED: dict[tuple[int, int], tuple[Block, ...]] = {}  # found during regenerat
 _USE_FILE = True
 
 
+def lookup_enabled() -> bool:
+    """False while :func:`regenerate` runs (stored covers are then ignored)."""
+    return _USE_FILE
+
+
 def lookup(n: int, k: int) -> tuple[Block, ...] | None:
     """What ``best`` uses: the stored cover (or, while regenerating, the one just found)."""
     return tabled_cover(n, k) if _USE_FILE else _STAGED.get((n, k))
@@ -139,6 +145,10 @@ def search_targets(targets: tuple[tuple[int, int, int, int], ...] = TARGETS, log
 
 
 if __name__ == "__main__":
-    if "--targets-only" not in sys.argv:
-        regenerate()
-    search_targets()
+    from .holey import regenerate_holey
+
+    if "--holey-only" not in sys.argv:
+        if "--targets-only" not in sys.argv:
+            regenerate()
+        search_targets()
+    regenerate_holey()

@@ -1,0 +1,62 @@
+"""Holey covers (a group plus infinite GPUs, pairs among the infinite GPUs left out) and their use in TD plans."""
+
+from __future__ import annotations
+
+import json
+import random
+from itertools import combinations
+
+import pytest
+
+from faultsense_pipelines.cover import holey, plan_cover, schonheim_bound
+from faultsense_pipelines.cover.best import best_cover_source
+from faultsense_pipelines.cover.search import anneal_cover
+
+
+def _missing_required(blocks, s: int, e: int) -> set[tuple[int, int]]:
+    """Brute force: pairs inside the group 0..s-1 or between it and the hole s..s+e-1 that no probe holds."""
+    covered = {pair for b in blocks for pair in combinations(sorted(set(b)), 2)}
+    required = {(a, b) for a, b in combinations(range(s + e), 2) if a < s}
+    return required - covered
+
+
+def test_annealing_with_a_hole_beats_the_full_cover():
+    # H(4, 3, 3) = 6: the 6 pairs of K4, each with one of 3 hole GPUs (a proper 3-edge-colouring of
+    # K4), cover all 6 + 12 required pairs; a full cover of 7 GPUs by triples needs 7 (Fano plane)
+    start = [random.Random(1).sample(range(7), 3) for _ in range(6)]
+    found = anneal_cover(7, 3, start, seed=2, iterations=50_000, hole=3)
+    assert found is not None and len(found) == 6
+    assert _missing_required(found, 4, 3) == set()
+    assert anneal_cover(7, 3, start, seed=2, iterations=50_000) is None  # without the hole, 6 triples cannot cover K7
+
+
+def test_stored_holey_covers_cover_every_required_pair_above_the_floor():
+    raw = json.loads(holey.HOLEY_PATH.read_text())
+    assert raw, "the holey-cover table is empty"
+    for key, blocks in raw.items():
+        k, s, e = (int(t) for t in key.split(","))
+        assert _missing_required(blocks, s, e) == set(), key
+        assert all(len(set(b)) == len(b) <= k and 0 <= min(b) and max(b) < s + e for b in blocks)
+        assert len(blocks) >= holey.holey_floor(s, e, k)
+
+
+def test_a_stored_holey_cover_that_misses_a_pair_is_ignored(tmp_path, monkeypatch):
+    bad = tmp_path / "holey_covers.json"
+    bad.write_text('{"3,4,3": [[0,1,4],[2,3,4]], "3,2,2": [[0,1,2],[0,1,3]]}')
+    monkeypatch.setattr(holey, "HOLEY_PATH", bad)
+    holey._load.cache_clear()
+    try:
+        assert holey.holey_cover(4, 3, 3) is None  # misses {0, 2} and more
+        assert holey.holey_cover(2, 2, 3) is not None  # {0,1}, {0,2}, {0,3}, {1,2}, {1,3}; {2,3} is the hole
+    finally:
+        holey._load.cache_clear()
+
+
+@pytest.mark.parametrize("n", [121, 162, 170])
+def test_td_plans_with_holey_groups_cover_every_pair_within_ten_percent_of_schonheim(n):
+    cover = plan_cover(n, 8, "best")
+    covered = {pair for p in cover.probes for pair in combinations(sorted(p), 2)}
+    assert covered == set(combinations(range(n), 2))
+    assert all(len(set(p)) == len(p) <= 8 for p in cover.probes)
+    assert "holey" in best_cover_source(n, 8)
+    assert len(cover.probes) <= 1.10 * schonheim_bound(n, 8)
