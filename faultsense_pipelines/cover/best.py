@@ -6,10 +6,13 @@ the fewest probes among:
 
 1. the greedy cover (the paper's Algorithm 1), always a candidate at the top level;
 2. a known design with block size k on v >= n points (lines of PG(d, k-1) or AG(d, k),
-   Denniston arcs, difference families), truncated to n points (:func:`.refine.truncate`);
+   Denniston arcs, difference families), truncated to n points (:func:`.refine.truncate`),
+   or on v < n <= v + k - 2 points, extended by n - v GPUs (:func:`.refine.extend`);
 3. a transversal design TD(k, m) on k groups of at most m GPUs, plus e "infinite" GPUs,
    with each group and the infinite GPUs covered recursively by ``best_cover`` -- the
-   classical recursion that gives C(km, k, 2) ~ L(km, k) when the groups are covered well;
+   classical recursion that gives C(km, k, 2) ~ L(km, k) when the groups are covered well --
+   or, where stored, by holey covers (:mod:`.holey`: the pairs among the infinite GPUs are
+   left to one cover of their own instead of being covered again in every group);
 4. a small cover found offline by simulated annealing (:mod:`.table`);
 
 each refined by merging probes that fit in one and dropping redundant ones. Probes are
@@ -36,7 +39,7 @@ from .designs import blocks_by_class, build_design, design_sources, max_td_group
 from .fields import factor
 from .greedy import greedy_cover
 from .holey import holey_cover
-from .refine import fill_to_size, merge_small, remove_redundant, truncate
+from .refine import extend, fill_to_size, merge_small, remove_redundant, truncate
 from .rounds import ordered_rounds, plan_rounds
 from .table import lookup
 
@@ -130,6 +133,8 @@ def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
             D = build_design(name)
             source = name if v == n else f"{name} truncated"
             candidates.append(_refined(truncate(blocks_by_class(D), v, n), n, k, source))
+        elif v < n <= v + k - 2:  # a few GPUs more: the new ones share probes with every k - e old ones
+            candidates.append(_refined(extend(blocks_by_class(build_design(name)), v, n, k), n, k, f"{name}+{n - v}"))
     td = _best_td(n, k)
     if td is not None:
         candidates.append(td)

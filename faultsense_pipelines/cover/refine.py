@@ -17,6 +17,7 @@ __all__ = [
     "pair_counts",
     "uncovered_pairs",
     "truncate",
+    "extend",
     "remove_redundant",
     "merge_small",
     "fill_to_size",
@@ -76,6 +77,28 @@ def truncate(blocks: Sequence[Sequence[int]], v: int, n: int) -> list[Block]:
         if len(kept) >= 2:
             out.append(kept)
     return out
+
+
+def extend(blocks: Sequence[Sequence[int]], v: int, n: int, k: int) -> list[Block]:
+    """Extend a pair cover of ``v`` GPUs to ``n`` GPUs (1 <= n - v <= k - 2) with new probes.
+
+    The e = n - v new GPUs go together into ceil(v / (k - e)) new probes, each with k - e of
+    the old GPUs (consecutive ids); these cover every new-old and new-new pair. A Steiner
+    system S(2, k, v) extended so meets Schönheim's bound for e = 1, 2 (e.g. S(2, 8, 120) plus
+    one GPU: 255 + 18 = 273 = L(121, 8)).
+
+    >>> extend([(0, 1, 2), (0, 3, 4), (1, 3, 5), (2, 4, 5), (0, 5, 6), (1, 4, 6), (2, 3, 6)], 7, 8, 4)[7:]
+    [(0, 1, 2, 7), (3, 4, 5, 7), (6, 7)]
+
+    Raises:
+        ValueError: unless 1 <= n - v <= k - 2.
+    """
+    e = n - v
+    if not 1 <= e <= k - 2:
+        raise ValueError(f"extend needs 1 <= n - v <= k - 2, got n={n}, v={v}, k={k}")
+    new = tuple(range(v, n))
+    step = k - e
+    return [tuple(b) for b in blocks] + [tuple(range(a, min(a + step, v))) + new for a in range(0, v, step)]
 
 
 def remove_redundant(blocks: Sequence[Sequence[int]], n: int) -> list[Block]:
