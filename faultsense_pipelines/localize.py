@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .cover import Cover
 from .drilldown import drilldown
 from .drilldown.common import Finding
+from .interleave import detrend_rounds, judge_against_reference, measure_rounds
 from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
 from .suspects import SuspectRule, default_rule, probe_latency_ms
 from .topology import Link
@@ -208,7 +209,12 @@ class Localization:
 
 
 def judge_probe(
-    executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int, baseline_ms: float, threshold_ms: float
+    executor: ProbeExecutor,
+    gpus: tuple[int, ...],
+    repeats: int,
+    baseline_ms: float,
+    threshold_ms: float,
+    reference: tuple[int, ...] | None = None,
 ) -> tuple[ProbeMeasurement, str]:
     """Measure one probe and call it ``"pass"``, ``"fail"`` or ``"error"``.
 
@@ -218,9 +224,16 @@ def judge_probe(
     threshold would otherwise pass or fail by the toss of the noise, and a faulty GPU that
     passes once is exonerated and lets its slowness be blamed on its links.
 
+    With a ``reference`` (a probe known to be healthy), the test and the reference are
+    measured in alternation (:func:`~faultsense_pipelines.interleave.measure_rounds`) and
+    x = log(median(test) / median(reference)): machine load that drifted since Phase 1
+    moves both alike. An error in either measurement is an ``"error"`` outcome.
+
     Returns:
-        The measurement (all latencies, ms) and the outcome.
+        The measurement (all latencies of the test probe, ms) and the outcome.
     """
+    if reference is not None:
+        return judge_against_reference(executor, gpus, reference, repeats, math.log(threshold_ms / baseline_ms))
     m = _measure(executor, gpus, repeats)
     if not m.ok:
         return m, "error"
@@ -237,7 +250,12 @@ def judge_probe(
 
 
 def run_phase1(
-    executor: ProbeExecutor, cover: Cover, *, repeats: int = 1, rule: SuspectRule | None = None
+    executor: ProbeExecutor,
+    cover: Cover,
+    *,
+    repeats: int = 1,
+    rule: SuspectRule | None = None,
+    interleave: bool = True,
 ) -> Phase1Result:
     """Run every cover probe ``repeats`` times and judge the sweep.
 
@@ -250,6 +268,11 @@ def run_phase1(
         cover: the Phase 1 plan; ``cover.gpus`` must equal ``executor.gpus``.
         repeats: measurements per probe (>= 1); the rule uses their median.
         rule: suspect rule; :func:`~faultsense_pipelines.suspects.default_rule` when ``None``.
+        interleave: take the repeats in rounds (every probe once, then every probe again,
+            ...) and hand the rule round-detrended latencies
+            (:func:`~faultsense_pipelines.interleave.detrend_rounds`), so a burst of machine
+            load lifts every probe alike; re-measurements are taken in rounds too. With
+            ``repeats == 1`` it changes nothing.
 
     Returns:
         A :class:`Phase1Result` with one record per cover probe, in cover order.
@@ -259,29 +282,27 @@ def run_phase1(
     """
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()
-    measured = [_measure(executor, probe, repeats) for probe in cover.probes]
+    measure = _measure_all if not interleave or repeats == 1 else measure_rounds
+    measured = measure(executor, cover.probes, repeats)
     ok = [i for i, m in enumerate(measured) if m.ok]
     baseline = threshold = None
     suspects: set[int] = set()
     degraded = False
-    remeasured = 0
     if ok:
-        verdict = rule.judge([measured[i].latencies_ms for i in ok])
+        lat = [measured[i].latencies_ms for i in ok]
+        verdict = rule.judge(detrend_rounds(lat) if interleave else lat)
         baseline, threshold = verdict.baseline_ms, verdict.threshold_ms
         suspects = {ok[j] for j in verdict.suspects}
         degraded = verdict.replica_degraded
+    between: list[int] = []
     if ok and not degraded:
         t = math.log(threshold / baseline)
-        for i in ok:
-            x = math.log(probe_latency_ms(measured[i].latencies_ms) / baseline)
-            if i in suspects or x <= t / 2:
-                continue
-            remeasured += 1
-            again = _measure(executor, cover.probes[i], 2 * repeats)
+        between = [i for i in ok if i not in suspects and math.log(_latency(measured[i]) / baseline) > t / 2]
+        for i, again in zip(between, measure(executor, [cover.probes[i] for i in between], 2 * repeats), strict=True):
             if not again.ok:
                 continue
             measured[i] = ProbeMeasurement(measured[i].gpus, measured[i].latencies_ms + again.latencies_ms)
-            if math.log(probe_latency_ms(measured[i].latencies_ms) / baseline) > t / 2:
+            if math.log(_latency(measured[i]) / baseline) > t / 2:
                 suspects.add(i)
     records = tuple(
         _record(1, i, m, "error" if not m.ok else "fail" if i in suspects else "pass") for i, m in enumerate(measured)
@@ -296,7 +317,7 @@ def run_phase1(
         suspect_probes=tuple(sorted(suspects)),
         replica_degraded=degraded,
         errors=len(measured) - len(ok),
-        remeasured=remeasured,
+        remeasured=len(between),
         repeats=repeats,
     )
 
@@ -309,6 +330,7 @@ def run_phase2(
     repeats: int = 1,
     rule: SuspectRule | None = None,
     recheck_explained: bool = True,
+    reference: bool | None = None,
 ) -> Localization:
     """Drill into the suspects of ``phase1`` and return the verdicts.
 
@@ -325,6 +347,11 @@ def run_phase2(
         recheck_explained: adaptive only: re-test suspect groups explained by a slow GPU
             (exact; about (n-1)/(k-1) probes per slow GPU). See
             :func:`~faultsense_pipelines.drilldown.adaptive.adaptive_drilldown`.
+        reference: judge each Phase 2 probe against a healthy Phase 1 probe measured in
+            alternation with it (the passing probe nearest the baseline; see
+            :func:`judge_probe`) instead of against the Phase 1 baseline alone. ``None``
+            (default): when ``repeats >= 2``, i.e. on executors noisy enough to need repeats.
+            It doubles the Phase 2 measurements; reference runs are not recorded.
 
     Returns:
         A :class:`Localization`; with no suspect, or a degraded replica, it has no Phase 2
@@ -335,9 +362,10 @@ def run_phase2(
     if not phase1.needs_drilldown or phase1.threshold_ms is None or phase1.baseline_ms is None:
         return Localization(phase1, (), ())
     baseline, threshold, records = phase1.baseline_ms, phase1.threshold_ms, []
+    ref = _reference_probe(phase1) if (repeats >= 2 if reference is None else reference) else None
 
     def oracle(gpus: tuple[int, ...]) -> bool | None:
-        m, outcome = judge_probe(executor, gpus, repeats, baseline, threshold)
+        m, outcome = judge_probe(executor, gpus, repeats, baseline, threshold, ref)
         records.append(_record(2, len(records), m, outcome))
         return None if outcome == "error" else outcome == "fail"
 
@@ -358,11 +386,14 @@ def localize(
     rule: SuspectRule | None = None,
     method: str = "adaptive",
     recheck_explained: bool = True,
+    interleave: bool = True,
+    reference: bool | None = None,
 ) -> Localization:
     """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`, :func:`run_phase2`)."""
-    phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule)
+    phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule, interleave=interleave)
     return run_phase2(
-        executor, phase1, method=method, repeats=repeats, rule=rule, recheck_explained=recheck_explained
+        executor, phase1, method=method, repeats=repeats, rule=rule, recheck_explained=recheck_explained,
+        reference=reference,
     )
 
 
@@ -378,6 +409,22 @@ def _measure(executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int) -> Pr
         return executor.run(gpus, repeats)
     except ExecutorError as exc:
         return ProbeMeasurement(tuple(sorted(gpus)), (), error=str(exc) or type(exc).__name__)
+
+
+def _measure_all(executor: ProbeExecutor, probes, repeats: int) -> list[ProbeMeasurement]:
+    return [_measure(executor, probe, repeats) for probe in probes]
+
+
+def _latency(m: ProbeMeasurement) -> float:
+    return probe_latency_ms(m.latencies_ms)
+
+
+def _reference_probe(phase1: Phase1Result) -> tuple[int, ...] | None:
+    """The passing Phase 1 probe whose latency is nearest the baseline (``None`` if none passed)."""
+    passed = [r for r in phase1.records if r.outcome == "pass"]
+    if not passed or not phase1.baseline_ms:
+        return None
+    return min(passed, key=lambda r: abs(math.log(r.latency_ms / phase1.baseline_ms))).gpus
 
 
 def _record(phase: int, index: int, m: ProbeMeasurement, outcome: str) -> ProbeRecord:

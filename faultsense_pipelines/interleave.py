@@ -1,0 +1,159 @@
+"""Interleaved measurement: repeats taken in rounds, and probes judged against a reference.
+
+On a real replica the latency of a probe moves with everything else the machine does (other
+tenants, a burst of CPU load, clock changes). If the ``repeats`` of one probe are taken back
+to back, a burst that lasts a few hundred ms lands on all repeats of that probe and on none
+of the others, and reads as a slow probe. Two defences, both relative (a uniform shift of
+every latency changes nothing):
+
+* **Rounds** (Phase 1). Every probe is measured once, then every probe again, and so on:
+  repeat j of every probe belongs to round j, taken within a short window. A load burst
+  lifts a whole round; :func:`detrend_rounds` divides each round by its own median (relative
+  to the median of all rounds), so a burst no longer moves one probe against another.
+* **Reference** (Phase 2). Each test probe is measured in turn with a *reference* probe
+  known to be healthy (it passed Phase 1), and judged by the ratio of their medians
+  (:func:`reference_ratio`) instead of against a baseline measured minutes earlier.
+
+References:
+    FaultSense (APSys '26), §4.2 (median-relative suspect rule), §4.3 (drill-down probes
+    padded with healthy GPUs); the paired, blocked design is the classic remedy for drifting
+    nuisance factors (G. E. P. Box, J. S. Hunter and W. G. Hunter, *Statistics for
+    Experimenters*, 2nd ed., Wiley 2005, ch. 4 "Blocking").
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
+from .suspects import probe_latency_ms
+
+__all__ = ["measure_rounds", "detrend_rounds", "reference_ratio", "judge_against_reference"]
+
+
+def measure_rounds(
+    executor: ProbeExecutor, probes: Sequence[Sequence[int]], repeats: int
+) -> list[ProbeMeasurement]:
+    """Measure every probe ``repeats`` times, one round over all probes at a time.
+
+    Args:
+        executor: runs the probes.
+        probes: the probes (GPU ids), in order.
+        repeats: rounds (>= 1).
+
+    Returns:
+        One measurement per probe, in order; latencies in round order (ms). A probe whose
+        run fails in some round is an error measurement and is skipped in later rounds.
+    """
+    lat: list[list[float]] = [[] for _ in probes]
+    error: list[str | None] = [None] * len(probes)
+    for _ in range(repeats):
+        for i, probe in enumerate(probes):
+            if error[i] is not None:
+                continue
+            try:
+                m = executor.run(probe, 1)
+            except ExecutorError as exc:
+                error[i] = str(exc) or type(exc).__name__
+                continue
+            if not m.ok:
+                error[i] = m.error
+                continue
+            lat[i].extend(m.latencies_ms)
+    return [
+        ProbeMeasurement(tuple(sorted(p)), () if e else tuple(v), error=e)
+        for p, v, e in zip(probes, lat, error, strict=True)
+    ]
+
+
+def detrend_rounds(latencies_ms: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Remove each round's common factor from latencies taken in rounds.
+
+    ``latencies_ms[i][j]`` is probe i in round j (every probe the same number of rounds).
+    Each round is divided by f_j = median_i(latency[i][j]) / median_j(f'_j) with
+    f'_j = median_i(latency[i][j]): a round taken during a burst of load is scaled back to
+    a typical round. Differences between probes within a round are kept exactly, so a
+    probe that is slow in every round stays slow by the same ratio.
+
+    Args:
+        latencies_ms: per probe, one latency per round, ms, all > 0.
+
+    Returns:
+        The detrended latencies, same shape, ms. A single round, or probes with unequal
+        round counts, are returned unchanged (as lists).
+
+    Notes:
+        O(P R log P) for P probes and R rounds. Multiplying every latency by c returns the
+        input's detrended latencies times c. With a fault on up to half of the probes the
+        round median moves by the same amount in every round, so faults are not removed.
+
+    >>> detrend_rounds([[10.0, 20.0], [30.0, 60.0]])
+    [[15.0, 15.0], [45.0, 45.0]]
+    """
+    rows = [list(r) for r in latencies_ms]
+    rounds = {len(r) for r in rows}
+    if len(rounds) != 1 or rounds == {1} or rounds == {0}:
+        return rows
+    (r,) = rounds
+    f = [float(statistics.median(row[j] for row in rows)) for j in range(r)]
+    typical = float(statistics.median(f))
+    return [[v * typical / f[j] for j, v in enumerate(row)] for row in rows]
+
+
+def reference_ratio(test_ms: Sequence[float], reference_ms: Sequence[float]) -> float:
+    """Latency of a test probe relative to a healthy reference measured alongside it.
+
+    Args:
+        test_ms: the test probe's repeats, ms.
+        reference_ms: the reference probe's repeats, taken interleaved with the test's, ms.
+
+    Returns:
+        median(test) / median(reference) (> 0).
+
+    Raises:
+        ValueError: if either has no repeat or a repeat is not finite and > 0.
+
+    >>> reference_ratio([30.0, 33.0, 31.0], [10.0, 11.0, 9.0])
+    3.1
+    """
+    return probe_latency_ms(test_ms) / probe_latency_ms(reference_ms)
+
+
+def judge_against_reference(
+    executor: ProbeExecutor, gpus: tuple[int, ...], reference: tuple[int, ...], repeats: int, t: float
+) -> tuple[ProbeMeasurement, str]:
+    """Measure a test probe in alternation with a healthy reference and call it pass or fail.
+
+    With x = log(median(test) / median(reference)): x > t fails, x <= t/2 passes, and in
+    between both are measured again (2 x ``repeats`` rounds more) and the probe fails when x
+    over all 3 x ``repeats`` rounds is above t/2 (the rule of ``localize.judge_probe``).
+
+    Args:
+        executor: runs the probes.
+        gpus: the test probe.
+        reference: a probe known to be healthy, of the same size as the test.
+        repeats: rounds (>= 1).
+        t: log of the slow threshold relative to the healthy latency (> 0).
+
+    Returns:
+        The test probe's measurement (its latencies, ms) and ``"pass"``, ``"fail"`` or
+        ``"error"`` (either probe could not be measured; the error names which).
+    """
+    test, ref = measure_rounds(executor, [gpus, reference], repeats)
+    if not (test.ok and ref.ok):
+        return _error(test, ref), "error"
+    x = math.log(reference_ratio(test.latencies_ms, ref.latencies_ms))
+    if x > t or x <= t / 2:
+        return test, "fail" if x > t else "pass"
+    test2, ref2 = measure_rounds(executor, [gpus, reference], 2 * repeats)
+    if not (test2.ok and ref2.ok):
+        return _error(test2, ref2), "error"
+    both = ProbeMeasurement(test.gpus, test.latencies_ms + test2.latencies_ms)
+    x = math.log(reference_ratio(both.latencies_ms, ref.latencies_ms + ref2.latencies_ms))
+    return both, "fail" if x > t / 2 else "pass"
+
+
+def _error(test: ProbeMeasurement, ref: ProbeMeasurement) -> ProbeMeasurement:
+    return test if not test.ok else ProbeMeasurement(test.gpus, (), error=f"reference probe {list(ref.gpus)}: {ref.error}")
