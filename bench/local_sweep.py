@@ -7,9 +7,10 @@ min_slowdown 2.0). Each sweep is run twice in a row, once per mode, alternating 
 first, so both modes see the same machine load:
 
 * ``old``: repeats back to back per probe, Phase 2 judged against the Phase 1 baseline
-  (``interleave=False, reference=False``).
+  (``interleave=False, reference=False``), RobustRule scaled by the spread between probes
+  only (``use_repeats=False``): the behaviour before interleaving.
 * ``new``: repeats in rounds with round detrending, Phase 2 against an interleaved healthy
-  reference (the defaults).
+  reference, RobustRule also using the noise within probes (the defaults).
 
 ``--hog N`` starts N busy-loop processes (one core each) for the whole run to simulate a
 loaded machine. Rates: exact (faulty GPUs == [2] and no faulty link, or nothing for the
@@ -36,7 +37,7 @@ from probe.executors.local import LocalExecutor
 
 N, K, REPEATS, STRAGGLER = 8, 4, 5, 2
 RESULTS = Path(__file__).parent / "results"
-MODES = {"old": {"interleave": False, "reference": False}, "new": {}}
+MODES = {"old": ({"interleave": False, "reference": False}, {"use_repeats": False}), "new": ({}, {})}
 
 
 def _hog() -> None:
@@ -57,13 +58,14 @@ def main() -> None:
     ap.add_argument("--sweeps", type=int, default=10, help="sweeps per case and mode")
     ap.add_argument("--hog", type=int, default=0, help="busy-loop processes to run alongside")
     ap.add_argument("--tag", default="", help="label for this run in the results")
+    ap.add_argument("--min-slowdown", type=float, default=2.0, help="RobustRule min_slowdown (fleet: 2.0)")
     args = ap.parse_args()
     hogs = [mp.get_context("spawn").Process(target=_hog, daemon=True) for _ in range(args.hog)]
     for h in hogs:
         h.start()
     rows = []
     try:
-        rule, cover = RobustRule(min_slowdown=2.0), plan_cover(N, K)
+        cover = plan_cover(N, K)
         with LocalExecutor(N, K, timeout_s=120) as ex:
             for case, inject, want in (("straggler", [{"gpu": STRAGGLER, "slowdown": 3.0}], [STRAGGLER]),
                                        ("healthy", [], [])):
@@ -72,10 +74,16 @@ def main() -> None:
                     order = list(MODES) if s % 2 == 0 else list(MODES)[::-1]
                     for mode in order:
                         t0 = time.monotonic()
-                        loc = localize(ex, cover, repeats=REPEATS, rule=rule, **MODES[mode])
+                        options, rule = MODES[mode]
+                        rule = RobustRule(min_slowdown=args.min_slowdown, **rule)
+                        loc = localize(ex, cover, repeats=REPEATS, rule=rule, **options)
+                        p1 = loc.phase1
                         rows.append({"tag": args.tag, "hog": args.hog, "case": case, "mode": mode, "sweep": s,
                                      "outcome": _classify(loc, want), "faulty_gpus": loc.faulty_gpus,
                                      "faulty_links": loc.faulty_links, "phase2_probes": loc.probes_phase2,
+                                     "p1_ratios": [round(r.latency_ms / p1.baseline_ms, 2) for r in p1.records
+                                                   if r.latency_ms is not None],
+                                     "threshold": round(p1.threshold_ms / p1.baseline_ms, 2),
                                      "load1": round(os.getloadavg()[0], 1),
                                      "seconds": round(time.monotonic() - t0, 1)})
                         print(rows[-1], flush=True)
@@ -96,7 +104,7 @@ def _write(rows: list[dict], args) -> None:
             w.writeheader()
         w.writerows(rows)
     lines = [f"\n## run {args.tag or time.strftime('%Y-%m-%d %H:%M')}: {args.sweeps} sweeps per cell, "
-             f"hog={args.hog}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}\n",
+             f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}\n",
              "| case | mode | exact | wrong | degraded | missed | mean s/sweep |", "|---|---|---|---|---|---|---|"]
     for case in ("straggler", "healthy"):
         for mode in MODES:

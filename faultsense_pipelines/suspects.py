@@ -35,6 +35,7 @@ __all__ = [
     "default_rule",
     "probe_latency_ms",
     "probe_fails",
+    "repeat_noise",
 ]
 
 #: The paper leaves alpha configurable and gives no value. 1.2 sits above the run-to-run
@@ -161,6 +162,14 @@ class RobustRule:
         min_slowdown: smallest latency ratio ever called slow (> 1).
         max_sigma: largest believable noise sigma of a probe's log-latency (> 0); a wider
             spread means the sweep cannot tell healthy from slow.
+        use_repeats: when every probe has >= 3 repeats, also estimate the noise from the
+            spread *within* probes (:func:`repeat_noise`, many degrees of freedom): a
+            healthy set of m < 8 probes is scaled by it alone (the MAD of a handful of
+            probes is mostly luck), a larger one by the larger of both; and the healthy
+            probes count as too wide only past max(``max_sigma``, 3 x that noise). On real
+            executors the noise depends on machine load (sigma 0.1 quiet, 0.13-0.4 under
+            load on the ``local`` executor), so a fixed ``max_sigma`` alone would call a
+            loaded but healthy-majority sweep degraded.
 
     Notes:
         O(P log P) per iteration; converges in a few iterations. A uniform shift multiplies
@@ -178,6 +187,7 @@ class RobustRule:
     false_alarm: float = 0.01
     min_slowdown: float = 1.1
     max_sigma: float = 0.1
+    use_repeats: bool = True
 
     def __post_init__(self) -> None:
         if not (0.0 < self.false_alarm < 1.0):
@@ -191,21 +201,25 @@ class RobustRule:
         x = [math.log(v) for v in _probe_latencies(latencies_ms)]
         z = NormalDist().inv_cdf(1.0 - self.false_alarm / len(x))
         floor = math.log(self.min_slowdown)
+        rep = repeat_noise(latencies_ms) if self.use_repeats else None
         # start from the faster half: under the healthy-majority assumption it is all healthy
         healthy = sorted(sorted(range(len(x)), key=x.__getitem__)[: (len(x) + 1) // 2])
         for _ in range(100):
-            b, t = _location_and_threshold([x[i] for i in healthy], z, floor)
+            b, t, _ = _location_and_threshold([x[i] for i in healthy], z, floor, rep)
             nxt = [i for i, v in enumerate(x) if v <= b + t]
             if nxt == healthy:
                 break
             healthy = nxt
-        b, t = _location_and_threshold([x[i] for i in healthy], z, floor)
+        b, t, spread = _location_and_threshold([x[i] for i in healthy], z, floor, rep)
         suspects = tuple(i for i, v in enumerate(x) if v > b + t)
         s = (t / z / (1.0 + 1.2 / math.sqrt(len(healthy)))) if t > floor else 0.0
         fast = sum(v < b - max(2.0 * s, floor) for v in x)
         # calling a sweep degraded stops all localization: demand more than for a suspect
         fast_minority = fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x)
-        too_wide = t > max(z * self.max_sigma, floor)
+        # healthy probes spread wider than noise can explain: max_sigma, or (with repeats)
+        # three times the noise of a probe's median measured from its own repeats
+        explained = max(self.max_sigma, 3.0 * rep[0]) if rep else self.max_sigma
+        too_wide = spread > explained and z * spread > floor
         degraded = 2 * len(suspects) > len(x) or fast_minority or too_wide
         baseline, threshold = math.exp(b), math.exp(b + t)
         if degraded:
@@ -224,10 +238,52 @@ def _probe_latencies(latencies_ms: Sequence[Sequence[float]]) -> list[float]:
     return [probe_latency_ms(r) for r in latencies_ms]
 
 
-def _location_and_threshold(x: list[float], z: float, floor: float) -> tuple[float, float]:
+def repeat_noise(latencies_ms: Sequence[Sequence[float]]) -> tuple[float, int] | None:
+    """Noise sigma of a probe's latency (median of its repeats) estimated from the repeats.
+
+    Pools the log-residuals r = log(latency) - log(median of the probe's repeats) of every
+    probe (less the median repeat itself): sigma = 1.4826 x median |r| is the per-repeat noise, and the median of R repeats
+    has about 1.2533 x sigma / sqrt(R) (asymptotic efficiency of the median). Only the
+    spread *within* probes is used, so a fault (which slows every repeat of a probe alike)
+    does not inflate it, unlike the spread between probes.
+
+    Args:
+        latencies_ms: per probe, its repeats, ms (all > 0).
+
+    Returns:
+        (sigma of a probe's median, number of pooled residuals), or ``None`` unless every
+        probe has at least 3 repeats (too few to tell noise from nothing).
+
+    >>> round(repeat_noise([[10.0, 11.0, 9.0]] * 4)[0], 3)
+    0.108
+    """
+    if not latencies_ms or min(len(r) for r in latencies_ms) < 3:
+        return None
+    resid: list[float] = []
+    for r in latencies_ms:
+        m = math.log(statistics.median(r))
+        dev = sorted(abs(math.log(v) - m) for v in r)
+        resid.extend(dev[1:] if len(r) % 2 else dev)  # an odd sample's median is its own: r = 0
+    sigma = _MAD_TO_SIGMA * float(statistics.median(resid))
+    return 1.2533 * sigma / math.sqrt(statistics.median(len(r) for r in latencies_ms)), len(resid)
+
+
+def _location_and_threshold(
+    x: list[float], z: float, floor: float, rep: tuple[float, int] | None = None
+) -> tuple[float, float, float]:
+    """Baseline b, threshold offset t and between-probe spread (sigma, widened) of the healthy ``x``.
+
+    The scale is the MAD of the healthy probes, widened by one standard deviation of its
+    own sampling error (~1.2 / sqrt(m)). With repeats (``rep``), a small healthy set
+    (m < 8: its MAD is mostly luck) uses the pooled repeat noise instead, and a large one
+    the larger of both.
+    """
     if not x:  # every probe trimmed: cannot happen from the median start, guard anyway
-        return math.inf, floor
+        return math.inf, floor, 0.0
     b = float(statistics.median(x))
-    s = _MAD_TO_SIGMA * float(statistics.median(abs(v - b) for v in x))
-    # the MAD of m points is itself uncertain (relative s.d. ~ 1.2 / sqrt(m)): widen by one s.d.
-    return b, max(z * s * (1.0 + 1.2 / math.sqrt(len(x))), floor)
+    spread = _MAD_TO_SIGMA * float(statistics.median(abs(v - b) for v in x)) * (1.0 + 1.2 / math.sqrt(len(x)))
+    scale = spread
+    if rep is not None:
+        noise = rep[0] * (1.0 + 1.2 / math.sqrt(rep[1]))
+        scale = noise if len(x) < 8 else max(spread, noise)
+    return b, max(z * scale, floor), spread

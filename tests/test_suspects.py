@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, probe_fails
+from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, probe_fails, repeat_noise
 
 LATENCIES = st.lists(st.floats(min_value=1.0, max_value=100.0), min_size=3, max_size=60)
 
@@ -98,3 +98,26 @@ def test_bad_rule_parameters_are_named(make, field):
 def test_bad_latencies_are_rejected(bad):
     with pytest.raises(ValueError):
         RobustRule().judge(bad)
+
+
+def _loaded_sweep(slow: float) -> list[list[float]]:
+    """6 probes x 5 repeats: repeat noise sigma ~0.25 (a loaded machine), medians of the
+    first three spread by +-0.15 in log, the last three ``slow`` times the first three."""
+    noise = [0.7, 1.0, 1.3, 0.85, 1.15]
+    healthy = [20.0 * math.exp(d) for d in (-0.15, 0.0, 0.15)]
+    return [[b * m for m in noise] for b in healthy] + [[slow * b * m for m in noise] for b in healthy]
+
+
+def test_noise_measured_within_probes_explains_a_wide_healthy_spread_so_half_slow_is_not_degraded():
+    # between-probe MAD of 3 healthy probes alone reads the sweep as having no healthy cluster
+    assert RobustRule(min_slowdown=2.0, use_repeats=False).judge(_loaded_sweep(3.0)).replica_degraded
+    v = RobustRule(min_slowdown=2.0).judge(_loaded_sweep(3.0))
+    assert not v.replica_degraded and v.suspects == (3, 4, 5)
+    healthy = RobustRule(min_slowdown=2.0).judge(_loaded_sweep(1.0))
+    assert not healthy.replica_degraded and healthy.suspects == ()
+
+
+def test_repeat_noise_needs_three_repeats_and_ignores_a_fault_that_slows_every_repeat():
+    assert repeat_noise([[10.0, 11.0]] * 4) is None
+    quiet = repeat_noise([[10.0, 10.5, 9.5]] * 6)
+    assert repeat_noise([[10.0, 10.5, 9.5]] * 5 + [[30.0, 31.5, 28.5]]) == pytest.approx(quiet)
