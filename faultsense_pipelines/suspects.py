@@ -166,7 +166,9 @@ class RobustRule:
             spread *within* probes (:func:`repeat_noise`, many degrees of freedom): a
             healthy set of m < 8 probes is scaled by it alone (the MAD of a handful of
             probes is mostly luck), a larger one by the larger of both; and the healthy
-            probes count as too wide only past max(``max_sigma``, 3 x that noise). On real
+            probes count as too wide only past max(``max_sigma``, 3 x that noise) and
+            when no gap of t/2 (in log) separates the fastest suspect from the slowest
+            healthy probe (slow probes that form their own group are not noise). On real
             executors the noise depends on machine load (sigma 0.1 quiet, 0.13-0.4 under
             load on the ``local`` executor), so a fixed ``max_sigma`` alone would call a
             loaded but healthy-majority sweep degraded.
@@ -217,9 +219,13 @@ class RobustRule:
         # calling a sweep degraded stops all localization: demand more than for a suspect
         fast_minority = fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x)
         # healthy probes spread wider than noise can explain: max_sigma, or (with repeats)
-        # three times the noise of a probe's median measured from its own repeats
+        # three times the noise of a probe's median measured from its own repeats; with
+        # repeats that only matters when the suspects do not stand apart as their own group
         explained = max(self.max_sigma, 3.0 * rep[0]) if rep else self.max_sigma
         too_wide = spread > explained and z * spread > floor
+        if rep is not None and too_wide:
+            gap = min((x[i] for i in suspects), default=math.inf) - max(x[i] for i in healthy)
+            too_wide = gap < t / 2
         degraded = 2 * len(suspects) > len(x) or fast_minority or too_wide
         baseline, threshold = math.exp(b), math.exp(b + t)
         if degraded:

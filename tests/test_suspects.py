@@ -121,3 +121,15 @@ def test_repeat_noise_needs_three_repeats_and_ignores_a_fault_that_slows_every_r
     assert repeat_noise([[10.0, 11.0]] * 4) is None
     quiet = repeat_noise([[10.0, 10.5, 9.5]] * 6)
     assert repeat_noise([[10.0, 10.5, 9.5]] * 5 + [[30.0, 31.5, 28.5]]) == pytest.approx(quiet)
+
+
+def test_with_repeats_a_wide_healthy_spread_is_degraded_only_when_suspects_do_not_stand_apart():
+    # quiet repeats (sigma ~0.01) but healthy medians spread +-0.2 in log: noise can't explain it
+    noise = [0.99, 1.0, 1.01, 0.995, 1.005]
+    spread = [20.0 * math.exp(d) for d in (-0.2, 0.0, 0.2)]
+    apart = [[b * m for m in noise] for b in spread] + [[60.0 * m for m in noise]] * 3
+    v = RobustRule(min_slowdown=2.0).judge(apart)
+    assert not v.replica_degraded and v.suspects == (3, 4, 5)
+    # a continuum 20 .. 52 ms: the "slow" probes are just the top of the spread
+    continuum = [[20.0 * math.exp(0.2 * i) * m for m in noise] for i in range(6)]
+    assert RobustRule(min_slowdown=1.1).judge(continuum).replica_degraded
