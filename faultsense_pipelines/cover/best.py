@@ -181,7 +181,7 @@ def _top(n: int, k: int) -> Candidate:
     fewest probes among candidates whose first-fit rounds meet that target, if one needs at
     most 5% more probes; else, within 1% of the fewest probes, the fewest rounds. A trade of
     probes for rounds never takes the probe count above the probe target (1.05 x L(n, k) for
-    k = 4, 1.10 x L for larger k) when the fewest-probe cover is within it.
+    k = 4, 1.10 x L for larger k), nor above the fewest probes when those already miss it.
     """
     if k == 2 or n <= k:  # every pair once (optimal) / one probe
         return _candidates(n, k)[0]
@@ -193,8 +193,8 @@ def _top(n: int, k: int) -> Candidate:
         extra = _best_td(n, k, resolvable_only=True)
         if extra is not None:
             pool.append(extra)
-        cap = max(fewest, int(_PROBE_TARGET.get(k, _PROBE_TARGET_DEFAULT) * schonheim_bound(n, k)))
-        cap = min(cap, fewest * (1 + _ROUNDS_SLACK))
+        limit = int(_PROBE_TARGET.get(k, _PROBE_TARGET_DEFAULT) * schonheim_bound(n, k))
+        cap = min(max(fewest, limit), fewest * (1 + _ROUNDS_SLACK))  # never further above the probe target
         close = [_scheduled(c, n) for c in pool if len(c.blocks) <= cap]
         meeting = [c for c in close if len(c.rounds) <= target]
         near = [c for c in close if len(c.blocks) <= min(cap, fewest * (1 + _PROBE_SLACK))]

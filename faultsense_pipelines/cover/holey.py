@@ -38,9 +38,11 @@ __all__ = ["HOLEY_PATH", "HOLEY_SEARCHED", "holey_cover", "holey_floor", "missin
 
 HOLEY_PATH = Path(__file__).with_name("holey_covers.json")
 # (k, group sizes s, hole sizes e, annealing moves per attempted size): the TD(8, 13) and
-# TD(8, 19) groups, which the k=8 plans near n = 112..122 and n = 162..176 use
+# TD(8, 19) groups, which the k=8 plans near n = 112..122 and n = 162..176 use; a later entry
+# anneals on from what an earlier one found (the big holes of TD(8, 19) + 14..24 need longer)
 HOLEY_SEARCHED: tuple[tuple[int, tuple[int, ...], range, int], ...] = (
     (8, (13, 19), range(2, 25), 400_000),
+    (8, (19,), range(14, 25), 3_000_000),
 )
 
 Block = tuple[int, ...]
@@ -95,7 +97,8 @@ def holey_cover(s: int, e: int, k: int) -> tuple[Block, ...] | None:
 
 
 def regenerate_holey(searched=HOLEY_SEARCHED, log=sys.stderr) -> dict[str, list[list[int]]]:
-    """Anneal every H(s, e, k) of ``searched`` down from the full cover; store those below it."""
+    """Anneal every H(s, e, k) of ``searched`` down from the full cover (or from what an earlier
+    entry found); store those below the full cover."""
     from . import best
     from .search import shrink_cover
 
@@ -109,7 +112,8 @@ def regenerate_holey(searched=HOLEY_SEARCHED, log=sys.stderr) -> dict[str, list[
                 for e in holes:
                     start = time.time()
                     full = [tuple(b) for b in best._best(s + e, k).blocks]
-                    found = shrink_cover(s + e, k, full, holey_floor(s, e, k), seed=0, iterations=iterations, hole=e)
+                    start_cover = [tuple(b) for b in out.get(f"{k},{s},{e}", full)]
+                    found = shrink_cover(s + e, k, start_cover, holey_floor(s, e, k), seed=0, iterations=iterations, hole=e)
                     if len(found) < len(full):
                         out[f"{k},{s},{e}"] = [list(b) for b in found]
                     print(f"holey k={k} s={s} e={e}: full {len(full)}, holey {len(found)}, "
