@@ -112,7 +112,9 @@ class Phase1Result:
         replica_degraded: the healthy-majority assumption failed; no suspect is reported.
         errors: probes that could not be measured.
         remeasured: probes measured a second time (2 x repeats more) because their first
-            latency fell between the two thresholds (see :func:`judge_probe`).
+            latency fell between the two thresholds (see :func:`judge_probe`), plus, when
+            the first judgement was ``replica_degraded`` with ``interleave`` and repeats >= 2,
+            every probe once more (``repeats`` more rounds, judged with the first ones).
         repeats: measurements per probe in the first pass.
     """
 
@@ -271,7 +273,9 @@ def run_phase1(
         interleave: take the repeats in rounds (every probe once, then every probe again,
             ...) and hand the rule round-detrended latencies
             (:func:`~faultsense_pipelines.interleave.detrend_rounds`), so a burst of machine
-            load lifts every probe alike; re-measurements are taken in rounds too. With
+            load lifts every probe alike; re-measurements are taken in rounds too. A sweep
+            judged ``replica_degraded`` is measured once more (``repeats`` more rounds) and
+            judged on all its repeats: a load burst should not cost the whole sweep. With
             ``repeats == 1`` it changes nothing.
 
     Returns:
@@ -288,12 +292,23 @@ def run_phase1(
     baseline = threshold = None
     suspects: set[int] = set()
     degraded = False
-    if ok:
+    resweeps = 0
+    while ok:
         lat = [measured[i].latencies_ms for i in ok]
         verdict = rule.judge(detrend_rounds(lat) if interleave else lat)
         baseline, threshold = verdict.baseline_ms, verdict.threshold_ms
         suspects = {ok[j] for j in verdict.suspects}
         degraded = verdict.replica_degraded
+        if not (degraded and interleave and repeats > 1 and resweeps < 1):
+            break
+        # a degraded verdict stops all localization: measure every probe again, in rounds,
+        # and judge all the repeats together before giving up on the sweep
+        resweeps += 1
+        again = measure(executor, [cover.probes[i] for i in ok], repeats)
+        for i, m in zip(ok, again, strict=True):
+            measured[i] = ProbeMeasurement(m.gpus, (), error=m.error) if not m.ok else ProbeMeasurement(
+                m.gpus, measured[i].latencies_ms + m.latencies_ms)
+        ok = [i for i, m in enumerate(measured) if m.ok]
     between: list[int] = []
     if ok and not degraded:
         t = math.log(threshold / baseline)
@@ -317,7 +332,7 @@ def run_phase1(
         suspect_probes=tuple(sorted(suspects)),
         replica_degraded=degraded,
         errors=len(measured) - len(ok),
-        remeasured=len(between),
+        remeasured=len(between) + resweeps * len(ok),
         repeats=repeats,
     )
 

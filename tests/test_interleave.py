@@ -15,6 +15,7 @@ from faultsense_pipelines.interleave import detrend_rounds, judge_against_refere
 from faultsense_pipelines.localize import localize, run_phase1, run_phase2
 from faultsense_pipelines.probes import ProbeMeasurement
 from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.suspects import RobustRule
 
 
 class FakeLoadedExecutor:
@@ -92,3 +93,17 @@ def test_single_repeat_localization_is_unchanged_by_the_new_defaults():
     new = localize(SimulatedReplica(32, faults), plan_cover(32, 4, "greedy"))
     old = localize(SimulatedReplica(32, faults), plan_cover(32, 4, "greedy"), interleave=False, reference=False)
     assert new == old and new.faulty_gpus == [5]
+
+
+def test_a_sweep_judged_degraded_under_a_burst_is_measured_once_more_before_giving_up():
+    cover = plan_cover(8, 4)  # 6 probes; in rounds, probe i of round j is call 6 j + i
+    x = next(i for i, p in enumerate(cover.probes) if 2 not in p)
+    ex = FakeLoadedExecutor(SimulatedReplica(8, [GpuFault(2, 1.5)]), burst={x, 6 + x})
+    p1 = run_phase1(ex, cover, repeats=3)
+    # first 3 rounds: probe x reads 2x in two of them, so 4 of 6 probes look slow: degraded
+    first = RobustRule().judge(detrend_rounds([r.latencies_ms[:3] for r in p1.records]))
+    assert first.replica_degraded
+    # 3 more rounds, judged with the first: x's median is healthy again
+    assert len(ex.calls) >= 36 and all(len(r.latencies_ms) == 6 for r in p1.records)
+    assert not p1.replica_degraded and p1.remeasured >= 6
+    assert list(p1.suspect_probes) == [i for i, p in enumerate(cover.probes) if 2 in p]
