@@ -35,7 +35,7 @@ from functools import lru_cache
 import numpy as np
 
 from .bounds import schonheim_bound
-from .designs import blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
+from .designs import Design, blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
 from .fields import factor
 from .greedy import greedy_cover
 from .holey import holey_cover
@@ -397,7 +397,7 @@ def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
 
 
 def _with_infinite_rounds(
-    blocks: list[Block], rounds: list[list[int]], n: int, D, infinite: list[int], source: str
+    blocks: list[Block], rounds: list[list[int]], n: int, D: Design, infinite: list[int], source: str
 ) -> Candidate:
     """Drop redundant probes, then rounds: plain first fit or infinite GPUs' probes between TD classes."""
     td_class = {b: t for t, r in enumerate(rounds) for b in (blocks[i] for i in r)} if D.classes else {}
