@@ -2,6 +2,10 @@
 
 A fault multiplies the latency of every probe that runs its component by ``slowdown``; a
 probe touches a GPU when the GPU is in it, and a link when both of its ends are.
+
+A gray failure only slows things down, so ``slowdown >= 1``: a value below 1 (a *faster*
+component) is rejected, and ``slowdown == 1`` is accepted as a no-op (a healthy component,
+the same convention as the real injections of ``probe.executors.injection``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ class GpuFault:
 
     Attributes:
         gpu: 0-based GPU id.
-        slowdown: latency multiplier of every probe that runs the GPU (> 0; > 1 slows).
+        slowdown: latency multiplier of every probe that runs the GPU (>= 1; 1 is a no-op).
     """
 
     gpu: int
@@ -41,7 +45,7 @@ class LinkFault:
 
     Attributes:
         link: the path as a sorted pair of GPU ids.
-        slowdown: latency multiplier of every probe that holds both ends (> 0).
+        slowdown: latency multiplier of every probe that holds both ends (>= 1).
     """
 
     link: Link
@@ -71,7 +75,7 @@ def parse_fault(item: Mapping, n: int, where: str = "faults[0]") -> Fault:
 
     Raises:
         ValueError: naming the bad field (not an object, neither or both of gpu/link, unknown
-            GPU id, link to itself, missing, NaN or non-positive slowdown).
+            GPU id, link to itself, missing, NaN or below-1 slowdown).
 
     >>> parse_fault({"link": [21, 3], "slowdown": 1.56}, 32)
     LinkFault(link=(3, 21), slowdown=1.56)
@@ -129,5 +133,5 @@ def _gpu_id(v: object, n: int, where: str) -> int:
 
 
 def _check_slowdown(slowdown: float, where: str) -> None:
-    if not math.isfinite(slowdown) or slowdown <= 0:
-        raise ValueError(f"{where}.slowdown must be a finite number > 0, got {slowdown!r}")
+    if not math.isfinite(slowdown) or slowdown < 1:
+        raise ValueError(f"{where}.slowdown must be a finite number >= 1 (a gray failure slows down), got {slowdown!r}")

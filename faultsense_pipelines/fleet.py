@@ -68,7 +68,8 @@ def _link(v: tuple[int, int] | None) -> tuple[int, int] | None:
 
 
 class SimulatedFault(_Strict):
-    """A simulated fault: GPU ``gpu`` or path ``link`` is ``slowdown`` times slower (> 0)."""
+    """A simulated fault: GPU ``gpu`` or path ``link`` is ``slowdown`` times slower (>= 1; 1 is a
+    no-op, below 1 would be a faster component, not a gray failure)."""
 
     gpu: Annotated[int, Field(ge=0)] | None = None
     link: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = None
@@ -79,7 +80,7 @@ class SimulatedFault(_Strict):
     @field_validator("slowdown")
     @classmethod
     def _slowdown(cls, v: float) -> float:
-        return _finite(v, 0.0, inclusive=False)
+        return _finite(v, 1)
 
     @model_validator(mode="after")
     def _one_component(self) -> SimulatedFault:

@@ -29,7 +29,9 @@ def test_a_link_fault_touches_a_probe_only_with_both_ends():
         ({"gpu": -1, "slowdown": 1.5}, r"faults\[0\].gpu"),
         ({"gpu": 1.5, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
         ({"gpu": True, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
-        ({"gpu": 3, "slowdown": 0}, r"faults\[0\].slowdown must be a finite number > 0"),
+        ({"gpu": 3, "slowdown": 0}, r"faults\[0\].slowdown must be a finite number >= 1"),
+        ({"gpu": 3, "slowdown": 0.5}, r"faults\[0\].slowdown must be a finite number >= 1 \(a gray failure slows down\), got 0.5"),
+        ({"link": [1, 2], "slowdown": 0.99}, r"faults\[0\].slowdown must be a finite number >= 1"),
         ({"gpu": 3, "slowdown": -2}, r"slowdown"),
         ({"gpu": 3, "slowdown": math.nan}, r"slowdown"),
         ({"gpu": 3, "slowdown": math.inf}, r"slowdown"),
@@ -84,3 +86,9 @@ def test_a_scenario_has_defaults_for_noise_and_seed():
 def test_a_bad_scenario_names_the_field(obj, message):
     with pytest.raises(ValueError, match=message):
         parse_scenario(obj)
+
+
+def test_a_slowdown_of_exactly_one_is_accepted_as_a_healthy_no_op() -> None:
+    from faultsense_pipelines.faults import GpuFault, parse_fault
+
+    assert parse_fault({"gpu": 3, "slowdown": 1}, 8) == GpuFault(3, 1.0)
