@@ -44,6 +44,19 @@ EXECUTORS: tuple[str, ...] = ("simulated", "local", "ray", "vllm")
 NAME_PATTERN = r"[a-z0-9_-]+"
 _ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _URI_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+#: ``scheme://user:password@`` (or ``user@``) at the start of a URL: what :func:`_redact` hides.
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s]*)@")
+
+
+def _redact(v: str) -> str:
+    """``v`` with the password of a ``scheme://user:password@host`` URL replaced by ``***`` (a
+    lone ``scheme://token@host`` user part too: it is often a token), so that no fleet error
+    message can echo a secret."""
+    m = _USERINFO.match(v)
+    if not m:
+        return v
+    user, colon, _ = m.group(2).partition(":")
+    return f"{m.group(1)}{user + ':***' if colon else '***'}@{v[m.end():]}"
 
 
 class FleetError(ValueError):
@@ -168,15 +181,21 @@ class VllmOptions(_Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
-        if not re.match(r"^https?://[^\s/:]+(:\d+)?(/\S*)?$", v):
-            raise ValueError(f"must be an http:// or https:// URL, got {v!r}")
+        if _USERINFO.match(v):
+            raise ValueError(
+                "credentials in the URL are not allowed; put the key in the environment variable "
+                f"named by api_key_env, got {_redact(v)!r}"
+            )
+        if not re.match(r"^https?://[^\s/:@]+(:\d+)?(/\S*)?$", v):
+            raise ValueError(f"must be an http:// or https:// URL, got {_redact(v)!r}")
         return v
 
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str | None) -> str | None:
         if v is not None and not re.fullmatch(_ENV_NAME, v):
-            raise ValueError(f"must be the name of an environment variable (not the key itself), got {v!r}")
+            # never echo it: a value that is not a variable name may well be the key itself
+            raise ValueError(f"must be the name of an environment variable (not the key itself), got a {len(v)}-character value (not shown)")
         return v
 
 
@@ -281,13 +300,13 @@ class Fleet(_Strict):
     @classmethod
     def _ledger_uri(cls, v: str) -> str:
         if v != v.strip() or "\n" in v:
-            raise ValueError(f"must be a path or URI without surrounding whitespace, got {v!r}")
+            raise ValueError(f"must be a path or URI without surrounding whitespace, got {_redact(v.strip())!r} with whitespace")
         m = _URI_SCHEME.match(v)
         if m:
             import fsspec
 
             if m.group(1).lower() not in fsspec.available_protocols():
-                raise ValueError(f"unknown filesystem scheme {m.group(1)!r} in {v!r}")
+                raise ValueError(f"unknown filesystem scheme {m.group(1)!r} in {_redact(v)!r}")
         return v
 
     @field_validator("replicas")

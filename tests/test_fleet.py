@@ -131,3 +131,32 @@ def test_remote_ledger_uris_are_accepted_and_can_be_overridden() -> None:
     assert fleet.with_ledger("memory://ledger").ledger == "memory://ledger"
     with pytest.raises(KeyError, match="unknown replica 'zz'; the fleet has a, b"):
         fleet.replica("zz")
+
+
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        (
+            {"executor": "vllm", "vllm": {"url": "http://alice:pw123@127.0.0.1:9"}},
+            "replicas[1].vllm.url: credentials in the URL are not allowed; put the key in the environment variable "
+            "named by api_key_env, got 'http://alice:***@127.0.0.1:9'",
+        ),
+        ({"executor": "vllm", "vllm": {"url": "https://pw123@probe:8000/v1"}}, "replicas[1].vllm.url: credentials in the URL are not allowed"),
+        ({"executor": "vllm", "vllm": {"url": "ftp://alice:pw123@probe"}}, "replicas[1].vllm.url: credentials in the URL are not allowed"),
+        ({"executor": "vllm", "vllm": {"url": "http://h:1", "api_key_env": "pw123 live"}}, "replicas[1].vllm.api_key_env: must be the name of an environment variable"),
+    ],
+)
+def test_a_fleet_error_never_echoes_a_secret(changes: dict, expected: str) -> None:
+    with pytest.raises(FleetError) as err:
+        parse_fleet(with_second(**changes), source="fleet.yaml")
+    message = str(err.value)
+    assert message.startswith(f"fleet.yaml: {expected}"), message
+    assert "pw123" not in message
+
+
+@pytest.mark.parametrize("ledger", ["nosuchfs://key:pw123@bucket/ledger", " s3://key:pw123@bucket/ledger"])
+def test_a_bad_ledger_uri_error_redacts_its_password(ledger: str) -> None:
+    with pytest.raises(FleetError) as err:
+        parse_fleet({**BASE, "ledger": ledger}, source="fleet.yaml")
+    assert str(err.value).startswith("fleet.yaml: ledger: ") and "key:***@bucket" in str(err.value), str(err.value)
+    assert "pw123" not in str(err.value)
