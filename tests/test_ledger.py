@@ -201,3 +201,26 @@ def test_a_writer_killed_mid_write_leaves_the_earlier_file_intact(tmp_path: Path
     assert store.read_probe_runs()["latency_ms"].tolist() == [10.0, 11.0, 12.0, 13.0, 14.0]
     assert len(pd.read_parquet(tmp_path / "probe_runs")) == 5
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/probe_runs/*/*.parquet')").fetchall() == [(5,)]
+
+
+def test_ledger_show_of_a_missing_path_or_a_file_says_there_is_no_ledger(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from faultsense_pipelines.cli import app
+
+    missing, a_file = tmp_path / "nonexistent", tmp_path / "lf"
+    a_file.write_text("")
+    for where, extra in ((missing, ""), (a_file, " (it is a file, not a directory)")):
+        shown = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(where)])
+        assert shown.exit_code == 2, shown.output
+        assert shown.output.strip().splitlines() == [f"error: no ledger at {where}{extra}"]
+
+
+def test_ledger_show_of_an_existing_empty_ledger_is_an_empty_table(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from faultsense_pipelines.cli import app
+
+    shown = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(tmp_path), "--since", "2026-11-01"])
+    assert shown.exit_code == 0, shown.output
+    assert f"fault ledger {tmp_path} since 2026-11-01 (0 of 0 rows)" in shown.output

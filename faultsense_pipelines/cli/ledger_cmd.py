@@ -57,6 +57,8 @@ def register(app: typer.Typer) -> None:
             store = LedgerStore(default_ledger_uri(ledger, fleet))
         except (FleetError, ValueError) as exc:
             fail(str(exc))
+        if (kind := store.root_kind()) != "directory":
+            fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
         df = store.read_faults(since=day, replica=replica, detector=detector)
         if status is not None:
             df = df[df["status"] == status]

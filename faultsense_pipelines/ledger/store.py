@@ -116,6 +116,17 @@ class LedgerStore:
         """The ledger location without credentials (what logs and the UI show)."""
         return self._root if "://" not in self.uri else _redact(self.uri)
 
+    def root_kind(self) -> str:
+        """What the ledger URI points at: ``"directory"``, ``"file"`` or ``"missing"``.
+
+        An object store has no real directories: a bucket prefix with nothing under it reads
+        as ``"missing"``.
+        """
+        kind = self._fs.get_file_info(self._root).type
+        if kind == pafs.FileType.Directory:
+            return "directory"
+        return "missing" if kind == pafs.FileType.NotFound else "file"
+
     def dataset_path(self, dataset: str) -> str:
         """Root of ``fault_ledger`` or ``probe_runs`` on the store's filesystem."""
         if dataset not in _SCHEMAS:
