@@ -20,6 +20,7 @@ __all__ = [
     "SweepKey",
     "sweep_key",
     "current_hour_key",
+    "check_hour_key",
     "cover_partitions",
 ]
 
@@ -70,6 +71,25 @@ def current_hour_key(now: datetime | None = None) -> str:
     """The hour partition containing ``now`` (UTC), e.g. ``"2026-11-30-08:00"``."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
     return now.strftime("%Y-%m-%d-%H:00")
+
+
+def check_hour_key(hour: str, now: datetime | None = None) -> str:
+    """``hour`` if it is an hour partition of :data:`HOURLY`, from ``SWEEPS_START`` to the hour
+    containing ``now`` (UTC; default: now).
+
+    Raises:
+        ValueError: one line naming ``hour`` and the valid format or range.
+    """
+    try:
+        start = datetime.strptime(hour, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
+    except (TypeError, ValueError):
+        start = None
+    if start is None or start.minute != 0 or current_hour_key(start) != hour:
+        raise ValueError(f"hour must look like YYYY-MM-DD-HH:00 (e.g. 2026-11-30-08:00), got {hour!r}")
+    last = current_hour_key(now)
+    if not SWEEPS_START <= hour <= last:
+        raise ValueError(f"hour {hour} is outside the sweep partitions {SWEEPS_START} .. {last} (UTC)")
+    return hour
 
 
 def cover_partitions(shapes: list[str]) -> dg.StaticPartitionsDefinition:

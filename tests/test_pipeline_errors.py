@@ -105,3 +105,23 @@ def test_an_unknown_replica_or_hour_is_refused_before_anything_runs(tmp_path: Pa
     bad_hour = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--hour", "08:00"])
     assert bad_hour.exit_code == 2 and "--hour must look like" in bad_hour.stderr
     assert not ledger.exists()
+
+
+@pytest.mark.parametrize(
+    "hour, expected",
+    [
+        ("2099-01-01-00:00", "error: --hour 2099-01-01-00:00 is outside the sweep partitions 2026-11-01-00:00 .. "),
+        ("2026-10-31-23:00", "error: --hour 2026-10-31-23:00 is outside the sweep partitions 2026-11-01-00:00 .. "),
+        ("2026-13-01-00:00", "error: --hour must look like YYYY-MM-DD-HH:00 (e.g. 2026-11-30-08:00), got '2026-13-01-00:00'"),
+        ("2026-11-30-08:30", "error: --hour must look like YYYY-MM-DD-HH:00"),
+    ],
+)
+def test_an_hour_outside_the_partitions_or_malformed_gets_one_line_and_exit_2(tmp_path: Path, hour: str, expected: str) -> None:
+    fleet, ledger = write_fleet(tmp_path)
+    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", hour])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(expected), result.stderr
+    assert "Traceback" not in result.output and not ledger.exists()
+    with pytest.raises(ValueError, match="hour"):
+        run_sweep(fleet, ["sim-faulty"], hour=hour)

@@ -95,21 +95,22 @@ def run_sweep(
         One :class:`ReplicaSweep` per replica, and the ledger location.
 
     Raises:
-        FleetError: malformed fleet file. KeyError: unknown replica name.
+        FleetError: malformed fleet file. KeyError: unknown replica name. ValueError: ``hour``
+            is malformed or outside the sweep partitions (checked before any run starts).
     """
     import dagster as dg
 
-    from assets.partitions import REPLICAS, current_hour_key
+    from assets.partitions import REPLICAS, check_hour_key, current_hour_key
     from faultsense_pipelines.definitions import ANALYTICS_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import load_fleet
 
+    hour = check_hour_key(hour) if hour is not None else current_hour_key()
     fleet = load_fleet(fleet_path)
     names = replicas or fleet.names
     for name in names:
         fleet.replica(name)  # KeyError naming the unknown replica
     defs = build_definitions(fleet_path, ledger_uri)
     ledger = defs.resources["ledger"].store().display_uri
-    hour = hour or current_hour_key()
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     config = dict(quiet)
     if repeats:
@@ -168,15 +169,13 @@ def register(app: typer.Typer) -> None:
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
-        from assets.partitions import current_hour_key
+        from assets.partitions import check_hour_key, current_hour_key
         from faultsense_pipelines.fleet import FleetError
 
-        if hour is not None:
-            import re
-
-            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}-\d{2}:00", hour):
-                fail(f"--hour must look like 2026-11-30-08:00, got {hour!r}")
-        hour = hour or current_hour_key()
+        try:
+            hour = check_hour_key(hour) if hour is not None else current_hour_key()
+        except ValueError as exc:
+            fail(f"--{exc}")
         console = Console(stderr=True)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
             task = progress.add_task("loading the fleet", total=None)
