@@ -125,3 +125,34 @@ def test_an_hour_outside_the_partitions_or_malformed_gets_one_line_and_exit_2(tm
     assert "Traceback" not in result.output and not ledger.exists()
     with pytest.raises(ValueError, match="hour"):
         run_sweep(fleet, ["sim-faulty"], hour=hour)
+
+
+def test_a_ledger_path_that_is_a_file_is_refused_before_any_run(tmp_path: Path) -> None:
+    fleet, _ = write_fleet(tmp_path)
+    a_file = tmp_path / "lf"
+    a_file.write_text("")
+    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--ledger", str(a_file), "--hour", HOUR])
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.stderr.splitlines() if "error:" in line] == [f"error: ledger {a_file} is a file, not a directory"]
+    assert "sim-faulty: " not in result.output  # no run started
+    assert a_file.read_text() == ""
+
+
+def test_a_failed_step_reports_its_innermost_cause() -> None:
+    from faultsense_pipelines.cli.sweep_cmd import _failure_message
+
+    @dg.op
+    def boom() -> None:
+        try:
+            raise KeyError("the innermost cause")
+        except KeyError as exc:
+            raise RuntimeError("wrapper") from exc
+
+    @dg.job
+    def fails() -> None:
+        boom()
+
+    result = fails.execute_in_process(raise_on_error=False)
+    message = _failure_message(result)
+    assert message.startswith('dagster._core.errors.DagsterExecutionStepExecutionError: Error occurred while executing op "boom"')
+    assert message.endswith("KeyError: 'the innermost cause'"), message

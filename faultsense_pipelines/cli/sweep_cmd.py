@@ -42,13 +42,27 @@ class ReplicaSweep:
     seconds: float = 0.0
 
 
+def _innermost(error) -> str:
+    """The last line of the innermost cause of a Dagster ``SerializableErrorInfo``: the
+    exception that really stopped the step, not Dagster's "Error occurred while executing op"."""
+    messages = []
+    while error is not None:
+        if error.message and error.message.strip():
+            messages.append(error.message.strip().splitlines()[-1])
+        error = error.cause or error.context
+    return messages[-1] if messages else "step failed"
+
+
 def _failure_message(result) -> str:
     for event in result.all_events:
         if event.is_step_failure:
             data = event.step_failure_data
             if data.user_failure_data is not None and data.user_failure_data.description:
                 return data.user_failure_data.description
-            return data.error.message.strip().splitlines()[-1] if data.error else "step failed"
+            if data.error is None:
+                return "step failed"
+            outer, cause = data.error.message.strip().splitlines()[-1], _innermost(data.error)
+            return outer if cause == outer else f"{outer}: {cause}"
     return "run failed"
 
 
@@ -96,7 +110,8 @@ def run_sweep(
 
     Raises:
         FleetError: malformed fleet file. KeyError: unknown replica name. ValueError: ``hour``
-            is malformed or outside the sweep partitions (checked before any run starts).
+            is malformed or outside the sweep partitions, or the ledger path is a file (checked
+            before any run starts).
     """
     import dagster as dg
 
@@ -110,7 +125,10 @@ def run_sweep(
     for name in names:
         fleet.replica(name)  # KeyError naming the unknown replica
     defs = build_definitions(fleet_path, ledger_uri)
-    ledger = defs.resources["ledger"].store().display_uri
+    store = defs.resources["ledger"].store()
+    ledger = store.display_uri
+    if store.root_kind() == "file":
+        raise ValueError(f"ledger {ledger} is a file, not a directory")
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     config = dict(quiet)
     if repeats:
