@@ -156,3 +156,16 @@ def test_a_failed_step_reports_its_innermost_cause() -> None:
     message = _failure_message(result)
     assert message.startswith('dagster._core.errors.DagsterExecutionStepExecutionError: Error occurred while executing op "boom"')
     assert message.endswith("KeyError: 'the innermost cause'"), message
+
+
+def test_sweep_repeats_is_optional_and_at_least_one(tmp_path: Path) -> None:
+    import re
+
+    shown = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+    line = next(line for line in shown.output.splitlines() if "--repeats" in line)
+    assert "default: 0" not in line and "x>=0" not in line and re.search(r"x>=1", line), line
+    fleet, ledger = write_fleet(tmp_path)
+    zero = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--repeats", "0", "--hour", HOUR])
+    assert zero.exit_code == 2 and "--repeats" in zero.output and not ledger.exists()
+    with pytest.raises(ValueError, match=r"repeats must be an integer >= 1 or None \(the fleet's\), got 0"):
+        run_sweep(fleet, ["sim-faulty"], hour=HOUR, repeats=0)

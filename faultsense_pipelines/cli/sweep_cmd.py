@@ -88,7 +88,7 @@ def run_sweep(
     replicas: list[str] | None = None,
     ledger_uri: str | None = None,
     *,
-    repeats: int = 0,
+    repeats: int | None = None,
     hour: str | None = None,
     instance=None,
     on_start=None,
@@ -100,7 +100,7 @@ def run_sweep(
         fleet_path: fleet YAML (default ``examples/fleet.yaml``).
         replicas: names to sweep (default: all).
         ledger_uri: overrides the fleet's ledger.
-        repeats: measurements per probe (0: the fleet's, else 3).
+        repeats: measurements per probe, >= 1 (None: the fleet's, else 3).
         hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
         instance: a Dagster instance (default: ``$DAGSTER_HOME``'s, else ephemeral).
         on_start, on_done: progress callbacks, called with the replica name / its result.
@@ -110,8 +110,8 @@ def run_sweep(
 
     Raises:
         FleetError: malformed fleet file. KeyError: unknown replica name. ValueError: ``hour``
-            is malformed or outside the sweep partitions, or the ledger path is a file (checked
-            before any run starts).
+            is malformed or outside the sweep partitions, ``repeats`` < 1, or the ledger path
+            is a file (checked before any run starts).
     """
     import dagster as dg
 
@@ -120,6 +120,8 @@ def run_sweep(
     from faultsense_pipelines.fleet import load_fleet
 
     hour = check_hour_key(hour) if hour is not None else current_hour_key()
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
+        raise ValueError(f"repeats must be an integer >= 1 or None (the fleet's), got {repeats!r}")
     fleet = load_fleet(fleet_path)
     names = replicas or fleet.names
     for name in names:
@@ -131,7 +133,7 @@ def run_sweep(
         raise ValueError(f"ledger {ledger} is a file, not a directory")
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     config = dict(quiet)
-    if repeats:
+    if repeats is not None:
         config["ops"] = {op: {"config": {"repeats": repeats}} for op in ("phase1_probe_run", "phase2_drilldown")}
     own = instance is None
     instance = instance or (dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral())
@@ -183,7 +185,7 @@ def register(app: typer.Typer) -> None:
         fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: examples/fleet.yaml or $FAULTSENSE_FLEET)."),
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
-        repeats: int = typer.Option(0, "--repeats", min=0, help="Measurements per probe (default: fleet's, else 3)."),
+        repeats: int | None = typer.Option(None, "--repeats", min=1, show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
