@@ -14,13 +14,13 @@ runner = CliRunner()
 
 def test_probe_build_writes_a_checkpoint_folder(tmp_path):
     out = tmp_path / "probe"
-    result = runner.invoke(app, ["probe", "build", "--gpus", "2", "--probe-size", "1", "--out", str(out)])
+    result = runner.invoke(app, ["probe", "build", "--gpus", "2", "--probe-size", "2", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "probe.json"} <= {
         p.name for p in out.iterdir()
     }
     config = json.loads((out / "config.json").read_text())
-    assert (config["num_experts"], config["num_experts_per_tok"], config["hidden_size"]) == (2, 1, 2048)
+    assert (config["num_experts"], config["num_experts_per_tok"], config["hidden_size"]) == (2, 2, 2048)
     assert "slim probe model, 2 experts" in result.output
 
 
@@ -35,8 +35,10 @@ def test_probe_memory_prints_both_variants():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--gpus", "0", "--probe-size", "1"], "--gpus must be >= 1, got 0"),
-        (["--gpus", "4", "--probe-size", "5"], "--probe-size must be in 1..4"),
+        (["--gpus", "0", "--probe-size", "1"], "--gpus must be >= 2, got 0"),
+        (["--gpus", "1", "--probe-size", "1"], "--gpus must be >= 2, got 1"),
+        (["--gpus", "4", "--probe-size", "5"], "--probe-size must be in 2..4"),
+        (["--gpus", "4", "--probe-size", "1"], "--probe-size must be in 2..4 (--gpus), got 1"),
         (["--gpus", "4", "--probe-size", "2", "--variant", "huge"], "--variant must be one of slim, paper"),
         (["--gpus", "3", "--probe-size", "2", "--variant", "paper"], "n_gpus=3"),
     ],
@@ -46,3 +48,10 @@ def test_probe_build_rejects_bad_input_with_one_line_and_exit_2(tmp_path, args, 
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("args", [["--gpus", "4", "--probe-size", "1"], ["--gpus", "1", "--probe-size", "1"]])
+def test_probe_memory_needs_the_same_sizes_as_plan(args):
+    plan = runner.invoke(app, ["plan", *args])
+    memory = runner.invoke(app, ["probe", "memory", *args])
+    assert plan.exit_code == memory.exit_code == 2, (plan.output, memory.output)

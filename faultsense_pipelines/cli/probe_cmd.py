@@ -23,16 +23,17 @@ probe_app = typer.Typer(
 
 
 def _check_sizes(gpus: int, probe_size: int) -> None:
-    if gpus < 1:
-        fail(f"--gpus must be >= 1, got {gpus}")
-    if not 1 <= probe_size <= gpus:
-        fail(f"--probe-size must be in 1..{gpus} (--gpus), got {probe_size}")
+    """The same bounds as ``plan_cover`` (and ``faultsense plan``): 2 <= k <= n."""
+    if gpus < 2:
+        fail(f"--gpus must be >= 2, got {gpus}")
+    if not 2 <= probe_size <= gpus:
+        fail(f"--probe-size must be in 2..{gpus} (--gpus), got {probe_size}")
 
 
 @probe_app.command("build")
 def build(
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica (expert-parallel degree).")],
-    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k).")],
+    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
     out: Annotated[Path, typer.Option("--out", help="Checkpoint folder to write.")],
     variant: Annotated[str, typer.Option("--variant", help="slim (default) | paper.")] = "slim",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
@@ -64,7 +65,7 @@ def build(
 @probe_app.command("memory")
 def memory(
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica (expert-parallel degree).")],
-    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k).")],
+    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
 ) -> None:
     """Print the probe model's weights per GPU (bf16) for both variants."""
     from probe.memory import bytes_per_gpu
