@@ -9,8 +9,9 @@ first, so both modes see the same machine load:
 * ``old``: repeats back to back per probe, Phase 2 judged against the Phase 1 baseline
   (``interleave=False, reference=False``), RobustRule scaled by the spread between probes
   only (``use_repeats=False``): the behaviour before interleaving.
-* ``new``: repeats in rounds with round detrending, Phase 2 against an interleaved healthy
-  reference, RobustRule also using the noise within probes (the defaults).
+* ``new``: repeats in rounds with round detrending (and one more set of rounds when the
+  first judgement is degraded), Phase 2 against an interleaved healthy reference,
+  RobustRule also using the noise within probes (the defaults).
 
 ``--hog N`` starts N busy-loop processes (one core each) for the whole run to simulate a
 loaded machine. Rates: exact (faulty GPUs == [2] and no faulty link, or nothing for the
