@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from datetime import datetime
 
-from faultsense_pipelines.ledger import FaultRow, ProbeRunRow, make_fault_id
-from faultsense_pipelines.localize import Localization, ProbeRecord
+from faultsense_pipelines.ledger import FaultRow, ProbeRunRow, make_fault_id, replica_component
+from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecord
 
 from .partitions import SweepKey
 from .report import component_of
 
-__all__ = ["probe_rows", "error_rows", "fault_rows", "DETECTOR"]
+__all__ = ["probe_rows", "error_rows", "fault_rows", "degraded_row", "degraded_slowdown", "DETECTOR"]
 
 DETECTOR = "faultsense"
 
@@ -57,3 +58,40 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
             )
         )
     return rows
+
+
+def degraded_slowdown(records: Sequence[ProbeRecord]) -> float | None:
+    """How much slower a degraded replica's probes are: the median probe latency / the fastest
+    probe's latency (each probe's latency = the median of its repeats, ms).
+
+    With most probes slow (what makes a sweep degraded) the median probe is a slow one, and
+    the fastest probe is the best baseline left. None with fewer than two measured probes.
+
+    >>> from faultsense_pipelines.localize import ProbeRecord
+    >>> rec = lambda i, ms: ProbeRecord(1, i, (i,), (ms,), None, "pass")
+    >>> degraded_slowdown([rec(0, 20.0), rec(1, 40.0), rec(2, 41.0), rec(3, 39.0)])
+    1.975
+    """
+    latencies = [r.latency_ms for r in records if r.latency_ms is not None]
+    if len(latencies) < 2 or min(latencies) <= 0:
+        return None
+    return statistics.median(latencies) / min(latencies)
+
+
+def degraded_row(result: Phase1Result, *, key: SweepKey, sweep_id: str, detected_at: datetime) -> FaultRow:
+    """The one ledger row of a sweep judged replica-wide degraded (``result.replica_degraded``):
+    component ``replica:<name>``, status ``suspect``, Phase 1, no GPU; see :func:`degraded_slowdown`."""
+    component = replica_component(key.replica)
+    return FaultRow(
+        fault_id=make_fault_id(DETECTOR, key.replica, key.hour, component),
+        detected_at=detected_at,
+        sweep_id=sweep_id,
+        replica=key.replica,
+        detector=DETECTOR,
+        component_kind="replica",
+        component=component,
+        status="suspect",
+        slowdown=degraded_slowdown(result.records),
+        phase=1,
+        probes_used=len(result.records),
+    )

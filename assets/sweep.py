@@ -3,7 +3,8 @@
 ``phase1_probe_run`` runs every probe of the replica's cover through its executor and records
 every measurement in the ledger's ``probe_runs``. ``phase2_drilldown`` materializes only when
 Phase 1 found suspects (``output_required=False``); otherwise it and ``fault_ledger`` are
-skipped, and Phase 1 itself writes the partition's (empty) fault batch so that re-running a
+skipped, and Phase 1 itself writes the partition's fault batch -- empty, or the one
+``replica:<name>`` suspect row of a sweep judged replica-wide degraded -- so that re-running a
 formerly faulty hour clears its old rows.
 
 A replica whose executor fails (cannot start, unreachable server, crashed worker, timeout)
@@ -13,11 +14,14 @@ the cause.
 """
 
 
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
 import dagster as dg
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.fleet import FleetError, Replica
-from faultsense_pipelines.ledger import PROBE_RUNS, LedgerStore
+from faultsense_pipelines.ledger import PROBE_RUNS, FaultRow, LedgerStore
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
 from resources.executors import ProbeExecutorResource, redact_secrets
@@ -26,7 +30,7 @@ from resources.ledger import LedgerResource
 
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import latency_plot, suspects_markdown, verdicts_markdown
-from .rows import DETECTOR, error_rows, probe_rows
+from .rows import DETECTOR, degraded_row, error_rows, probe_rows
 
 __all__ = ["SweepConfig", "phase1_probe_run", "phase2_drilldown", "DEFAULT_REPEATS", "fault_batch"]
 
@@ -73,12 +77,13 @@ def _rule(replica: Replica) -> SuspectRule:
     return RobustRule(min_slowdown=replica.min_slowdown) if replica.min_slowdown is not None else default_rule()
 
 
-def _clear_faults(store: LedgerStore, key: SweepKey, *, phase2_probes: bool) -> str:
-    """Make the partition's fault batch empty (and drop its Phase 2 probes): this sweep supersedes
-    any earlier one of the same partition. Returns the fault file's path."""
+def _clear_faults(store: LedgerStore, key: SweepKey, *, phase2_probes: bool, rows: Sequence[FaultRow] = ()) -> str:
+    """Replace the partition's fault batch with ``rows`` (default: none) and drop its Phase 2
+    probes: this sweep supersedes any earlier one of the same partition. Returns the fault
+    file's path."""
     if phase2_probes:
         store.delete_batch(PROBE_RUNS, day=key.day, batch=key.batch("phase2"))
-    return store.write_faults([], day=key.day, batch=fault_batch(key)).path
+    return store.write_faults(list(rows), day=key.day, batch=fault_batch(key)).path
 
 
 def _fail_with_errors(store: LedgerStore, key: SweepKey, phase: int, path: str, errors: int, total: int, first: str) -> dg.Failure:
@@ -126,18 +131,21 @@ def phase1_probe_run(
         raise _fail_with_errors(store, key, 1, written.path, result.errors, len(result.records), scrub(first or ""))
 
     if not result.needs_drilldown:
-        # Final after Phase 1: the partition's fault batch is empty; clear a stale Phase 2 file.
-        empty = _clear_faults(store, key, phase2_probes=True)
+        # Final after Phase 1: the partition's fault batch is empty, or one replica-wide row when
+        # the sweep is degraded; clear a stale Phase 2 file.
+        rows = [degraded_row(result, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))] if result.replica_degraded else []
+        path = _clear_faults(store, key, phase2_probes=True, rows=rows)
         context.log_event(
             dg.AssetMaterialization(
                 asset_key="fault_ledger",
                 partition=context.partition_key,
-                description="Phase 1 found no suspect: no fault rows (Phase 2 skipped).",
-                metadata={"rows": 0, "path": dg.MetadataValue.path(empty), "replica_degraded": result.replica_degraded},
+                description="Replica-wide degradation: one replica row (Phase 2 skipped)." if rows
+                else "Phase 1 found no suspect: no fault rows (Phase 2 skipped).",
+                metadata={"rows": len(rows), "path": dg.MetadataValue.path(path), "replica_degraded": result.replica_degraded},
             )
         )
         if result.replica_degraded:
-            context.log.warning(f"replica {replica.name}: most probes are slow (replica-wide degradation); nothing blamed")
+            context.log.warning(f"replica {replica.name}: most probes are slow (replica-wide degradation); one replica row, no component blamed")
 
     return dg.Output(
         result,

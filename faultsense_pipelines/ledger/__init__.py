@@ -35,6 +35,7 @@ from .schema import (
     gpu_component,
     link_component,
     make_fault_id,
+    replica_component,
 )
 from .store import LedgerStore, WriteResult, append_faults, as_day
 
@@ -50,6 +51,7 @@ __all__ = [
     "make_fault_id",
     "gpu_component",
     "link_component",
+    "replica_component",
     "SCHEMA_VERSION",
     "FAULT_LEDGER",
     "PROBE_RUNS",

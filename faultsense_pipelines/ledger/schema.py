@@ -9,8 +9,8 @@ polars, DuckDB and Spark.
 Column types are fixed here, once; :data:`SCHEMA_VERSION` is stored in every fault row and in
 the Parquet metadata of both datasets, and increases on any incompatible change.
 
->>> gpu_component(17), link_component(40, 3)
-('gpu:17', 'link:3-40')
+>>> gpu_component(17), link_component(40, 3), replica_component("sim-64")
+('gpu:17', 'link:3-40', 'replica:sim-64')
 >>> make_fault_id("faultsense", "sim-64", "2026-11-30-08:00", "gpu:17")
 'ed1a60654deeeeec2497'
 """
@@ -31,6 +31,7 @@ __all__ = [
     "STATUSES",
     "gpu_component",
     "link_component",
+    "replica_component",
     "make_fault_id",
 ]
 
@@ -41,9 +42,10 @@ SCHEMA_VERSION = 1
 FAULT_LEDGER = "fault_ledger"
 PROBE_RUNS = "probe_runs"
 
-#: ``gpu`` / ``link``: FaultSense's components; ``machine`` (Minder) and ``fabric_link``
-#: (FlowPulse): the passive detectors'.
-COMPONENT_KINDS: tuple[str, ...] = ("gpu", "link", "machine", "fabric_link")
+#: ``gpu`` / ``link``: FaultSense's components; ``replica``: a FaultSense sweep judged
+#: replica-wide degradation (most probes slow, so no single component can be blamed);
+#: ``machine`` (Minder) and ``fabric_link`` (FlowPulse): the passive detectors'.
+COMPONENT_KINDS: tuple[str, ...] = ("gpu", "link", "replica", "machine", "fabric_link")
 
 #: suspect: a Phase 1 suspect not (yet) pinned; confirmed: localized; masked: a link of a
 #: confirmed faulty GPU, which cannot be judged; inconclusive: the drill-down could not decide.
@@ -108,6 +110,11 @@ def link_component(a: int, b: int) -> str:
         raise ValueError(f"a link joins two different GPUs, got ({a}, {b})")
     lo, hi = sorted((int(a), int(b)))
     return f"link:{lo}-{hi}"
+
+
+def replica_component(replica: str) -> str:
+    """The ``component`` string of a whole replica (replica-wide degradation): ``"replica:sim-64"``."""
+    return f"replica:{replica}"
 
 
 def make_fault_id(detector: str, replica: str, window: str, component: str) -> str:
