@@ -169,3 +169,10 @@ def test_sweep_repeats_is_optional_and_at_least_one(tmp_path: Path) -> None:
     assert zero.exit_code == 2 and "--repeats" in zero.output and not ledger.exists()
     with pytest.raises(ValueError, match=r"repeats must be an integer >= 1 or None \(the fleet's\), got 0"):
         run_sweep(fleet, ["sim-faulty"], hour=HOUR, repeats=0)
+
+
+def test_sweep_prints_no_progress_spinner_when_not_on_a_terminal(tmp_path: Path) -> None:
+    fleet, _ = write_fleet(tmp_path)
+    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "nope", "--hour", HOUR])
+    assert result.exit_code == 2
+    assert [line for line in result.stderr.splitlines() if line.strip()] == ["error: unknown replica 'nope'; the fleet has sim-faulty, sim-healthy"]

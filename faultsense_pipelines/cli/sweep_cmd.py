@@ -9,6 +9,7 @@ table shows what each replica's sweep found.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,7 +198,10 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             fail(f"--{exc}")
         console = Console(stderr=True)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+        # the live progress bar only on a terminal: piped or logged output gets no spinner lines
+        live = console.is_terminal and sys.stdout.isatty()
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, disable=not live) as progress:
             task = progress.add_task("loading the fleet", total=None)
 
             def on_start(name: str) -> None:
