@@ -9,6 +9,8 @@ FaultSense's own record of how it was built (GPUs, probe size, variant, seed).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -43,6 +45,25 @@ class ProbeCheckpoint:
     hidden: int
 
 
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Silence transformers' and huggingface_hub's tqdm bars ("Writing model shards") for one
+    call, restoring what was on before."""
+    import huggingface_hub.utils as hub_utils
+    from transformers.utils import logging as hf_logging
+
+    was_on, hub_was_on = hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled()
+    hf_logging.disable_progress_bar()
+    hub_utils.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+        if hub_was_on:
+            hub_utils.enable_progress_bars()
+
+
 def write_checkpoint(
     out: str | Path, n_gpus: int, probe_size: int, variant: Variant = "slim", seed: int = 0
 ) -> ProbeCheckpoint:
@@ -63,7 +84,8 @@ def write_checkpoint(
     model = build_probe_model(config, seed=seed)
     path = Path(out)
     path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(path))
+    with _no_progress_bars():
+        model.save_pretrained(str(path))
     save_tokenizer(config, path)
     info = ProbeCheckpoint(
         path=path,

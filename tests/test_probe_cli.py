@@ -22,6 +22,7 @@ def test_probe_build_writes_a_checkpoint_folder(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert (config["num_experts"], config["num_experts_per_tok"], config["hidden_size"]) == (2, 2, 2048)
     assert "slim probe model, 2 experts" in result.output
+    assert "Writing model shards" not in result.output and "it/s" not in result.output
 
 
 def test_probe_memory_prints_both_variants():
