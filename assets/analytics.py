@@ -3,7 +3,8 @@
 * ``gpu_fault_counts`` -- per (replica, GPU): confirmed GPU faults, confirmed faults of its
   links, sweeps that found them, worst slowdown, first and last seen;
 * ``replica_daily_health`` -- per (replica, day): sweeps, probes measured and failed, confirmed
-  faulty components, and a one-word health (``healthy`` / ``faulty`` / ``errors``);
+  faulty components, sweeps judged replica-wide degraded, and a one-word health
+  (``healthy`` / ``degraded`` / ``faulty`` / ``errors``);
 * ``repeat_offenders`` -- components confirmed in two or more distinct sweep windows.
 
 Only ``confirmed`` rows count as faults here; ``suspect``, ``masked`` and ``inconclusive`` stay
@@ -55,15 +56,21 @@ WITH probes AS (
     SELECT replica, date, count(DISTINCT component) AS faulty_components,
            string_agg(DISTINCT component, ', ' ORDER BY component) AS components
     FROM faults WHERE status = 'confirmed' GROUP BY ALL
+), degraded AS (
+    SELECT replica, date, count(DISTINCT sweep_id) AS degraded_sweeps
+    FROM faults WHERE component_kind = 'replica' GROUP BY ALL
 )
 SELECT coalesce(s.replica, f.replica) AS replica, coalesce(s.date, f.date) AS date,
        coalesce(s.sweeps, 0) AS sweeps, coalesce(s.probes_measured, 0) AS probes_measured,
        coalesce(s.probes_failed, 0) AS probes_failed,
        coalesce(f.faulty_components, 0) AS faulty_components, coalesce(f.components, '') AS components,
+       coalesce(d.degraded_sweeps, 0) AS degraded_sweeps,
        CASE WHEN coalesce(s.probes_failed, 0) > 0 THEN 'errors'
             WHEN coalesce(f.faulty_components, 0) > 0 THEN 'faulty'
+            WHEN coalesce(d.degraded_sweeps, 0) > 0 THEN 'degraded'
             ELSE 'healthy' END AS health
 FROM sweeps s FULL OUTER JOIN found f ON s.replica = f.replica AND s.date = f.date
+LEFT JOIN degraded d ON d.replica = coalesce(s.replica, f.replica) AND d.date = coalesce(s.date, f.date)
 ORDER BY date, replica
 """
 

@@ -48,3 +48,15 @@ def test_a_degraded_sweep_writes_one_replica_suspect_row_and_a_rerun_does_not_du
         assert row["slowdown"] == pytest.approx(2.0, rel=0.05)
     shown = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "2026-11-30"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0 and "replica:sim-degraded" in shown.output and "suspect" in shown.output, shown.output
+
+
+def test_the_daily_health_calls_a_day_with_a_degraded_sweep_degraded_not_healthy(tmp_path: Path, instance) -> None:
+    from faultsense_pipelines.definitions import ANALYTICS_JOB
+
+    defs, _ = new_defs(tmp_path, DEGRADED_FLEET)
+    add_replicas(instance, defs)
+    assert sweep(defs, instance, "sim-degraded").success
+    result = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance)
+    health = result.output_for_node("replica_daily_health").set_index("replica")
+    assert health.loc["sim-degraded", "health"] == "degraded"
+    assert health.loc["sim-degraded", "degraded_sweeps"] == 1 and health.loc["sim-degraded", "faulty_components"] == 0
