@@ -9,7 +9,6 @@ name is derived from the fabric and the counters' iteration range, so re-scannin
 counters replaces its rows instead of adding them.
 """
 
-import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import dagster as dg
 from faultsense_pipelines.flowpulse.counters import load_counters
 from faultsense_pipelines.flowpulse.scan import LinkFault, ScanConfig, scan
 from faultsense_pipelines.flowpulse.topology import load_topology
-from faultsense_pipelines.ledger import FaultRow, append_faults, make_fault_id
+from faultsense_pipelines.ledger import append_passive_faults
 from resources.ledger import LedgerResource
 
 __all__ = ["FlowPulseScanConfig", "flowpulse_faults", "fabric_link_component"]
@@ -65,17 +64,11 @@ def flowpulse_faults(context: dg.AssetExecutionContext, config: FlowPulseScanCon
     faults = scan(frame, load_topology(config.topology), settings)
     first, last = int(frame["iteration"].min()), int(frame["iteration"].max())
     window = f"{Path(config.counters).name}:{first}-{last}"
-    digest = hashlib.sha256(window.encode()).hexdigest()[:12]
     now = datetime.now(UTC)
-    rows = [
-        FaultRow(
-            fault_id=make_fault_id("flowpulse", config.fabric, window, fabric_link_component(f)),
-            detected_at=now, sweep_id=context.run.run_id, replica=config.fabric, detector="flowpulse",
-            component_kind="fabric_link", component=fabric_link_component(f), status="confirmed",
-        )
-        for f in faults
-    ]
-    written = append_faults(ledger.uri, rows, batch=f"flowpulse-{config.fabric}-{digest}", day=now.date())
+    written = append_passive_faults(
+        ledger.uri, [(fabric_link_component(f), now) for f in faults], detector="flowpulse", source=config.fabric,
+        component_kind="fabric_link", window=window, batch_key=window, sweep_id=context.run.run_id, day=now.date(),
+    )  # fmt: skip
     return dg.MaterializeResult(
         metadata={
             "rows": written.rows,

@@ -11,12 +11,11 @@ materialization metadata. The batch name and fault ids derive from the cluster a
 scanned window, so re-scanning the same window replaces its rows instead of adding them.
 """
 
-import hashlib
 from pathlib import Path
 
 import dagster as dg
 
-from faultsense_pipelines.ledger import FaultRow, append_faults, make_fault_id
+from faultsense_pipelines.ledger import append_passive_faults
 from faultsense_pipelines.minder import Fault, MinderSettings, load_metrics, load_model, scan, train_minder
 from resources.ledger import LedgerResource
 
@@ -66,16 +65,11 @@ def minder_faults(context: dg.AssetExecutionContext, config: MinderScanConfig, l
 
     first, end = window.start, window.time_at(window.n_times)
     span = f"{first.isoformat()}/{end.isoformat()}"
-    digest = hashlib.sha256(f"{config.metrics}|{span}".encode()).hexdigest()[:12]
-    rows = [
-        FaultRow(
-            fault_id=make_fault_id("minder", config.cluster, span, machine_component(f)),
-            detected_at=f.confirmed_at.to_pydatetime(), sweep_id=context.run.run_id, replica=config.cluster,
-            detector="minder", component_kind="machine", component=machine_component(f), status="confirmed",
-        )
-        for f in faults
-    ]  # fmt: skip
-    written = append_faults(ledger.uri, rows, batch=f"minder-{config.cluster}-{digest}", day=end.date())
+    written = append_passive_faults(
+        ledger.uri, [(machine_component(f), f.confirmed_at.to_pydatetime()) for f in faults], detector="minder",
+        source=config.cluster, component_kind="machine", window=span, batch_key=f"{config.metrics}|{span}",
+        sweep_id=context.run.run_id, day=end.date(),
+    )  # fmt: skip
     return dg.MaterializeResult(
         metadata={
             "rows": written.rows,

@@ -24,6 +24,7 @@ from faultsense_pipelines.ledger import (
     LedgerStore,
     ProbeRunRow,
     append_faults,
+    append_passive_faults,
     gpu_component,
     link_component,
     make_fault_id,
@@ -129,6 +130,23 @@ def test_passive_detectors_append_machine_and_fabric_rows_without_gpu_ids(tmp_pa
     assert df["gpu"].isna().all() and df["peer_gpu"].isna().all()
     assert (df["date"] == "2026-11-30").all()
     assert LedgerStore(str(tmp_path)).read_faults(detector="minder")["component"].tolist() == ["machine:node-07"]
+
+
+def test_a_passive_rescan_of_the_same_window_replaces_its_rows_and_a_clean_rescan_clears_them(tmp_path: Path) -> None:
+    uri, window = str(tmp_path), "2026-11-30T08:00/2026-11-30T08:15"
+    scan = dict(detector="minder", source="train-a", component_kind="machine", window=window,
+                batch_key=f"metrics.parquet|{window}", sweep_id="scan-1", day=WHEN.date())
+    found = [("machine:node-07", WHEN), ("machine:node-11", WHEN)]
+    first = append_passive_faults(uri, found, **scan)
+    again = append_passive_faults(uri, found, **scan)
+    df = LedgerStore(uri).read_faults()
+    assert first.path == again.path and len(df) == 2
+    assert sorted(df["fault_id"]) == sorted(make_fault_id("minder", "train-a", window, c) for c, _ in found)
+    assert set(df["status"]) == {"confirmed"} and set(df["replica"]) == {"train-a"}
+    other = append_passive_faults(uri, found[:1], **{**scan, "window": "next", "batch_key": "metrics.parquet|next"})
+    assert other.path != first.path and len(LedgerStore(uri).read_faults()) == 3
+    append_passive_faults(uri, [], **scan)
+    assert LedgerStore(uri).read_faults()["fault_id"].tolist() == [make_fault_id("minder", "train-a", "next", "machine:node-07")]
 
 
 @pytest.mark.parametrize("batch", ["../outside", "a/b", ".hidden", "", "x" * 201])

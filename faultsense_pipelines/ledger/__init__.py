@@ -37,7 +37,7 @@ from .schema import (
     make_fault_id,
     replica_component,
 )
-from .store import LedgerStore, WriteResult, append_faults, as_day
+from .store import LedgerStore, WriteResult, append_faults, append_passive_faults, as_day
 
 __all__ = [
     "FaultRow",
@@ -45,6 +45,7 @@ __all__ = [
     "LedgerStore",
     "WriteResult",
     "append_faults",
+    "append_passive_faults",
     "as_day",
     "fault_table",
     "probe_run_table",

@@ -15,11 +15,12 @@ Batch names may hold only ``[A-Za-z0-9_-]``, so nothing written can leave the le
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,9 +31,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
-from .schema import FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS
+from .schema import FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS, make_fault_id
 
-__all__ = ["LedgerStore", "WriteResult", "append_faults", "as_day"]
+__all__ = ["LedgerStore", "WriteResult", "append_faults", "append_passive_faults", "as_day"]
 
 _BATCH_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,199}")
 _SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA}
@@ -265,3 +266,50 @@ def append_faults(uri: str, rows: Sequence[FaultRow], *, batch: str, day: date |
             raise ValueError("append_faults needs day= when rows is empty")
         day = rows[0].detected_at.astimezone(UTC).date()
     return LedgerStore(uri).write_faults(rows, day=day, batch=batch)
+
+
+def append_passive_faults(
+    uri: str,
+    found: Sequence[tuple[str, datetime]],
+    *,
+    detector: str,
+    source: str,
+    component_kind: str,
+    window: str,
+    batch_key: str,
+    sweep_id: str,
+    day: date,
+) -> WriteResult:
+    """Write one scan of a passive detector (Minder, FlowPulse) as one idempotent ledger batch.
+
+    Every found component becomes a ``status="confirmed"`` :class:`FaultRow` whose
+    ``fault_id`` derives from (detector, source, window, component), and the batch is named
+    ``<detector>-<source>-<sha256(batch_key)[:12]>``, so re-scanning the same window replaces
+    its rows instead of adding them; a scan that finds nothing still writes its (empty)
+    batch, which clears what an earlier scan of that window wrote.
+
+    Args:
+        uri: the ledger URI.
+        found: ``(component, detected_at)`` per fault, e.g. ``("machine:node-07", t)``;
+            ``detected_at`` timezone-aware.
+        detector: ``"minder"`` or ``"flowpulse"`` (any ledger detector name).
+        source: the cluster or fabric name, stored in the ``replica`` column.
+        component_kind: one of :data:`.schema.COMPONENT_KINDS`, e.g. ``"machine"``.
+        window: the scanned window as text (part of every ``fault_id``).
+        batch_key: what identifies the scanned data (hashed into the batch name).
+        sweep_id: the run that scanned (the Dagster run id).
+        day: the ``date=`` partition to write.
+
+    Raises:
+        ValueError: a name or row field is invalid (see :class:`FaultRow`).
+    """
+    rows = [
+        FaultRow(
+            fault_id=make_fault_id(detector, source, window, component), detected_at=detected_at,
+            sweep_id=sweep_id, replica=source, detector=detector, component_kind=component_kind,
+            component=component, status="confirmed",
+        )
+        for component, detected_at in found
+    ]  # fmt: skip
+    digest = hashlib.sha256(batch_key.encode()).hexdigest()[:12]
+    return append_faults(uri, rows, batch=f"{detector}-{source}-{digest}", day=day)
