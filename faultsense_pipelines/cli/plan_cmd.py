@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cover import Cover, plan_cover, validate_cover_args
-from .errors import fail
+from ..cover import Cover, plan_cover
+from .errors import check_cover_args, fail
 
 __all__ = ["register", "plan"]
 
@@ -26,12 +26,7 @@ def plan(
     """Plan the Phase 1 cover: size-k probes containing every GPU and every GPU pair, in rounds."""
     n = _integer("--gpus", gpus)
     k = _integer("--probe-size", probe_size)
-    try:
-        validate_cover_args(n, k, method)
-    except ValueError as exc:
-        flag = {"gpus": "--gpus", "probe_size": "--probe-size", "method": "--method"}
-        name = str(exc).split(" ", 1)[0]
-        fail(f"{flag.get(name, name)}: {exc}")
+    check_cover_args(n, k, method)
     cover = plan_cover(n, k, method)
     if as_json:
         typer.echo(json.dumps(cover.to_dict()))

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import fail
+from .errors import check_cover_args, fail
 
 __all__ = ["register", "build", "memory"]
 
@@ -20,14 +20,6 @@ probe_app = typer.Typer(
     help="Build the probe model (one OLMoE layer whose routing a probe controls).",
     no_args_is_help=True,
 )
-
-
-def _check_sizes(gpus: int, probe_size: int) -> None:
-    """The same bounds as ``plan_cover`` (and ``faultsense plan``): 2 <= k <= n."""
-    if gpus < 2:
-        fail(f"--gpus must be >= 2, got {gpus}")
-    if not 2 <= probe_size <= gpus:
-        fail(f"--probe-size must be in 2..{gpus} (--gpus), got {probe_size}")
 
 
 @probe_app.command("build")
@@ -42,7 +34,7 @@ def build(
     from probe.memory import bytes_per_gpu
     from probe.model import VARIANTS, probe_config
 
-    _check_sizes(gpus, probe_size)
+    check_cover_args(gpus, probe_size)
     if variant not in VARIANTS:
         fail(f"--variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
     if out.exists() and not out.is_dir():
@@ -71,7 +63,7 @@ def memory(
     from probe.memory import bytes_per_gpu
     from probe.model import VARIANTS, probe_config
 
-    _check_sizes(gpus, probe_size)
+    check_cover_args(gpus, probe_size)
     table = Table(title=f"Probe model weights per GPU, {gpus}-way expert parallelism, k={probe_size}, bf16")
     for column in ("variant", "experts", "experts/GPU", "replicated MiB", "experts MiB", "total MiB", "total MB"):
         table.add_column(column, justify="left" if column == "variant" else "right")
