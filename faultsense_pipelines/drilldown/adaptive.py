@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .common import DrilldownResult, Knowledge, Oracle, Unmeasurable
+from .recheck import plan_recheck
 
 __all__ = ["adaptive_drilldown"]
 
@@ -36,10 +37,12 @@ def adaptive_drilldown(
         failed: GPU sets of the suspect Phase 1 probes (suspect groups).
         test: Phase 2 oracle, ``test(gpus) -> True`` when slow, ``False`` when it passed,
             ``None`` when unmeasured.
-        recheck_explained: re-test the rest of every suspect group already explained by a
-            fault found elsewhere (default). Its other links were only ever probed next to
-            that fault, so this costs one or two probes per such group, about (n-1)/(k-1)
-            per slow GPU; without it a slow link hidden there is missed (the paper's
+        recheck_explained: judge every candidate left in the suspect groups once the
+            faults that explain them are found (default): the links hidden behind a slow
+            GPU or link were only ever probed next to it. They are packed into as few
+            probes of k GPUs as :func:`~.recheck.plan_recheck` finds (at most one per
+            suspect group, about (n-1)/(k-1) per slow GPU; fewer where the cover has
+            lambda > 1). Without it a slow link hidden there is missed (the paper's
             accounting).
 
     Returns:
@@ -58,6 +61,9 @@ def adaptive_drilldown(
         ([(3, 4, 'confirmed')], 6)
 
     Notes:
+        Order: a GPU in no passing probe (every slow GPU is one) is tested alone first,
+        two probes to confirm it; then each suspect group not explained by a confirmed
+        fault is split until one fault is found; then the packed re-check.
         Every Phase 2 probe is padded to k GPUs with exonerated GPUs whose links among
         themselves and to the test's exonerated GPUs are exonerated, so a failure can only
         come from candidates. A GPU is confirmed only when it fails with two disjoint
@@ -72,14 +78,58 @@ def adaptive_drilldown(
         Group Testing and Its Applications", 2nd ed., 2000 (adaptive group testing).
     """
     kn = Knowledge(n, k, passed, test, failed)
+    for g in sorted(_never_passed(kn, failed), key=lambda g: (-kn.fails[g], g)):
+        if kn.candidate_gpu(g):  # in no passing probe: test it alone before halving groups
+            _confirm_gpu(kn, g, set())
     for group in failed:
-        if recheck_explained or not (kn.bad_gpu.intersection(group) or kn.known_fault_inside(group)):
-            _resolve_group(kn, set(group))
+        if not (kn.bad_gpu.intersection(group) or kn.known_fault_inside(group)):
+            _resolve_group(kn, set(group), retest=not recheck_explained)
+    if recheck_explained:
+        _packed_recheck(kn, failed)
     return kn.result()
 
 
-def _resolve_group(kn: Knowledge, group: set[int]) -> None:
-    """Find every fault among the candidates of one suspect group."""
+def _never_passed(kn: Knowledge, failed: Sequence[Sequence[int]]) -> set[int]:
+    """GPUs of the suspect groups that are in no passing probe (every slow GPU is one)."""
+    return {g for group in failed for g in group if kn.candidate_gpu(g)}
+
+
+def _packed_recheck(kn: Knowledge, failed: Sequence[Sequence[int]]) -> None:
+    """Judge every candidate left in the suspect groups with packed probes.
+
+    The candidates are the links hidden behind a confirmed fault (see :mod:`.recheck`).
+    Each planned probe that passes exonerates all it holds; one that fails holds a fault
+    among its candidates (its padding is clean, it holds no faulty GPU and no known faulty
+    link) and is split by :func:`_isolate`. Planning repeats until no candidate is left.
+    """
+    for _ in range(4 * kn.k * kn.k):  # rounds; each judges a candidate unless probes are noisy
+        pieces = [w for w in (kn.core(group) for group in failed) if w]
+        if not pieces:
+            return
+        links = {e for w in pieces for e in kn.candidate_links(w)}
+        before = (len(kn.findings), len(links), sum(map(len, pieces)))
+        for planned in plan_recheck(pieces, links, kn.k, kn.bad_link | kn.unsure_link):
+            w = kn.core(planned)
+            if not w or kn.known_fault_inside(w):
+                continue  # judged meanwhile, or a fault found this round: plan again
+            try:
+                if kn.test(w):
+                    _isolate(kn, w if kn.last_clean else kn.core(kn.probes[-1]))
+            except Unmeasurable:
+                kn.give_up(w)
+        pieces = [w for w in (kn.core(group) for group in failed) if w]
+        links = {e for w in pieces for e in kn.candidate_links(w)}
+        if before == (len(kn.findings), len(links), sum(map(len, pieces))):
+            break  # a round judged nothing: failures the group testing cannot pin
+    kn.give_up(set().union(*(kn.core(group) for group in failed)))
+
+
+def _resolve_group(kn: Knowledge, group: set[int], retest: bool = True) -> None:
+    """Find every fault among the candidates of one suspect group.
+
+    With ``retest`` the rest of the group is re-tested after each fault found, until it
+    passes; without, only the first fault is found (the packed re-check judges the rest).
+    """
     stack: list[tuple[set[int], bool]] = [(group, True)]  # (GPU set, known to fail)
     budget = 4 * kn.k * kn.k  # guard against noise-driven loops; ample for d <= k faults
     while stack and budget > 0:
@@ -102,7 +152,8 @@ def _resolve_group(kn: Knowledge, group: set[int]) -> None:
             kn.give_up(w)
             continue
         budget -= max(1, kn.tests - start)
-        stack.append((w, False))  # re-test the rest of the group without what was found
+        if retest:
+            stack.append((w, False))  # re-test the rest of the group without what was found
     if stack:
         kn.give_up(set().union(*(g for g, _ in stack)))
 
