@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .anchor import anchor_sweep, healthy_cross_probes
 from .cover import Cover
 from .drilldown import drilldown
 from .drilldown.common import Finding
@@ -116,6 +117,9 @@ class Phase1Result:
             the first judgement was ``replica_degraded`` with ``interleave`` and repeats >= 2,
             every probe once more (``repeats`` more rounds, judged with the first ones).
         repeats: measurements per probe in the first pass.
+        anchored: the rule found most probes slow, and the baseline and threshold are those
+            of the fast cluster of probes (:func:`~faultsense_pipelines.anchor.anchor_sweep`):
+            a few slow components, not a degraded replica.
     """
 
     gpus: int
@@ -129,6 +133,7 @@ class Phase1Result:
     errors: int
     remeasured: int = 0
     repeats: int = 1
+    anchored: bool = False
 
     @property
     def needs_drilldown(self) -> bool:
@@ -206,6 +211,7 @@ class Localization:
             "baseline_ms": self.phase1.baseline_ms,
             "threshold_ms": self.phase1.threshold_ms,
             "replica_degraded": self.replica_degraded,
+            "anchored": self.phase1.anchored,
             "errors": self.phase1.errors + sum(r.outcome == "error" for r in self.phase2_records),
         }
 
@@ -263,7 +269,10 @@ def run_phase1(
 
     The rule picks the suspects; a probe it did not flag but whose latency lies between the
     threshold and its square root (t/2 in log terms) is measured again, as in
-    :func:`judge_probe`, and becomes a suspect when still above t/2.
+    :func:`judge_probe`, and becomes a suspect when still above t/2. A sweep the rule
+    still calls ``replica_degraded`` is re-judged against its fast cluster of probes
+    (:func:`~faultsense_pipelines.anchor.anchor_sweep`): when those probes stand apart and
+    hold most GPUs, the slow probes are suspects against their baseline (``anchored``).
 
     Args:
         executor: runs the probes on the replica.
@@ -309,6 +318,14 @@ def run_phase1(
             measured[i] = ProbeMeasurement(m.gpus, (), error=m.error) if not m.ok else ProbeMeasurement(
                 m.gpus, measured[i].latencies_ms + m.latencies_ms)
         ok = [i for i, m in enumerate(measured) if m.ok]
+    anchored = None
+    if ok and degraded:  # most probes slow: a few slow components, or a slow replica?
+        lat = [measured[i].latencies_ms for i in ok]
+        probes = [cover.probes[i] for i in ok]
+        anchored = anchor_sweep(rule, detrend_rounds(lat) if interleave else lat, probes, cover.gpus)
+    if anchored is not None:
+        baseline, threshold, degraded = anchored.baseline_ms, anchored.threshold_ms, False
+        suspects = {ok[j] for j in anchored.suspects}
     between: list[int] = []
     if ok and not degraded:
         t = math.log(threshold / baseline)
@@ -334,6 +351,7 @@ def run_phase1(
         errors=len(measured) - len(ok),
         remeasured=len(between) + resweeps * len(ok),
         repeats=repeats,
+        anchored=anchored is not None,
     )
 
 
@@ -370,7 +388,8 @@ def run_phase2(
 
     Returns:
         A :class:`Localization`; with no suspect, or a degraded replica, it has no Phase 2
-        probe and no verdict.
+        probe and no verdict. An ``anchored`` sweep starts Phase 2 with the probes of
+        :func:`~faultsense_pipelines.anchor.healthy_cross_probes` (recorded as Phase 2).
     """
     del rule
     _check(executor, phase1.gpus, repeats)
@@ -386,10 +405,16 @@ def run_phase2(
 
     passed = [r.gpus for r in phase1.records if r.outcome == "pass"]
     failed = [r.gpus for r in phase1.records if r.outcome == "fail"]
+    if phase1.anchored:  # few links exonerated: probe the fast cluster's GPUs together first
+        for gpus in healthy_cross_probes(passed, phase1.probe_size):
+            slow = oracle(gpus)
+            if slow is not None:
+                (failed if slow else passed).append(gpus)
+    first = len(records)
     result = drilldown(
         phase1.gpus, phase1.probe_size, passed, failed, oracle, method, recheck_explained=recheck_explained
     )
-    verdicts = tuple(_verdict(f, records, baseline) for f in result.findings)
+    verdicts = tuple(_verdict(f, records[first:], baseline) for f in result.findings)
     return Localization(phase1, tuple(records), verdicts)
 
 

@@ -15,24 +15,35 @@ with it and never creates suspects.
 A rule maps the per-probe latencies of one sweep to a :class:`SuspectVerdict`; the same
 baseline and threshold then judge every Phase 2 probe (``localize.judge_probe``, which also
 re-measures probes that land between the threshold and its square root).
+
+When a rule reports ``replica_degraded``, :meth:`MedianRatioRule.anchor` and
+:meth:`RobustRule.anchor` look for a *fast cluster*: the largest group of fastest probes that
+the rule itself judges a healthy sweep, decisively separated from every other probe. Its
+baseline is what the sweep would have had if the slow probes were a minority;
+:mod:`faultsense_pipelines.anchor` decides, from which GPUs those probes hold, whether to
+believe it (most probes slow because a few components are slow) or to keep the replica
+degraded (many components slow).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from statistics import NormalDist
 from typing import Protocol, runtime_checkable
 
 __all__ = [
     "SuspectVerdict",
     "SuspectRule",
+    "AnchoringRule",
     "MedianRatioRule",
     "RobustRule",
     "DEFAULT_ALPHA",
     "default_rule",
+    "fast_cluster_verdict",
     "probe_latency_ms",
     "probe_fails",
     "repeat_noise",
@@ -73,6 +84,15 @@ class SuspectRule(Protocol):
         ...
 
 
+@runtime_checkable
+class AnchoringRule(SuspectRule, Protocol):
+    """A rule that can also re-judge a degraded sweep against its fastest cluster of probes."""
+
+    def anchor(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict | None:
+        """The verdict with the fast cluster as the healthy probes, or ``None`` if there is none."""
+        ...
+
+
 def probe_latency_ms(repeats_ms: Sequence[float]) -> float:
     """The latency of one probe: the median of its repeats, ms.
 
@@ -106,14 +126,18 @@ class MedianRatioRule:
 
     Notes:
         The median tracks uniform shifts as long as faults touch fewer than half of the
-        probes; past that the median itself is slow and the rule silently misses faults
-        (it never reports ``replica_degraded``). O(P log P) for P probes.
+        probes; past that the median itself is slow. Faults only slow probes down, so a
+        probe faster than median(T) / alpha proves the median slow: the verdict is then
+        ``replica_degraded`` with no suspects instead of a guess (not in the paper). A slow
+        majority with no probe that fast is not noticed. O(P log P) for P probes.
 
     References:
         FaultSense (APSys '26), §4.2, suspect rule under Algorithm 1.
 
     >>> MedianRatioRule(1.2).judge([[10.0], [10.0], [13.0], [10.0]]).suspects
     (2,)
+    >>> MedianRatioRule(1.2).judge([[10.0], [13.0], [13.0], [14.0]]).replica_degraded
+    True
     """
 
     alpha: float = DEFAULT_ALPHA
@@ -126,8 +150,19 @@ class MedianRatioRule:
         t = _probe_latencies(latencies_ms)
         baseline = float(statistics.median(t))
         threshold = self.alpha * baseline
+        if min(t) * self.alpha < baseline:  # a fast minority: the median itself is slow
+            return SuspectVerdict(baseline, threshold, (), replica_degraded=True)
         suspects = tuple(i for i, v in enumerate(t) if v > threshold)
         return SuspectVerdict(baseline, threshold, suspects, replica_degraded=False)
+
+    def anchor(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict | None:
+        """Re-judge a sweep against its fast cluster (see :func:`fast_cluster_verdict`).
+
+        >>> v = MedianRatioRule(1.2).anchor([[10.0], [13.0], [10.0], [15.0], [26.0]])
+        >>> v.baseline_ms, v.suspects
+        (10.0, (1, 3, 4))
+        """
+        return fast_cluster_verdict(self.judge, latencies_ms, math.log(self.alpha))
 
 
 @dataclass(frozen=True)
@@ -200,8 +235,25 @@ class RobustRule:
             raise ValueError(f"max_sigma must be a finite number > 0, got {self.max_sigma!r}")
 
     def judge(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict:
+        return self._judge(latencies_ms, len(latencies_ms))
+
+    def anchor(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict | None:
+        """Re-judge a sweep against its fast cluster (see :func:`fast_cluster_verdict`).
+
+        The cluster is judged with the false-alarm budget of the whole sweep (z for all P
+        probes), so its threshold is the one a healthy majority of the same spread would get.
+
+        >>> v = RobustRule().anchor([[10.0], [13.0], [10.0], [15.0], [26.0]])
+        >>> round(v.baseline_ms, 6), v.suspects
+        (10.0, (1, 3, 4))
+        """
+        judge = partial(self._judge, probes=len(latencies_ms))
+        return fast_cluster_verdict(judge, latencies_ms, math.log(self.min_slowdown))
+
+    def _judge(self, latencies_ms: Sequence[Sequence[float]], probes: int) -> SuspectVerdict:
+        """:meth:`judge`, with the Bonferroni correction over ``probes`` probes."""
         x = [math.log(v) for v in _probe_latencies(latencies_ms)]
-        z = NormalDist().inv_cdf(1.0 - self.false_alarm / len(x))
+        z = NormalDist().inv_cdf(1.0 - self.false_alarm / max(probes, len(x)))
         floor = math.log(self.min_slowdown)
         rep = repeat_noise(latencies_ms) if self.use_repeats else None
         # start from the faster half: under the healthy-majority assumption it is all healthy
@@ -231,6 +283,64 @@ class RobustRule:
         if degraded:
             return SuspectVerdict(baseline, threshold, (), replica_degraded=True)
         return SuspectVerdict(baseline, threshold, suspects, replica_degraded=False)
+
+
+def fast_cluster_verdict(
+    judge: Callable[[Sequence[Sequence[float]]], SuspectVerdict],
+    latencies_ms: Sequence[Sequence[float]],
+    min_t: float,
+) -> SuspectVerdict | None:
+    """A sweep re-judged against its *fast cluster*: the fastest probes, if they stand apart.
+
+    The fast cluster F is the largest set of the fastest probes, at least 2 (one probe says
+    nothing of the noise), such that
+
+    1. ``judge`` calls F, alone, a healthy sweep: no suspect and not degraded (so F is one
+       tight group with no fast minority of its own);
+    2. every other probe is above F's threshold b + t (log-latencies; b, t from ``judge``);
+    3. decisively: the fastest other probe is at least t above the slowest of F (every
+       other probe would be a suspect even against the slowest probe of F as the baseline),
+       and at least twice the width of F (the empty band between the groups is wider than
+       the fast group itself: probes slowed by a continuum of amounts do not qualify).
+
+    Splits are tried at the gaps of the sorted log-latencies of at least ``min_t`` (the
+    rule's smallest possible t), from the largest F down.
+
+    Args:
+        judge: the rule's verdict on a sweep (ms, repeats per probe).
+        latencies_ms: per probe, its repeats, ms.
+        min_t: a lower bound on the rule's threshold offset t, in log (e.g. log alpha).
+
+    Returns:
+        F's baseline and threshold with every other probe a suspect (not degraded), or
+        ``None`` when no fast cluster exists (e.g. a uniform shift: one cluster; or every
+        probe slowed by a different amount: no tight group apart).
+
+    Notes:
+        A uniform shift moves every log-latency alike and changes nothing here. Whether to
+        believe F healthy also depends on which GPUs its probes hold; that is decided by
+        :func:`faultsense_pipelines.anchor.anchor_sweep`. O(G x J) for G candidate gaps and
+        J the cost of one ``judge``.
+
+    >>> fast_cluster_verdict(MedianRatioRule(1.2).judge, [[10.0], [30.0], [10.0], [20.0]], math.log(1.2)).suspects
+    (1, 3)
+    >>> fast_cluster_verdict(MedianRatioRule(1.2).judge, [[13.0], [12.0], [12.5]], math.log(1.2)) is None
+    True
+    """
+    lat = _probe_latencies(latencies_ms)
+    order = sorted(range(len(lat)), key=lat.__getitem__)
+    x = [math.log(lat[i]) for i in order]
+    for j in range(len(x) - 1, 1, -1):
+        gap = x[j] - x[j - 1]
+        if gap < min_t:
+            continue
+        v = judge([latencies_ms[i] for i in order[:j]])
+        if v.suspects or v.replica_degraded:
+            continue
+        top = math.log(v.threshold_ms)
+        if x[j] > top and gap >= max(top - math.log(v.baseline_ms), 2.0 * (x[j - 1] - x[0])):
+            return SuspectVerdict(v.baseline_ms, v.threshold_ms, tuple(sorted(order[j:])), replica_degraded=False)
+    return None
 
 
 def default_rule() -> SuspectRule:
