@@ -20,8 +20,9 @@ from .anchor import anchor_sweep, healthy_cross_probes
 from .cover import Cover
 from .drilldown import drilldown
 from .drilldown.common import Finding
-from .interleave import detrend_rounds, judge_against_reference, measure_rounds
-from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
+from .interleave import detrend_rounds, measure_rounds
+from .judge import judge_probe, measure_all
+from .probes import ProbeExecutor, ProbeMeasurement
 from .suspects import SuspectRule, default_rule, probe_latency_ms
 from .topology import Link
 
@@ -216,47 +217,6 @@ class Localization:
         }
 
 
-def judge_probe(
-    executor: ProbeExecutor,
-    gpus: tuple[int, ...],
-    repeats: int,
-    baseline_ms: float,
-    threshold_ms: float,
-    reference: tuple[int, ...] | None = None,
-) -> tuple[ProbeMeasurement, str]:
-    """Measure one probe and call it ``"pass"``, ``"fail"`` or ``"error"``.
-
-    With x = log(latency / baseline) and t = log(threshold / baseline): x > t fails,
-    x <= t/2 passes, and a probe in between is measured again (2 x ``repeats`` more) and
-    fails when the median of all 3 x ``repeats`` latencies is above t/2. A slowdown near the
-    threshold would otherwise pass or fail by the toss of the noise, and a faulty GPU that
-    passes once is exonerated and lets its slowness be blamed on its links.
-
-    With a ``reference`` (a probe known to be healthy), the test and the reference are
-    measured in alternation (:func:`~faultsense_pipelines.interleave.measure_rounds`) and
-    x = log(median(test) / median(reference)): machine load that drifted since Phase 1
-    moves both alike. An error in either measurement is an ``"error"`` outcome.
-
-    Returns:
-        The measurement (all latencies of the test probe, ms) and the outcome.
-    """
-    if reference is not None:
-        return judge_against_reference(executor, gpus, reference, repeats, math.log(threshold_ms / baseline_ms))
-    m = _measure(executor, gpus, repeats)
-    if not m.ok:
-        return m, "error"
-    t = math.log(threshold_ms / baseline_ms)
-    x = math.log(probe_latency_ms(m.latencies_ms) / baseline_ms)
-    if x > t or x <= t / 2:
-        return m, "fail" if x > t else "pass"
-    again = _measure(executor, gpus, 2 * repeats)
-    if not again.ok:
-        return again, "error"
-    both = ProbeMeasurement(m.gpus, m.latencies_ms + again.latencies_ms)
-    x = math.log(probe_latency_ms(both.latencies_ms) / baseline_ms)
-    return both, "fail" if x > t / 2 else "pass"
-
-
 def run_phase1(
     executor: ProbeExecutor,
     cover: Cover,
@@ -295,7 +255,7 @@ def run_phase1(
     """
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()
-    measure = _measure_all if not interleave or repeats == 1 else measure_rounds
+    measure = measure_all if not interleave or repeats == 1 else measure_rounds
     measured = measure(executor, cover.probes, repeats)
     ok = [i for i, m in enumerate(measured) if m.ok]
     baseline = threshold = None
@@ -442,17 +402,6 @@ def _check(executor: ProbeExecutor, gpus: int, repeats: int) -> None:
         raise ValueError(f"executor drives {executor.gpus} GPUs but the plan has gpus={gpus}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-
-
-def _measure(executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int) -> ProbeMeasurement:
-    try:
-        return executor.run(gpus, repeats)
-    except ExecutorError as exc:
-        return ProbeMeasurement(tuple(sorted(gpus)), (), error=str(exc) or type(exc).__name__)
-
-
-def _measure_all(executor: ProbeExecutor, probes, repeats: int) -> list[ProbeMeasurement]:
-    return [_measure(executor, probe, repeats) for probe in probes]
 
 
 def _latency(m: ProbeMeasurement) -> float:

@@ -1,0 +1,71 @@
+"""Judging one probe: measure it and call it pass, fail or error against a baseline.
+
+Shared by both phases of :mod:`faultsense_pipelines.localize`: a probe whose latency lands
+between the threshold and its square root is measured again before it is judged, and with
+a reference probe the two are measured in alternation
+(:func:`~faultsense_pipelines.interleave.judge_against_reference`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .interleave import judge_against_reference
+from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
+from .suspects import probe_latency_ms
+
+__all__ = ["judge_probe", "measure", "measure_all"]
+
+
+def judge_probe(
+    executor: ProbeExecutor,
+    gpus: tuple[int, ...],
+    repeats: int,
+    baseline_ms: float,
+    threshold_ms: float,
+    reference: tuple[int, ...] | None = None,
+) -> tuple[ProbeMeasurement, str]:
+    """Measure one probe and call it ``"pass"``, ``"fail"`` or ``"error"``.
+
+    With x = log(latency / baseline) and t = log(threshold / baseline): x > t fails,
+    x <= t/2 passes, and a probe in between is measured again (2 x ``repeats`` more) and
+    fails when the median of all 3 x ``repeats`` latencies is above t/2. A slowdown near the
+    threshold would otherwise pass or fail by the toss of the noise, and a faulty GPU that
+    passes once is exonerated and lets its slowness be blamed on its links.
+
+    With a ``reference`` (a probe known to be healthy), the test and the reference are
+    measured in alternation (:func:`~faultsense_pipelines.interleave.measure_rounds`) and
+    x = log(median(test) / median(reference)): machine load that drifted since Phase 1
+    moves both alike. An error in either measurement is an ``"error"`` outcome.
+
+    Returns:
+        The measurement (all latencies of the test probe, ms) and the outcome.
+    """
+    if reference is not None:
+        return judge_against_reference(executor, gpus, reference, repeats, math.log(threshold_ms / baseline_ms))
+    m = measure(executor, gpus, repeats)
+    if not m.ok:
+        return m, "error"
+    t = math.log(threshold_ms / baseline_ms)
+    x = math.log(probe_latency_ms(m.latencies_ms) / baseline_ms)
+    if x > t or x <= t / 2:
+        return m, "fail" if x > t else "pass"
+    again = measure(executor, gpus, 2 * repeats)
+    if not again.ok:
+        return again, "error"
+    both = ProbeMeasurement(m.gpus, m.latencies_ms + again.latencies_ms)
+    x = math.log(probe_latency_ms(both.latencies_ms) / baseline_ms)
+    return both, "fail" if x > t / 2 else "pass"
+
+
+def measure(executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int) -> ProbeMeasurement:
+    """Run one probe ``repeats`` times; an :class:`ExecutorError` becomes a measurement with ``error``."""
+    try:
+        return executor.run(gpus, repeats)
+    except ExecutorError as exc:
+        return ProbeMeasurement(tuple(sorted(gpus)), (), error=str(exc) or type(exc).__name__)
+
+
+def measure_all(executor: ProbeExecutor, probes, repeats: int) -> list[ProbeMeasurement]:
+    """:func:`measure` every probe in turn (back to back repeats)."""
+    return [measure(executor, probe, repeats) for probe in probes]
