@@ -224,6 +224,7 @@ def run_phase1(
     repeats: int = 1,
     rule: SuspectRule | None = None,
     interleave: bool = True,
+    anchor: bool = True,
 ) -> Phase1Result:
     """Run every cover probe ``repeats`` times and judge the sweep.
 
@@ -246,6 +247,8 @@ def run_phase1(
             judged ``replica_degraded`` is measured once more (``repeats`` more rounds) and
             judged on all its repeats: a load burst should not cost the whole sweep. With
             ``repeats == 1`` it changes nothing.
+        anchor: re-judge a sweep still ``replica_degraded`` against its fast cluster
+            (default); ``False`` keeps the rule's verdict alone.
 
     Returns:
         A :class:`Phase1Result` with one record per cover probe, in cover order.
@@ -279,7 +282,7 @@ def run_phase1(
                 m.gpus, measured[i].latencies_ms + m.latencies_ms)
         ok = [i for i, m in enumerate(measured) if m.ok]
     anchored = None
-    if ok and degraded:  # most probes slow: a few slow components, or a slow replica?
+    if ok and degraded and anchor:  # most probes slow: a few slow components, or a slow replica?
         lat = [measured[i].latencies_ms for i in ok]
         probes = [cover.probes[i] for i in ok]
         anchored = anchor_sweep(rule, detrend_rounds(lat) if interleave else lat, probes, cover.gpus)
@@ -388,9 +391,10 @@ def localize(
     recheck_explained: bool = True,
     interleave: bool = True,
     reference: bool | None = None,
+    anchor: bool = True,
 ) -> Localization:
     """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`, :func:`run_phase2`)."""
-    phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule, interleave=interleave)
+    phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule, interleave=interleave, anchor=anchor)
     return run_phase2(
         executor, phase1, method=method, repeats=repeats, rule=rule, recheck_explained=recheck_explained,
         reference=reference,

@@ -190,7 +190,9 @@ class RobustRule:
     are faster than b - max(2 s, log(min_slowdown)) (faults only slow probes down, so a fast
     minority means the baseline itself is slow), or if the healthy probes spread more than
     ``max_sigma`` (no majority cluster: the slow probes inflate the scale), the verdict is
-    ``replica_degraded`` with no suspects.
+    ``replica_degraded`` with no suspects. :meth:`anchor` then looks for a fast cluster of
+    probes judged by this same rule (:func:`fast_cluster_verdict`); the false-alarm rate of
+    sweeps the rule does not call degraded is unchanged.
 
     Attributes:
         false_alarm: per-sweep probability of calling a healthy probe suspect, in (0, 1).
