@@ -18,6 +18,12 @@ from .recheck import plan_recheck
 
 __all__ = ["adaptive_drilldown"]
 
+#: A GPU in no passing probe is tested alone first (two probes) only when it is in at
+#: least this many suspect groups sharing nothing but it: more than the d <= 4 faults of
+#: one sweep can explain without it. Elsewhere two slow links at one healthy GPU could
+#: fail both of its padded probes, and group testing inside its groups pins them.
+_DIRECT_MIN_GROUPS = 5
+
 
 def adaptive_drilldown(
     n: int,
@@ -79,19 +85,64 @@ def adaptive_drilldown(
     """
     kn = Knowledge(n, k, passed, test, failed)
     for g in sorted(_never_passed(kn, failed), key=lambda g: (-kn.fails[g], g)):
-        if kn.candidate_gpu(g):  # in no passing probe: test it alone before halving groups
+        if not kn.candidate_gpu(g) or _disjoint_groups(failed, g) < _DIRECT_MIN_GROUPS:
+            continue
+        try:  # in no passing probe: test it alone before halving groups
             _confirm_gpu(kn, g, set())
+        except Unmeasurable:
+            continue  # too few exonerated GPUs yet: the group testing below pins it
     for group in failed:
         if not (kn.bad_gpu.intersection(group) or kn.known_fault_inside(group)):
             _resolve_group(kn, set(group), retest=not recheck_explained)
     if recheck_explained:
         _packed_recheck(kn, failed)
+        if _retry_inconclusive(kn):
+            _packed_recheck(kn, failed)
     return kn.result()
+
+
+def _retry_inconclusive(kn: Knowledge) -> bool:
+    """Judge again what the group testing left inconclusive, now that more is exonerated.
+
+    A link given up for want of clean padding (its ends' links to every padding GPU still
+    candidates, e.g. behind a second slow link at one end) usually has clean padding once
+    the re-check has exonerated the links around it. Returns True when something was retried.
+    """
+    retry = [f for f in kn.findings if f.status == "inconclusive"]
+    if not retry:
+        return False
+    kn.findings = [f for f in kn.findings if f.status != "inconclusive"]
+    kn.unsure_gpu.clear()
+    kn.unsure_link.clear()
+    for f in retry:
+        try:
+            if f.peer_gpu is None:
+                _confirm_gpu(kn, f.gpu, set())
+            elif kn.candidate_link(f.gpu, f.peer_gpu):
+                _confirm_link(kn, (f.gpu, f.peer_gpu), set())
+        except Unmeasurable:
+            kn.give_up({f.gpu} if f.peer_gpu is None else {f.gpu, f.peer_gpu})
+    return True
 
 
 def _never_passed(kn: Knowledge, failed: Sequence[Sequence[int]]) -> set[int]:
     """GPUs of the suspect groups that are in no passing probe (every slow GPU is one)."""
     return {g for group in failed for g in group if kn.candidate_gpu(g)}
+
+
+def _disjoint_groups(failed: Sequence[Sequence[int]], g: int) -> int:
+    """Suspect groups of ``g`` that share no GPU but ``g`` (a greedy packing).
+
+    Each fault other than ``g`` itself (a slow GPU, a slow link, one at ``g`` included)
+    slows at most one of them, so more of them than faults means ``g`` is slow.
+    """
+    seen: set[int] = set()
+    count = 0
+    for group in sorted((set(p) - {g} for p in failed if g in p), key=len):
+        if not group & seen:
+            seen |= group
+            count += 1
+    return count
 
 
 def _packed_recheck(kn: Knowledge, failed: Sequence[Sequence[int]]) -> None:
