@@ -21,19 +21,20 @@ SETTINGS = settings(
     max_examples=int(os.environ.get("FS_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
-# -- a hand-built replica: slow GPU 0 in four suspect groups of k = 4 whose links were
+# -- a hand-built replica: slow GPU 0 in five suspect groups of k = 4 whose links were
 # all exonerated by passing probes but one per group (partial hidden cliques) -----------
 K = 4
-GROUPS = [(0, 1, 2, 3), (0, 4, 5, 6), (0, 7, 8, 9), (0, 10, 11, 12)]
-HIDDEN = [(1, 2), (4, 5), (7, 8), (10, 11)]  # behind GPU 0: probed only with it
-SPARE = range(13, 21)  # healthy GPUs for padding
+N = 24
+GROUPS = [(0, 1, 2, 3), (0, 4, 5, 6), (0, 7, 8, 9), (0, 10, 11, 12), (0, 13, 14, 15)]
+HIDDEN = [(1, 2), (4, 5), (7, 8), (10, 11), (13, 14)]  # behind GPU 0: probed only with it
+SPARE = range(16, N)  # healthy GPUs for padding
 
 
 def _passed() -> list[tuple[int, ...]]:
-    """Passing probes of 4 GPUs over every pair of 1..20 except the hidden links."""
+    """Passing probes of 4 GPUs over every pair of 1..23 except the hidden links."""
     spare = list(SPARE)
     probes = []
-    for i, (a, b) in enumerate(combinations(range(1, 21), 2)):
+    for i, (a, b) in enumerate(combinations(range(1, N), 2)):
         if (a, b) in HIDDEN:
             continue
         pads = [x for x in spare[i % 8 :] + spare[: i % 8] if x not in (a, b)][:2]
@@ -50,21 +51,23 @@ def _oracle(slow_gpus: set[int], slow_links: set[tuple[int, int]], log: list):
 
 
 def test_hand_built_partial_cliques_are_rechecked_two_pieces_per_probe():
-    # Old re-check: one probe per suspect group explained by GPU 0, i.e. 4. Packed: the
-    # hidden pieces {1, 2}, {4, 5}, {7, 8}, {10, 11} fit two to a probe of 4 GPUs.
+    # Old re-check: one probe per suspect group explained by GPU 0, i.e. 5. Packed: the
+    # hidden pieces {1, 2}, {4, 5}, {7, 8}, {10, 11}, {13, 14} fit two to a probe of 4 GPUs.
+    # GPU 0 is in 5 suspect groups sharing only it, so it is confirmed alone first.
     log: list = []
-    r = adaptive_drilldown(21, K, _passed(), GROUPS, _oracle({0}, set(), log))
+    r = adaptive_drilldown(N, K, _passed(), GROUPS, _oracle({0}, set(), log))
     assert [(f.kind, f.gpu, f.status) for f in r.findings] == [("gpu", 0, "confirmed")]
     confirm, recheck = log[:2], log[2:]
     assert all(0 in p for p in confirm)  # GPU 0 alone with two disjoint paddings
     assert set(confirm[0]).isdisjoint(set(confirm[1]) - {0})
-    assert sorted(recheck) == [(1, 2, 4, 5), (7, 8, 10, 11)]
+    assert sorted(recheck[:2]) == [(1, 2, 4, 5), (7, 8, 10, 11)]
+    assert len(recheck) == 3 and {13, 14} <= set(recheck[2]) and 0 not in recheck[2]
     assert len(recheck) < len(GROUPS)  # no more than the old one-probe-per-group re-check
 
 
 def test_a_slow_link_in_a_packed_recheck_probe_is_found_and_blames_nothing_else():
     log: list = []
-    r = adaptive_drilldown(21, K, _passed(), GROUPS, _oracle({0}, {(7, 8)}, log))
+    r = adaptive_drilldown(N, K, _passed(), GROUPS, _oracle({0}, {(7, 8)}, log))
     found = sorted((f.kind, f.gpu, f.peer_gpu, f.status) for f in r.findings)
     assert found == [("gpu", 0, None, "confirmed"), ("link", 7, 8, "confirmed")]
     assert all(0 not in p for p in log[2:])  # re-check probes avoid the slow GPU
@@ -72,7 +75,7 @@ def test_a_slow_link_in_a_packed_recheck_probe_is_found_and_blames_nothing_else(
 
 def test_without_recheck_the_hidden_slow_link_is_missed():
     # the paper's accounting: the reason the re-check exists
-    r = adaptive_drilldown(21, K, _passed(), GROUPS, _oracle({0}, {(7, 8)}, []), recheck_explained=False)
+    r = adaptive_drilldown(N, K, _passed(), GROUPS, _oracle({0}, {(7, 8)}, []), recheck_explained=False)
     assert [(f.kind, f.gpu) for f in r.findings] == [("gpu", 0)]
 
 
