@@ -13,7 +13,8 @@ the fewest probes among:
    classical recursion that gives C(km, k, 2) ~ L(km, k) when the groups are covered well --
    or, where stored, by holey covers (:mod:`.holey`: the pairs among the infinite GPUs are
    left to one cover of their own instead of being covered again in every group);
-4. a small cover found offline by simulated annealing (:mod:`.table`);
+4. a small cover found offline by simulated annealing (:mod:`.table`), and one found in
+   rounds of disjoint probes (:mod:`.resolvable`: a few probes more, far fewer rounds);
 
 each refined by merging probes that fit in one and dropping redundant ones. Probes are
 listed round by round (parallel classes of the designs first), so that first-fit rounds
@@ -36,11 +37,12 @@ import numpy as np
 
 from .bounds import schonheim_bound
 from .designs import Design, blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
-from .fields import factor
 from .greedy import greedy_cover
 from .holey import holey_cover
+from .recursion import MAX_INFINITE, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
 from .refine import extend, fill_to_size, merge_small, remove_redundant, truncate
-from .rounds import ordered_rounds, plan_rounds
+from .resolvable import resolvable_cover
+from .rounds import ordered_rounds, plan_rounds, rounds_lower_bound
 from .table import lookup
 
 __all__ = ["best_cover", "best_cover_source", "clear_caches", "Candidate"]
@@ -58,8 +60,6 @@ class Candidate:
     source: str
 
 
-_TD_EXTRA_M = 2  # TD orders tried above the smallest that fits
-_MAX_INFINITE = 4  # extra "infinite" GPUs tried: 0 .. _MAX_INFINITE * k
 _PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
 _ROUNDS_SLACK = 0.05  # extra probes accepted to meet the rounds target
 _ROUNDS_TARGET = 1.5  # rounds target, times ceil((n-1)/(k-1))
@@ -67,6 +67,7 @@ _ROUNDS_TARGET = 1.5  # rounds target, times ceil((n-1)/(k-1))
 # probes matter more than fewer rounds
 _PROBE_TARGET = {4: 1.05}
 _PROBE_TARGET_DEFAULT = 1.10
+_PROBE_TARGET_FROM = 100  # for k != 4 the probe target holds from this many GPUs
 # sub-covers not in the table also try greedy up to max(100, 8k) GPUs (greedy is cheap there and
 # sometimes optimal, e.g. n=32, k=4)
 _GREEDY_SUBCOVER_GPUS = 100
@@ -109,8 +110,8 @@ def best_cover(n: int, k: int) -> list[Block]:
 def best_cover_source(n: int, k: int) -> str:
     """How :func:`best_cover` builds its cover for (n, k), e.g. ``"TD(8,37)+4"`` or ``"AG(2,8)"``.
 
-    >>> best_cover_source(57, 8), best_cover_source(100, 4)
-    ('PG(2,7)', 'Denniston(5,2)')
+    >>> best_cover_source(64, 8), best_cover_source(100, 4)
+    ('AG(2,8)', 'Denniston(5,2)')
     """
     return _top(n, k).source
 
@@ -126,10 +127,19 @@ def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
     stored = lookup(n, k)
     if stored is not None:
         candidates.append(_refined(list(stored), n, k, "table"))
+    in_rounds = resolvable_cover(n, k)
+    if in_rounds is not None:
+        starts = np.cumsum([0] + [len(r) for r in in_rounds])
+        rounds = [list(range(starts[j], starts[j + 1])) for j in range(len(in_rounds))]
+        candidates.append(_by_rounds([b for r in in_rounds for b in r], rounds, "resolvable"))
     for name, v in design_sources(k):
         # truncation pays when a design is a little larger (PG(3,3) on 40 points gives C(32,4) = 88);
         # large designs are only tried within ~10%, where truncating them is still cheap
-        if n <= v <= n + max(k, n // 3 if v <= 200 else n // 10):
+        if v == n and build_design(name).classes:  # resolvable: its classes are the rounds
+            D = build_design(name)
+            rounds = [list(cls) for cls in D.classes]
+            candidates.append(_by_rounds(list(D.blocks), rounds, name))
+        elif n <= v <= n + max(k, n // 3 if v <= 200 else n // 10):
             D = build_design(name)
             source = name if v == n else f"{name} truncated"
             candidates.append(_refined(truncate(blocks_by_class(D), v, n), n, k, source))
@@ -150,6 +160,13 @@ def _best(n: int, k: int) -> Candidate:
     return min(scheduled, key=lambda c: len(c.rounds))
 
 
+@lru_cache(maxsize=4096)
+def _fewest_rounds(n: int, k: int) -> Candidate:
+    """The candidate with the fewest first-fit rounds for (n, k) (ties: fewer probes), unfilled:
+    the sub-covers of transversal designs traded for rounds."""
+    return min((_scheduled(c, n) for c in _candidates(n, k)), key=lambda c: (len(c.rounds), len(c.blocks)))
+
+
 def _round_robin(n: int) -> Candidate:
     """Every pair once, in the n-1 (n even) or n (n odd) rounds of the circle method."""
     m = n + n % 2  # a dummy GPU m-1 when n is odd
@@ -166,7 +183,7 @@ def _round_robin(n: int) -> Candidate:
 
 def clear_caches() -> None:
     """Forget every memoised sub-cover (for benchmarks of cold planning, and the table generator)."""
-    for f in (_candidates, _best, _greedy, _td_alive):
+    for f in (_candidates, _best, _fewest_rounds, _greedy, td_alive, _planned_rounds):
         f.cache_clear()
 
 
@@ -178,31 +195,60 @@ def _top(n: int, k: int) -> Candidate:
     """What ``best_cover`` returns; never more probes than greedy.
 
     The cover with the fewest probes, if its rounds meet 1.5 x ceil((n-1)/(k-1)); else the
-    fewest probes among candidates whose first-fit rounds meet that target, if one needs at
-    most 5% more probes; else, within 1% of the fewest probes, the fewest rounds. A trade of
-    probes for rounds never takes the probe count above the probe target (1.05 x L(n, k) for
-    k = 4, 1.10 x L for larger k), nor above the fewest probes when those already miss it.
+    fewest probes among candidates that meet that target within the probe cap; else, within
+    1% of the fewest probes, the fewest rounds. The cap is the probe target where the issue
+    sets one (1.05 x L(n, k) for k = 4; 1.10 x L for larger k at n >= 100), at most 5% above
+    the fewest probes and never below them; without a target (n < 100, k != 4) it is one
+    probe fewer than greedy, so small replicas trade a few probes for rounds. A design that
+    meets Schönheim's bound (a Steiner system, or one extended by a few GPUs) is never traded:
+    the lines of PG(2, q) pairwise meet, so they take one round each, but no cover has fewer
+    probes; annealed table covers at the bound are traded.
     """
     if k == 2 or n <= k:  # every pair once (optimal) / one probe
         return _candidates(n, k)[0]
     fewest = _fewest(n, k)
     target = _ROUNDS_TARGET * -(-(n - 1) // (k - 1))
     c = _best(n, k)
-    if len(c.rounds) > target and len(plan_rounds(c.blocks, n)) > target:  # look for one that meets it
+    # a design meeting Schönheim's bound (a Steiner system, or one extended by a few GPUs) is kept
+    kept = fewest == schonheim_bound(n, k) and not c.source.startswith(("table", "greedy"))
+    if not kept and _rounds(c, n, target) > target:  # look for one that meets it
         pool = list(_candidates(n, k))
-        extra = _best_td(n, k, resolvable_only=True)
-        if extra is not None:
-            pool.append(extra)
-        limit = int(_PROBE_TARGET.get(k, _PROBE_TARGET_DEFAULT) * schonheim_bound(n, k))
-        cap = min(max(fewest, limit), fewest * (1 + _ROUNDS_SLACK))  # never further above the probe target
+        for rounds_first in (False, True):
+            extra = _best_td(n, k, resolvable_only=True, rounds_first=rounds_first)
+            if extra is not None:
+                pool.append(extra)
+        cap = _probe_cap(n, k, fewest)
         close = [_scheduled(c, n) for c in pool if len(c.blocks) <= cap]
-        meeting = [c for c in close if len(c.rounds) <= target]
+        meeting = [c for c in close if _rounds(c, n, target) <= target]
         near = [c for c in close if len(c.blocks) <= min(cap, fewest * (1 + _PROBE_SLACK))]
         if meeting:  # fewest probes among those meeting the target
-            c = min(meeting, key=lambda c: (len(c.blocks), len(c.rounds)))
+            c = min(meeting, key=lambda c: (len(c.blocks), _rounds(c, n, target)))
         else:  # within 1% of the fewest probes, the fewest rounds
-            c = min(near, key=lambda c: (len(c.rounds), len(c.blocks)))
+            c = min(near, key=lambda c: (_rounds(c, n, target), len(c.blocks)))
     return _greedy(n, k) if len(_greedy(n, k).blocks) < len(c.blocks) else c
+
+
+def _probe_cap(n: int, k: int, fewest: int) -> int:
+    """The most probes a trade for rounds may reach (see :func:`_top`)."""
+    bound = schonheim_bound(n, k)
+    if k == 4 or n >= _PROBE_TARGET_FROM:
+        limit = int(_PROBE_TARGET.get(k, _PROBE_TARGET_DEFAULT) * bound)
+        return int(min(max(fewest, limit), fewest * (1 + _ROUNDS_SLACK)))
+    greedy = len(_greedy(n, k).blocks)
+    return max(fewest, greedy - (greedy > bound))
+
+
+def _rounds(c: Candidate, n: int, target: float) -> int:
+    """Rounds of a scheduled candidate: its first-fit rounds if they meet ``target``, else
+    what :func:`.rounds.plan_rounds` finds (skipped when the lower bound already misses)."""
+    if len(c.rounds) <= target or rounds_lower_bound(c.blocks, n) > target:
+        return len(c.rounds)
+    return _planned_rounds(c, n)
+
+
+@lru_cache(maxsize=256)
+def _planned_rounds(c: Candidate, n: int) -> int:
+    return min(len(c.rounds), len(plan_rounds(c.blocks, n)))
 
 
 @lru_cache(maxsize=64)
@@ -233,125 +279,61 @@ def _by_rounds(blocks: list[Block], rounds: list[list[int]], source: str) -> Can
     return Candidate(out, tuple(regrouped), source)
 
 
-def _td_orders(n: int, k: int) -> list[int]:
-    """Orders m admitting a TD(k, m) here: all that hold n GPUs with <= 4k infinite ones and
-    k*m <= n, plus the smallest few with k*m > n (truncated groups)."""
-    lo = max(2, -(-(n - _MAX_INFINITE * k) // k))
-    out: list[int] = []
-    above = 0
-    for m in range(lo, n // 2 + 1):
-        if 1 + min(p**a for p, a in factor(m)) >= k:
-            out.append(m)
-            above += k * m > n
-            if above >= _TD_EXTRA_M:
-                break
-    return out
-
-
-def _group_sizes(total: int, k: int, m: int) -> list[int] | None:
-    """Split ``total`` GPUs into k groups of at most m, as evenly as possible."""
-    if total > k * m or total < 2 * k:
-        return None
-    base, extra = divmod(total, k)
-    return [base + 1] * extra + [base] * (k - extra)
-
-
-def _td_count(n: int, k: int, m: int, e: int) -> int | None:
-    sizes = _group_sizes(n - e, k, m)
+def _td_count(n: int, k: int, m: int, e: int, rounds_first: bool = False) -> int | None:
+    sizes = group_sizes(n - e, k, m)
     if sizes is None or max(sizes) + e >= n:
         return None
-    return _td_alive(k, m, tuple(sizes)) + _groups_count(sizes, e, k)[0]
+    return td_alive(k, m, tuple(sizes)) + _groups_count(sizes, e, k, rounds_first)[0]
 
 
-def _groups_count(sizes: list[int], e: int, k: int) -> tuple[int, bool]:
+def _sub(s: int, k: int, rounds_first: bool) -> Candidate:
+    """A group's sub-cover: the fewest probes, or (``rounds_first``) the fewest rounds."""
+    return _fewest_rounds(s, k) if rounds_first else _best(s, k)
+
+
+def _groups_count(sizes: list[int], e: int, k: int, rounds_first: bool = False) -> tuple[int, bool]:
     """Probes covering the groups with the e infinite GPUs, and whether holey covers do it best.
 
     Either each group with the infinite GPUs by a full cover, or (if stored for every group
-    size) each by a holey cover H(s, e, k) plus one cover of the infinite GPUs.
+    size, and not ``rounds_first``) each by a holey cover H(s, e, k) plus one cover of the
+    infinite GPUs.
     """
-    full = sum(len(_best(s + e, k).blocks) for s in sizes)
-    holes = [holey_cover(s, e, k) for s in sizes] if e >= 2 else [None]
+    full = sum(len(_sub(s + e, k, rounds_first).blocks) for s in sizes)
+    holes = [holey_cover(s, e, k) for s in sizes] if e >= 2 and not rounds_first else [None]
     if any(h is None for h in holes):
         return full, False
     holey = sum(len(h) for h in holes) + len(_best(e, k).blocks)
     return (holey, True) if holey < full else (full, False)
 
 
-@lru_cache(maxsize=1024)
-def _td_alive(k: int, m: int, sizes: tuple[int, ...]) -> int:
-    coords = np.asarray(transversal_design(k, m).blocks) % m
-    return int(((coords < np.asarray(sizes)).sum(axis=1) >= 2).sum())
-
-
-def _best_td(n: int, k: int, resolvable_only: bool = False) -> Candidate | None:
+def _best_td(n: int, k: int, resolvable_only: bool = False, rounds_first: bool = False) -> Candidate | None:
     """The best TD(k, m) + e infinite GPUs + recursively covered groups, if any fits.
 
     With ``resolvable_only``, only e = 0 and resolvable TDs: their parallel classes and the
-    groups' disjoint sub-covers give few rounds.
+    groups' disjoint sub-covers give few rounds; with ``rounds_first`` too, the groups are
+    covered by their sub-covers with the fewest rounds (the TD's rounds are m plus theirs).
     """
     best: tuple[int, int, int] | None = None
-    for m in _td_orders(n, k):
+    for m in td_orders(n, k):
         if resolvable_only and max_td_groups(m) <= k:
             continue
-        for e in range(0, 1 if resolvable_only else _MAX_INFINITE * k + 1):
-            count = _td_count(n, k, m, e)
+        for e in range(0, 1 if resolvable_only else MAX_INFINITE * k + 1):
+            count = _td_count(n, k, m, e, rounds_first)
             if count is not None and (best is None or count < best[0]):
                 best = (count, m, e)
     if best is None:
         return None
     _, m, e = best
-    return _build_td(n, k, m, e)
+    return _build_td(n, k, m, e, rounds_first)
 
 
-def _interleaved_rounds(blocks: list[Block], n: int, td_class: dict[Block, int], infinite: set[int]) -> list[list[int]]:
-    """First fit with the probes holding infinite GPUs spread out, each batch next to one TD class.
-
-    The infinite GPUs are in many probes (they meet every group), so their probes set the
-    number of rounds; putting a batch of them before each parallel class lets first fit pack
-    the class's other probes around them instead of adding rounds for them at the end.
-    """
-    if not td_class:
-        return ordered_rounds(blocks, n)
-    with_inf = [i for i, b in enumerate(blocks) if infinite.intersection(b)]
-    batches = ordered_rounds([blocks[i] for i in with_inf], n)
-    classes: dict[int, list[int]] = {}
-    for i, b in enumerate(blocks):
-        if b in td_class:
-            classes.setdefault(td_class[b], []).append(i)
-    order: list[int] = []
-    for t in range(max(len(batches), len(classes))):
-        order += [with_inf[j] for j in batches[t]] if t < len(batches) else []
-        order += classes.get(t, [])
-    placed = set(order)
-    order += [i for i in range(len(blocks)) if i not in placed]
-    return ordered_rounds(blocks, n, order)
-
-
-def _fill_labels(sub_blocks: tuple[Block, ...], s: int, e: int, offset: int, infinite: list[int]) -> list[int]:
-    """Map a sub-cover on s + e points onto a group (s GPUs from ``offset``) and the infinite GPUs.
-
-    The e least-used points of the sub-cover become the infinite GPUs: they are in every
-    group's sub-cover, so this keeps their probe count (and the rounds) low.
-    """
-    use = np.zeros(s + e, dtype=np.int64)
-    for b in sub_blocks:
-        use[list(b)] += 1
-    order = np.argsort(use, kind="stable")
-    label = [0] * (s + e)
-    for j, p in enumerate(order[:e]):
-        label[int(p)] = infinite[j]
-    for j, p in enumerate(sorted(int(p) for p in order[e:])):
-        label[p] = offset + j
-    return label
-
-
-def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
+def _build_td(n: int, k: int, m: int, e: int, rounds_first: bool = False) -> Candidate:
     """TD(k, m) restricted to groups of the given sizes, then each group + the e infinite GPUs covered.
 
     With no infinite GPUs the groups' sub-covers are disjoint, so round j of every sub-cover
     runs side by side after the TD's m parallel classes.
     """
-    sizes = _group_sizes(n - e, k, m)
+    sizes = group_sizes(n - e, k, m)
     assert sizes is not None
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     infinite = list(range(n - e, n))
@@ -370,14 +352,14 @@ def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
             rounds.append(r)
     if not D.classes:  # not resolvable: let first fit find rounds
         rounds = ordered_rounds(blocks, n)
-    if _groups_count(sizes, e, k)[1]:  # holey covers of the groups, one cover of the infinite GPUs
+    if _groups_count(sizes, e, k, rounds_first)[1]:  # holey covers of the groups, one cover of the infinite GPUs
         for g, s in enumerate(sizes):
             label = [int(offsets[g]) + j for j in range(s)] + infinite
             blocks.extend(tuple(sorted(label[p] for p in b)) for b in holey_cover(s, e, k) or ())
         blocks.extend(tuple(infinite[p] for p in b) for b in _best(e, k).blocks)
         return _with_infinite_rounds(blocks, rounds, n, D, infinite, f"TD({k},{m})+{e} holey")
-    subs = [_best(s + e, k) for s in sizes]
-    labels = [_fill_labels(sub.blocks, s, e, int(offsets[g]), infinite) for g, (sub, s) in enumerate(zip(subs, sizes))]
+    subs = [_sub(s + e, k, rounds_first) for s in sizes]
+    labels = [fill_labels(sub.blocks, s, e, int(offsets[g]), infinite) for g, (sub, s) in enumerate(zip(subs, sizes))]
     depth = max(len(sub.rounds) for sub in subs)
     for j in range(depth):  # round j of every group's sub-cover, side by side
         for sub, label in zip(subs, labels):
@@ -393,7 +375,7 @@ def _build_td(n: int, k: int, m: int, e: int) -> Candidate:
                 r.extend(range(pos, pos + len(sub.rounds[j])))
                 pos += len(sub.rounds[j])
         rounds.append(r)
-    return _by_rounds(blocks, rounds, f"TD({k},{m})")
+    return _by_rounds(blocks, rounds, f"TD({k},{m})" + (" in rounds" if rounds_first else ""))
 
 
 def _with_infinite_rounds(
@@ -402,5 +384,5 @@ def _with_infinite_rounds(
     """Drop redundant probes, then rounds: plain first fit or infinite GPUs' probes between TD classes."""
     td_class = {b: t for t, r in enumerate(rounds) for b in (blocks[i] for i in r)} if D.classes else {}
     blocks = remove_redundant(blocks, n)
-    rounds = min(ordered_rounds(blocks, n), _interleaved_rounds(blocks, n, td_class, set(infinite)), key=len)
+    rounds = min(ordered_rounds(blocks, n), interleaved_rounds(blocks, n, td_class, set(infinite)), key=len)
     return _by_rounds(blocks, rounds, source)

@@ -12,6 +12,9 @@ disjoint blocks that cover all points -- where the design is resolvable):
 * lines of PG(d, q):   S(2, q+1, (q^{d+1}-1)/(q-1)), e.g. PG(2, 7) = S(2, 8, 57);
 * lines of AG(d, q):   S(2, q, q^d), resolvable, e.g. AG(2, 8) = S(2, 8, 64);
 * Denniston arcs:      S(2, 2^a, (2^a-1) 2^h + 2^a) in PG(2, 2^h), e.g. S(2, 8, 120), S(2, 4, 100);
+* AG(2, q) plus one point on the q+1 lines through a fixed point (one per parallel class):
+  a resolvable pair cover of q^2 + 1 points with blocks of q and q+1 points in q+1 rounds
+  (not a Steiner system; for q = 7, 56 probes of 8 GPUs on 50 GPUs in 8 rounds);
 * TD(k, m) from the ring of :func:`.fields.macneish_ring` (k <= smallest prime-power factor
   of m, resolvable; or one more group, not resolvable).
 
@@ -34,6 +37,7 @@ __all__ = [
     "Design",
     "projective_geometry",
     "affine_geometry",
+    "affine_plus_one",
     "denniston_design",
     "transversal_design",
     "difference_family_design",
@@ -142,6 +146,23 @@ def affine_geometry(d: int, q: int) -> Design:
             blocks.append(tuple(sorted(line)))
         classes.append(tuple(cls))
     return Design(len(pts), tuple(blocks), tuple(classes))
+
+
+@lru_cache(maxsize=16)
+def affine_plus_one(q: int) -> Design:
+    """AG(2, q) plus a point joined to the lines through point 0: a resolvable cover of q^2 + 1 points.
+
+    In each parallel class of AG(2, q) exactly one line passes through point 0; the new point
+    q^2 joins that line, so each class stays a set of disjoint blocks, and the q + 1 lines
+    through point 0 cover the plane, so the new point meets every other point.
+
+    >>> D = affine_plus_one(3)
+    >>> D.points, len(D.blocks), len(D.classes), sorted(len(b) for b in D.blocks if 9 in b)
+    (10, 12, 4, [4, 4, 4, 4])
+    """
+    A = affine_geometry(2, q)
+    blocks = tuple(b + (q * q,) if 0 in b else b for b in A.blocks)
+    return Design(q * q + 1, blocks, A.classes)
 
 
 @lru_cache(maxsize=16)
@@ -261,11 +282,15 @@ MAX_DESIGN_POINTS = 390  # designs are built up to this many points
 def design_sources(k: int, limit: int = MAX_DESIGN_POINTS) -> list[tuple[str, int]]:
     """Known Steiner systems S(2, k, v) built here, as (name, v) with v <= ``limit``.
 
+    Also AG(2, k-1) plus one point (:func:`affine_plus_one`), resolvable but not Steiner.
+
     >>> design_sources(8)
-    [('PG(2,7)', 57), ('AG(2,8)', 64), ('Denniston(4,3)', 120), ('Denniston(5,3)', 232)]
+    [('AG(2,7)+1', 50), ('PG(2,7)', 57), ('AG(2,8)', 64), ('Denniston(4,3)', 120), ('Denniston(5,3)', 232)]
     """
     out: list[tuple[str, int]] = []
     q = k - 1
+    if q >= 2 and prime_power(q) and q * q + 1 <= limit:
+        out.append((f"AG(2,{q})+1", q * q + 1))
     if q >= 2 and prime_power(q):
         for d in range(2, 8):
             v = (q ** (d + 1) - 1) // (q - 1)
@@ -293,6 +318,8 @@ def build_design(name: str) -> Design:
     """The design named by :func:`design_sources`, e.g. ``build_design("AG(2,8)")``."""
     if name.startswith("DF("):
         return difference_family_design(int(name[3:-1]))
+    if name.endswith(")+1"):
+        return affine_plus_one(int(name[len("AG(2,"):-len(")+1")]))
     kind, args = name.split("(")
     x, y = (int(t) for t in args.rstrip(")").split(","))
     return {"PG": projective_geometry, "AG": affine_geometry, "Denniston": denniston_design}[kind](x, y)

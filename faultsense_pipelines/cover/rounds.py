@@ -1,10 +1,13 @@
 """Arrange probes into rounds of GPU-disjoint probes that can run at the same time.
 
 A *round* is a set of probes no two of which share a GPU; a GPU in r probes forces at least
-r rounds, so max r (about ceil((n-1)/(k-1)) for a good cover) is a lower bound. Finding the
-fewest rounds is colouring the probes' conflict graph; here first fit is run over a few
-probe orders -- the construction's own order (designs list a parallel class at a time), the
-largest-first order, and a DSatur-style order -- and the fewest rounds win.
+r rounds, so max r (about ceil((n-1)/(k-1)) for a good cover) is a lower bound, and so is
+the number of probes over the most that fit side by side in n GPUs. Finding the fewest
+rounds is colouring the probes' conflict graph; here first fit is run over a few probe
+orders -- the construction's own order (designs list a parallel class at a time), the
+largest-first order, and a DSatur-style order -- the fewest rounds are improved by iterated
+greedy recolouring, and then by tabu search (TabuCol) for one round fewer at a time, with a
+fixed budget of moves so that the result is deterministic.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ __all__ = [
     "recolour_rounds",
     "plan_rounds",
     "rounds_lower_bound",
+    "tabu_rounds",
 ]
 
 
@@ -98,10 +102,140 @@ def dsatur_rounds(probes: Sequence[Sequence[int]], n: int) -> list[list[int]]:
 
 
 def rounds_lower_bound(probes: Sequence[Sequence[int]], n: int) -> int:
-    """The most probes any one GPU is in: no schedule has fewer rounds."""
+    """No schedule has fewer rounds: the most probes any one GPU is in, or the probes over the
+    most probes that fit side by side in ``n`` GPUs (the smallest ones), if that is more.
+
+    >>> rounds_lower_bound([(0, 1), (1, 2), (2, 3), (0, 3)], 4)   # every GPU in 2 probes
+    2
+    >>> rounds_lower_bound([(0, 1, 2), (3, 4, 5), (6, 7, 0)], 8)  # 8 GPUs hold 2 probes of 3
+    2
+    """
     if not len(probes):
         return 0
-    return int(np.bincount(np.concatenate([np.asarray(b, dtype=np.int64) for b in probes]), minlength=n).max())
+    replication = int(np.bincount(np.concatenate([np.asarray(b, dtype=np.int64) for b in probes]), minlength=n).max())
+    fit = int((np.cumsum(np.sort([len(b) for b in probes])) <= n).sum())
+    return max(replication, -(-len(probes) // max(fit, 1)))
+
+
+def _gpu_matrix(probes: Sequence[Sequence[int]], n: int) -> np.ndarray:
+    """(P, k_max) GPU ids of each probe, padded with the dummy GPU n."""
+    G = np.full((len(probes), max(len(b) for b in probes)), n, dtype=np.int64)
+    for i, b in enumerate(probes):
+        G[i, : len(b)] = sorted(set(b))
+    return G
+
+
+def tabu_rounds(
+    probes: Sequence[Sequence[int]],
+    n: int,
+    rounds: Sequence[Sequence[int]],
+    iterations: int = 3000,
+    seed: int = 0,
+    attempt: int = 1000,
+) -> list[list[int]]:
+    """Fewer rounds by tabu search: drop the smallest round, then repair, while ``iterations`` last.
+
+    Each attempt at R - 1 rounds moves the probes of the smallest round to the rounds where
+    they clash least, then runs TabuCol: the cost is the GPU clashes sum over (GPU, round) of
+    max(0, probes - 1); a move puts one clashing probe into another round, the best move not
+    tabu (or better than any seen) is taken, and a probe may not return to a round it left
+    for 0.6 x (clashing probes) + 0..9 moves. An attempt ends at zero clashes (success: try
+    one round fewer) or after ``attempt`` moves (the last schedule without clashes is kept).
+
+    Args:
+        probes: GPU ids of each probe.
+        n: GPUs.
+        rounds: a valid schedule (probe indices per round) to start from.
+        iterations: most tabu moves in all attempts together.
+        attempt: most moves for one number of rounds.
+        seed: the tie-breaking generator's seed (same seed, same schedule).
+
+    Returns:
+        GPU-disjoint rounds, never more than ``rounds`` has.
+
+    Notes:
+        A move costs O(k r + c k R) for GPUs in r probes and c clashing probes.
+
+    References:
+        P. Galinier, J.-K. Hao, "Hybrid evolutionary algorithms for graph coloring",
+        J. Combinatorial Optimization 3(4), 1999 -- TabuCol's move and tenure.
+    """
+    best = [list(r) for r in rounds]
+    floor = rounds_lower_bound(probes, n)
+    if len(best) <= floor or iterations <= 0:
+        return best
+    G = _gpu_matrix(probes, n)
+    real = G < n
+    by_gpu = [np.flatnonzero((G == g).any(axis=1)) for g in range(n)]
+    rng = np.random.default_rng(seed)
+    left = iterations
+    while len(best) > floor and left > 0:
+        colour = _drop_smallest(best, G, n)
+        spent, colour = _tabucol(G, real, by_gpu, n, colour, len(best) - 1, min(left, attempt), rng)
+        left -= spent
+        if colour is None:
+            break
+        best = [np.flatnonzero(colour == c).tolist() for c in range(len(best) - 1)]
+    return best
+
+
+def _drop_smallest(rounds: list[list[int]], G: np.ndarray, n: int) -> np.ndarray:
+    """Colours 0..R-2 for every probe: the smallest round's probes go where they clash least."""
+    R = len(rounds) - 1
+    drop = min(range(len(rounds)), key=lambda c: (len(rounds[c]), c))
+    colour = np.empty(len(G), dtype=np.int64)
+    for c, r in enumerate(rounds[:drop] + rounds[drop + 1:]):
+        colour[r] = c
+    occ = np.zeros((n + 1, R), dtype=np.int64)
+    kept = np.ones(len(G), dtype=bool)
+    kept[rounds[drop]] = False
+    np.add.at(occ, (G[kept].ravel(), np.repeat(colour[kept], G.shape[1])), 1)
+    for v in rounds[drop]:
+        occ[n] = 0
+        c = int(np.argmin((occ[G[v]] >= 1).sum(axis=0)))
+        colour[v] = c
+        occ[G[v], c] += 1
+    return colour
+
+
+def _tabucol(G, real, by_gpu, n, colour, R, budget, rng) -> tuple[int, np.ndarray | None]:
+    """TabuCol on GPU clashes with R colours; (moves spent, colouring without clashes or None)."""
+    occ = np.zeros((n + 1, R), dtype=np.int64)  # occ[g, c]: probes of round c holding GPU g
+    np.add.at(occ, (G.ravel(), np.repeat(colour, G.shape[1])), 1)
+    occ[n] = 0
+    clash = ((occ[G, colour[:, None]] >= 2) & real).any(axis=1)
+    f = int(np.maximum(occ[:n] - 1, 0).sum())
+    best_f = f
+    tabu = np.zeros((len(G), R), dtype=np.int64)
+    rows = np.arange(len(G))
+    for it in range(budget):
+        if f == 0:
+            return it, colour
+        C = np.flatnonzero(clash)
+        GC, RC = G[C], real[C]
+        gain = ((occ[GC] >= 1) & RC[:, :, None]).sum(axis=1)  # (|C|, R): clashes added in round c
+        loss = ((occ[GC, colour[C][:, None]] >= 2) & RC).sum(axis=1)  # clashes removed from its round
+        delta = (gain - loss[:, None]).astype(np.float64)
+        delta[rows[: len(C)], colour[C]] = np.inf
+        delta[(tabu[C] > it) & (f + delta >= best_f)] = np.inf  # tabu unless it beats the best
+        delta += rng.random(delta.shape) * 0.5  # ties at random
+        j = int(np.argmin(delta))
+        if not np.isfinite(delta.flat[j]):
+            continue
+        v, b = int(C[j // R]), j % R
+        a = int(colour[v])
+        gpus = G[v][real[v]]
+        f += int(np.floor(delta.flat[j]))
+        best_f = min(best_f, f)
+        occ[gpus, a] -= 1
+        occ[gpus, b] += 1
+        colour[v] = b
+        tabu[v, a] = it + int(0.6 * len(C)) + int(rng.integers(0, 10))
+        near = np.concatenate([by_gpu[g] for g in gpus])
+        near = near[(colour[near] == a) | (colour[near] == b)]
+        clash[near] = ((occ[G[near], colour[near][:, None]] >= 2) & real[near]).any(axis=1)
+        clash[v] = ((occ[gpus, b] >= 2)).any()
+    return budget, (colour if f == 0 else None)
 
 
 def recolour_rounds(
@@ -136,10 +270,11 @@ def recolour_rounds(
 
 
 def plan_rounds(
-    probes: Sequence[Sequence[int]], n: int, dsatur_limit: int = 3000, passes: int = 6
+    probes: Sequence[Sequence[int]], n: int, dsatur_limit: int = 3000, passes: int = 6, tabu_iterations: int = 3000
 ) -> list[list[int]]:
     """The fewest rounds among first fit in construction order, largest first, and DSatur,
-    then improved by ``passes`` of :func:`recolour_rounds`.
+    then improved by ``passes`` of :func:`recolour_rounds` and ``tabu_iterations`` moves of
+    :func:`tabu_rounds`.
 
     DSatur is only tried for covers of at most ``dsatur_limit`` probes (its cost is quadratic).
 
@@ -159,4 +294,6 @@ def plan_rounds(
             best = other
     if len(best) > floor + 1:
         best = recolour_rounds(probes, n, best, passes=passes)
-    return sorted(best, key=lambda r: r[0])
+    if len(best) > floor:
+        best = tabu_rounds(probes, n, best, iterations=tabu_iterations)
+    return sorted((sorted(r) for r in best if r), key=lambda r: r[0])
