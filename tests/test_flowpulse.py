@@ -157,23 +157,18 @@ def test_simulated_ingress_equals_the_ingress_cut_from_the_counters_frame():
 
 
 @given(st.lists(st.integers(0, 2000), min_size=3, max_size=30), st.floats(0.001, 0.2))
-def test_vectorized_cusum_equals_the_recursive_definition(counts, design_loss):
-    from faultsense_pipelines.flowpulse.detect import cusum_statistic
+def test_vectorized_cusum_equals_the_recursive_definition_over_binomial_log_likelihood_ratios(counts, design_loss):
+    from faultsense_pipelines.flowpulse.detect import binomial_llr, cusum_statistic
 
-    x = np.array([[c, 1000] for c in counts])  # port 0 varies, port 1 fixed; shares 1/2 each
-    pi = np.array([0.5, 0.5])
-    stat = cusum_statistic(x, pi, design_loss, reference_packets=50_000.0, bias_sigmas=2.0)
+    x = np.array(counts)
+    n = x + 1000  # port 0 varies, port 1 sends 1000; shares 1/2 each
+    stat = cusum_statistic(binomial_llr(x, n, 0.5, share_under_loss(0.5, design_loss))[:, None])[:, 0]
+    p1 = 0.5 * (1 - design_loss) / (1 - 0.5 * design_loss)
     s = 0.0
-    for t, (a, b) in enumerate(x):
-        n = a + b
-        if n == 0:
-            assert stat[t, 0] == pytest.approx(s)
-            continue
-        mu0, mu1 = n * 0.5, n * share_under_loss(0.5, design_loss)
-        sigma = np.sqrt(n * 0.25)
-        d, z = (mu0 - mu1) / sigma, (mu0 - a) / sigma
-        s = max(0.0, s + d * (z - d / 2 - 2.0 * np.sqrt(n / 50_000.0)))
-        assert stat[t, 0] == pytest.approx(s, abs=1e-6)
+    for t, (a, m) in enumerate(zip(x, n, strict=True)):
+        llr = a * np.log(p1 / 0.5) + (m - a) * np.log((1 - p1) / 0.5)  # Binomial(m, p1) vs Binomial(m, 1/2)
+        s = max(0.0, s + llr)
+        assert stat[t] == pytest.approx(s, abs=1e-6)
 
 
 @given(st.lists(st.floats(0.0, 10.0), min_size=1, max_size=40), st.floats(0.5, 9.5))

@@ -34,12 +34,14 @@ def scan_cmd(
     traffic: Annotated[str, typer.Option(help="Analytic model's leaf traffic: uniform or ring (ring all-reduce over leaves).")] = "uniform",
     reference: Annotated[int, typer.Option(help="Iterations the learned shares first come from.")] = 20,
     lag: Annotated[int, typer.Option(help="Iterations a deviation is judged before it joins the learned shares.")] = 50,
-    design_loss: Annotated[float, typer.Option(help="Loss rate the sequential test is tuned to.")] = 0.005,
-    threshold: Annotated[float, typer.Option(help="CUSUM alarm level (log-likelihood ratio).")] = 24.0,
+    design_loss: Annotated[float, typer.Option(help="Smallest loss rate a CUSUM is tuned to (then 2x, 4x, 8x).")] = 0.0025,
+    false_alarm_rate: Annotated[float, typer.Option(help="False alarms per port and iteration the thresholds allow.")] = 1e-10,
+    threshold: Annotated[float | None, typer.Option(help="Fixed CUSUM alarm level instead of the budget's.")] = None,
 ) -> None:
     """Judge every switch from its own counters; print the lossy links."""
     try:
-        config = ScanConfig(model=model, traffic=traffic, reference=reference, lag=lag, design_loss=design_loss, threshold=threshold)
+        config = ScanConfig(model=model, traffic=traffic, reference=reference, lag=lag, design_loss=design_loss,
+                            false_alarm_rate=false_alarm_rate, threshold=threshold)
         topo = load_topology(topology)
         frame = load_counters(counters)
         faults = scan(frame, topo, config)

@@ -1,24 +1,43 @@
-"""Local judgement of one switch: a CUSUM test for a port whose ingress share stays too low.
+"""Local judgement of one switch: CUSUM tests for a port whose ingress share stays too low.
 
 Given the packets a switch received on each fabric port per iteration and the expected share
-of each port (:mod:`faultsense_pipelines.flowpulse.model`), port j's count in an iteration
-that brought N packets is, under spraying, binomial with mean N*pi_j. A link dropping p of its
-packets lowers the mean to N*pi_j(1-p)/(1-pi_j p). For every port the detector accumulates
-the Gaussian log-likelihood ratio of "loss = design_loss" against "no loss" in a one-sided
-CUSUM (Page 1954); a port is flagged when the statistic reaches ``threshold``. The iteration
-after the statistic last stood at zero estimates where the deviation began, and the pooled
-share from there on gives the loss-rate estimate. Only the switch's own counters are used.
+of each port (:mod:`faultsense_pipelines.flowpulse.model`), port j's count in an iteration that
+brought N packets is, under spraying, binomial with mean N*pi_j (given N, the multinomial over
+ports reduces to this binomial, because a loss on port j scales the other shares alike). A link
+dropping p of its packets lowers the share to pi_j(1-p)/(1-pi_j p), a shift of about
+p*sqrt(N pi_j) standard deviations per iteration.
+
+For every port and each of a few *design losses* (default 0.25%, 0.5%, 1%, 2%) the detector runs a
+one-sided CUSUM (Page 1954) of the exact binomial log-likelihood ratio "loss = design loss" vs
+"no loss". A port is flagged when any of its CUSUMs reaches its threshold. The threshold comes
+from a false-alarm budget, not by hand: with per-iteration shift delta (in standard deviations)
+the CUSUM's mean time to a false alarm is ARL0 ~ exp(h) / (delta^2/2 * nu(delta)^2) (Siegmund
+1985, with nu the overshoot correction), and each of the m CUSUMs of a port gets ARL0 = m /
+false_alarm_rate (Bonferroni). Shares learned from a reference of M packets carry an error that
+is the same in every iteration; over the k iterations a CUSUM needs to decide, it adds k*N/M to
+the variance of the deficit's sum, so the log-likelihood ratio is divided by that inflation
+(quasi-likelihood). The iteration after the statistic last stood at zero estimates where the
+deviation began, and the pooled share from there on gives the loss-rate estimate.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from faultsense_pipelines.flowpulse.model import loss_from_shares, share_under_loss
 
-__all__ = ["PortAlarm", "cusum_statistic", "first_alarms", "detect_switch"]
+__all__ = [
+    "PortAlarm", "DESIGN_LOSSES", "FALSE_ALARM_RATE", "overshoot_nu", "cusum_threshold", "binomial_llr", "common_scale",
+    "cusum_statistic", "first_alarms", "detect_switch",
+]
+
+DESIGN_LOSSES = (0.0025, 0.005, 0.01, 0.02)
+FALSE_ALARM_RATE = 1e-10  # expected false alarms per judged port and iteration
+MIN_SHIFT = 0.5  # a CUSUM whose per-iteration shift is below this (sigmas) is not run: > ~100 iterations
+SCALE_WINDOW = 8  # iterations pooled for the common scale of a switch's expected counts
 
 
 @dataclass(frozen=True)
@@ -30,7 +49,8 @@ class PortAlarm:
         start: row where the deviation began (CUSUM change-point estimate).
         alarm: row where the statistic reached the threshold.
         loss_estimate: estimated fraction of the link's packets lost, rows ``start..`` pooled.
-        statistic: the CUSUM statistic at ``alarm`` (log-likelihood ratio).
+        statistic: the alarming CUSUM's statistic at ``alarm`` (log-likelihood ratio).
+        design_loss: the design loss of the CUSUM that raised the alarm.
     """
 
     port: int
@@ -38,81 +58,117 @@ class PortAlarm:
     alarm: int
     loss_estimate: float
     statistic: float
+    design_loss: float
 
 
-def cusum_statistic(
-    packets: np.ndarray,
-    shares: np.ndarray,
-    design_loss: float,
-    *,
-    reference_packets: np.ndarray | float = np.inf,
-    bias_sigmas: float = 4.5,
-    dispersion: np.ndarray | float = 1.0,
-) -> np.ndarray:
-    """One-sided CUSUM of the log-likelihood ratio "port loses design_loss" vs "no loss".
+def _phi(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.vectorize(math.erf)(np.asarray(x, dtype=float) / math.sqrt(2.0)))
 
-    With z = (N pi - x) / sigma the standardized deficit and d = (N pi - N pi') / sigma the
-    deficit a ``design_loss`` would cause, each iteration adds d (z - d/2 - a). The allowance
-    a = bias_sigmas * sqrt(N / reference_packets) covers the error of shares learned from
-    ``reference_packets`` packets: that error is the same in every iteration, so it would
-    otherwise add up (a is 0 for analytic shares).
 
-    Args:
-        packets: (T, ..., P) packets received per iteration (axis 0) and port (last axis);
-            the middle axes (e.g. switches) are independent.
-        shares: (..., P) or (T, ..., P) expected share per port; ports with share 0 or 1 are
-            not judged.
-        design_loss: loss rate the test is tuned to (0 < design_loss < 1).
-        reference_packets: packets the shares were learned from, broadcastable to (T, ...);
-            inf (the default) for analytic shares.
-        bias_sigmas: how many standard errors of the learned shares the allowance covers.
-        dispersion: variance multiplier over the binomial variance (>= 1), broadcastable to (...).
+def overshoot_nu(delta: float | np.ndarray) -> np.ndarray:
+    """Siegmund's overshoot correction nu(delta) for a Gaussian random walk with drift delta/2.
 
-    Returns:
-        (T, ..., P) statistic S_t = max(0, S_{t-1} + llr_t), S_{-1} = 0.
-
-    Raises:
-        ValueError: if ``design_loss`` is not in (0, 1).
+    Closed-form approximation nu(x) ~ (2/x)(Phi(x/2) - 1/2) / ((x/2) Phi(x/2) + phi(x/2))
+    (Siegmund & Yakir 2007, eq. 4.38); nu -> 1 as x -> 0 and nu ~ exp(-0.583 x) for small x.
 
     Examples:
-        Two equal ports, 10,000 packets an iteration, tuned to a 2% loss: mu0 = 5000,
-        mu1 = 10000 * 0.49 / 0.99 = 4949.5, variance 2500; a count of 4950 adds
-        (5000 - 4949.5) * (4974.7 - 4950) / 2500 = 0.5, a count of 5050 pulls toward 0:
+        >>> round(float(overshoot_nu(3.6)), 4)
+        0.1421
+    """
+    a = np.asarray(delta, dtype=float) / 2.0
+    dens = np.exp(-a * a / 2.0) / math.sqrt(2.0 * math.pi)
+    cdf = _phi(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = (cdf - 0.5) / (a * (a * cdf + dens))
+    return np.where(a > 1e-9, nu, 1.0)
 
-        >>> x = np.array([[5000, 5000], [5050, 4950], [5050, 4950]])
-        >>> cusum_statistic(x, np.array([0.5, 0.5]), 0.02).round(2).tolist()
-        [[0.0, 0.0], [0.0, 0.5], [0.0, 1.0]]
+
+def cusum_threshold(delta: float | np.ndarray, false_alarm_rate: float = FALSE_ALARM_RATE,
+                    tests: int = 1) -> np.ndarray:
+    """CUSUM threshold h (log-likelihood ratio) whose false alarms stay within a budget.
+
+    Solves ARL0 = tests / false_alarm_rate with ARL0 ~ exp(h) / (delta^2/2 * nu(delta)^2), the
+    mean run length to a false alarm of a CUSUM of Gaussian log-likelihood ratios whose mean
+    shifts by delta standard deviations under the alternative (Siegmund 1985, Section II.2).
+    ``tests`` CUSUMs share the budget (Bonferroni).
+
+    Args:
+        delta: per-iteration shift in standard deviations (> 0).
+        false_alarm_rate: expected false alarms per judged port and iteration, in (0, 1).
+        tests: CUSUMs run on the same port (>= 1).
+
+    Returns:
+        h with the shape of ``delta``.
+
+    Raises:
+        ValueError: for a rate outside (0, 1), tests < 1 or delta <= 0.
+
+    Examples:
+        delta = 3.6, one test, rate 1e-10: nu = 0.1421, delta^2/2 = 6.48, so
+        h = ln(6.48 * 0.1421^2 / 1e-10) = ln(1.309e9) = 20.99. (A Markov-chain evaluation of
+        that CUSUM gives ARL0 within 2% of 1e10.)
+
+        >>> round(float(cusum_threshold(3.6, 1e-10)), 2)
+        20.99
 
     Notes:
-        O(T * P) time, vectorized (CUSUM as cumulative sum minus its running minimum).
+        Accurate to a few percent in ARL0 for delta <= 7; conservative (higher h) above 8,
+        where the CUSUM acts on single iterations.
+
+    References:
+        D. Siegmund, "Sequential Analysis: Tests and Confidence Intervals", Springer 1985.
+        D. Siegmund, B. Yakir, "The Statistics of Gene Mapping", Springer 2007, Section 4.
+    """
+    if not 0.0 < false_alarm_rate < 1.0:
+        raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")
+    if tests < 1:
+        raise ValueError(f"tests must be >= 1, got {tests}")
+    delta = np.asarray(delta, dtype=float)
+    if (delta <= 0).any():
+        raise ValueError(f"delta must be > 0, got {delta.min()}")
+    return np.log(tests * delta**2 / 2.0 * overshoot_nu(delta) ** 2 / false_alarm_rate)
+
+
+def binomial_llr(x: np.ndarray, n: np.ndarray, share0: np.ndarray, share1: np.ndarray) -> np.ndarray:
+    """Log-likelihood ratio of Binomial(n, share1) against Binomial(n, share0) for a count x.
+
+    Examples:
+        Two equal ports, 10,000 packets, 2% loss: share 0.5 -> 0.49/0.99; a count of 4950
+        gives 4950 ln(0.98/0.99) + 5050 ln(1.0/0.99) = 0.5 (as the Gaussian approximation).
+
+        >>> round(float(binomial_llr(4950, 10000, 0.5, 0.49 / 0.99)), 4)
+        0.5
+    """
+    pi = np.asarray(share0, dtype=float)
+    p1 = np.asarray(share1, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = x * np.log(p1 / pi) + (n - x) * np.log((1 - p1) / (1 - pi))
+    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def cusum_statistic(llr: np.ndarray) -> np.ndarray:
+    """One-sided CUSUM S_t = max(0, S_{t-1} + llr_t), S_{-1} = 0, along axis 0.
+
+    Examples:
+        >>> cusum_statistic(np.array([[1.0], [-3.0], [2.0], [2.0]]))[:, 0].tolist()
+        [1.0, 0.0, 2.0, 4.0]
+
+    Notes:
+        O(T * P), vectorized: the cumulative sum minus its running minimum (floored at 0).
 
     References:
         E. S. Page, "Continuous inspection schemes", Biometrika 41, 1954.
-        J. Krebs et al., "FlowPulse: Catching Network Failures in ML Clusters", HotNets '25.
     """
-    if not 0.0 < design_loss < 1.0:
-        raise ValueError(f"design_loss must be in (0, 1), got {design_loss}")
-    x = np.asarray(packets, dtype=float)
-    pi = np.asarray(shares, dtype=float)
-    n = x.sum(axis=-1, keepdims=True)  # (T, ..., 1) packets into the switch
-    mu0 = n * pi
-    mu1 = n * share_under_loss(pi, design_loss)
-    sigma = np.sqrt(np.asarray(dispersion, dtype=float)[..., None] * mu0 * (1 - pi))
-    judged = (pi > 0) & (pi < 1) & (n > 0) & (sigma > 0)
-    d = np.divide(mu0 - mu1, sigma, out=np.zeros_like(x), where=judged)
-    z = np.divide(mu0 - x, sigma, out=np.zeros_like(x), where=judged)
-    allowance = bias_sigmas * np.sqrt(n / np.asarray(reference_packets, dtype=float)[..., None])
-    llr = np.where(judged, d * (z - d / 2 - allowance), 0.0)
-    c = np.cumsum(llr, axis=0)
+    c = np.cumsum(np.asarray(llr, dtype=float), axis=0)
     return c - np.minimum.accumulate(np.minimum(c, 0.0), axis=0)
 
 
-def first_alarms(statistic: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+def first_alarms(statistic: np.ndarray, threshold: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each port's statistic first reaches ``threshold``, and where that run began.
 
     Args:
         statistic: (T, ..., P) from :func:`cusum_statistic`.
-        threshold: alarm level (> 0), in log-likelihood-ratio units.
+        threshold: alarm level (> 0), scalar or broadcastable to (..., P).
 
     Returns:
         ``(alarm, start)``, each (..., P) int64: first row with statistic >= threshold (-1 if
@@ -123,7 +179,7 @@ def first_alarms(statistic: np.ndarray, threshold: float) -> tuple[np.ndarray, n
         >>> [a.tolist() for a in first_alarms(s, 4.0)]
         [[4], [3]]
     """
-    if threshold <= 0:
+    if (np.asarray(threshold) <= 0).any():
         raise ValueError(f"threshold must be > 0, got {threshold}")
     hit = statistic >= threshold
     alarm = np.where(hit.any(axis=0), hit.argmax(axis=0), -1)
@@ -133,12 +189,74 @@ def first_alarms(statistic: np.ndarray, threshold: float) -> tuple[np.ndarray, n
     return alarm, np.where(alarm >= 0, last_zero + 1, -1)
 
 
+def common_scale(packets: np.ndarray, expected: np.ndarray, window: int = SCALE_WINDOW) -> np.ndarray:
+    """Per-iteration median, over judged ports, of observed over expected packets in the last ``window`` rows.
+
+    A lossy link lowers one port; its lost packets, re-sent, raise all the others alike, and
+    extra traffic from one sender (retransmissions re-sprayed) raises that port and lowers all
+    the others alike. Expected counts scaled by this median follow the first and ignore the
+    second: the lossy port stands out by (1 - p), a sender's surplus leaves the others at 1.
+
+    Args:
+        packets: (T, P) packets per iteration and port.
+        expected: (T, P) expected shares (0 where a port is not judged).
+        window: rows pooled (the current one and the window - 1 before it).
+
+    Returns:
+        (T, 1) scale, 1 where no port is judged.
+
+    Examples:
+        >>> x = np.array([[100, 100, 100, 100], [90, 100, 100, 100]])   # port 0 drops 10%
+        >>> common_scale(x, np.full((2, 4), 0.25), window=1).ravel().round(4).tolist()
+        [1.0, 1.0256]
+    """
+    x = np.cumsum(np.asarray(packets, dtype=float), axis=0)
+    mu = np.cumsum(np.asarray(packets, dtype=float).sum(axis=1, keepdims=True) * expected, axis=0)
+    if window < x.shape[0]:
+        x[window:] = x[window:] - x[:-window]
+        mu[window:] = mu[window:] - mu[:-window]
+    ratio = np.where(expected > 0, np.divide(x, mu, out=np.zeros_like(x), where=mu > 0), np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # rows with no judged port
+        scale = np.nanmedian(ratio, axis=1, keepdims=True)
+    return np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+
+
+def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests, threshold):
+    """Statistic (T, P) and threshold (P,) of the CUSUM tuned to ``loss``; threshold inf where not run.
+
+    ``pi`` are the scaled expected shares (:func:`common_scale`); the lossy port's is pi (1 - loss).
+    """
+    mu0, mu1 = n * pi, n * pi * (1 - loss)
+    var = n * pi * (1 - pi)
+    judged = (pi > 0) & (pi < 1) & (var > 0)
+    delta = np.divide(mu0 - mu1, np.sqrt(var), out=np.zeros_like(var), where=judged)
+    # iterations this CUSUM needs to decide; the learned shares' error adds that many times N/M;
+    # the scale's median over P ports pooled over SCALE_WINDOW rows adds pi/2 / (P * window)
+    window = np.maximum(1.0, h0 / np.maximum(delta**2 / 2, 1e-12))
+    ports = np.maximum(judged.sum(axis=1, keepdims=True), 1)
+    inflation = dispersion * (1.0 + window * n / reference_packets + math.pi / 2 / (ports * SCALE_WINDOW))
+    delta_eff = delta / np.sqrt(inflation)
+    run = judged & (delta_eff >= MIN_SHIFT)
+    llr = np.where(run, binomial_llr(x, n, pi, pi * (1 - loss)) / inflation, 0.0)
+    if threshold is not None:
+        h = np.where(run.any(axis=0), threshold, np.inf)
+        return cusum_statistic(llr), h
+    # h(delta) is largest near delta ~ 1.7: take the largest over the port's range of shifts
+    ran = run.any(axis=0)
+    lo = np.where(ran, np.where(run, delta_eff, np.inf).min(axis=0), 1.0)
+    hi = np.where(ran, np.where(run, delta_eff, 0.0).max(axis=0), 1.0)
+    h = cusum_threshold(np.stack([lo, hi, np.clip(1.7, lo, hi)]), rate, tests).max(axis=0)
+    return cusum_statistic(llr), np.where(ran, h, np.inf)
+
+
 def detect_switch(
     packets: np.ndarray,
     shares: np.ndarray,
     *,
-    design_loss: float = 0.005,
-    threshold: float = 24.0,
+    design_losses: tuple[float, ...] = DESIGN_LOSSES,
+    false_alarm_rate: float = FALSE_ALARM_RATE,
+    threshold: float | None = None,
     reference_packets: np.ndarray | float = np.inf,
     dispersion: float = 1.0,
 ) -> list[PortAlarm]:
@@ -147,32 +265,57 @@ def detect_switch(
     Args:
         packets: (T, P) packets received per iteration and fabric port.
         shares: (P,) or (T, P) expected shares (analytic or learned); 0 for a down link.
-        design_loss: loss rate the CUSUM is tuned to.
-        threshold: CUSUM alarm level (log-likelihood ratio).
+        design_losses: loss rates the parallel CUSUMs are tuned to, each in (0, 1).
+        false_alarm_rate: expected false alarms per port and iteration; sets the thresholds.
+        threshold: a fixed CUSUM threshold for every test instead of the budget's (> 0).
         reference_packets: packets the shares were learned from, scalar or (T,) (inf if analytic).
-        dispersion: variance multiplier (>= 1).
+        dispersion: variance multiplier over the binomial variance (>= 1).
 
     Returns:
-        One :class:`PortAlarm` per flagged port, by port index.
+        One :class:`PortAlarm` per flagged port (the earliest of its CUSUMs), by port index.
+
+    Raises:
+        ValueError: for mismatched shapes, a design loss outside (0, 1) or a bad budget.
 
     Examples:
-        >>> x = np.tile([[5000, 5000]], (40, 1)); x[10:] = [5050, 4950]
+        Four equal ports, 10,000 packets an iteration; from row 10 port 3 loses 2% (its share
+        0.25 * 0.98 / 0.995, the others' 0.25 / 0.995). Each lossy row adds about 0.5 to the
+        CUSUM tuned to 2%, so a threshold of 4.4 is reached on the ninth:
+
+        >>> x = np.tile([[2500, 2500, 2500, 2500]], (40, 1)); x[10:] = [2513, 2513, 2512, 2462]
         >>> [(a.port, a.start, a.alarm, round(a.loss_estimate, 3)) for a in
-        ...  detect_switch(x, np.array([0.5, 0.5]), design_loss=0.02, threshold=4.4)]
-        [(1, 10, 18, 0.02)]
+        ...  detect_switch(x, np.full(4, 0.25), design_losses=(0.02,), threshold=4.4)]
+        [(3, 10, 18, 0.02)]
+
+    Notes:
+        O(m * T * P) time for m design losses.
     """
     packets = np.asarray(packets)
     shares = np.asarray(shares, dtype=float)
     if packets.ndim != 2 or shares.shape not in (packets.shape, packets.shape[1:]):
         raise ValueError(f"packets must be (T, P) and shares (P,) or (T, P), got {packets.shape} and {shares.shape}")
-    expected = shares if shares.ndim == 2 else np.broadcast_to(shares, packets.shape)
-    stat = cusum_statistic(packets, shares, design_loss, reference_packets=reference_packets, dispersion=dispersion)
-    alarm, start = first_alarms(stat, threshold)
-    out = []
-    for j in np.flatnonzero(alarm >= 0):
-        tail = packets[start[j]:]
-        observed = tail[:, j].sum() / max(tail.sum(), 1)
-        share = expected[start[j], j]
-        out.append(PortAlarm(int(j), int(start[j]), int(alarm[j]),
-                             float(loss_from_shares(share, observed)), float(stat[alarm[j], j])))
-    return out
+    if not design_losses or not all(0.0 < d < 1.0 for d in design_losses):
+        raise ValueError(f"design losses must be in (0, 1), got {design_losses}")
+    if threshold is not None and threshold <= 0:
+        raise ValueError(f"threshold must be > 0, got {threshold}")
+    if not 0.0 < false_alarm_rate < 1.0:
+        raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")
+    x = packets.astype(float)
+    n = x.sum(axis=1, keepdims=True)
+    expected = np.broadcast_to(shares, packets.shape)
+    scaled = np.minimum(expected * common_scale(x, expected), 1.0)
+    ref = np.asarray(reference_packets, dtype=float).reshape(-1, 1)
+    m = len(design_losses)
+    h0 = math.log(m / false_alarm_rate)
+    best: dict[int, PortAlarm] = {}
+    for loss in design_losses:
+        stat, h = _design_cusum(x, n, scaled, loss, h0, ref, dispersion, false_alarm_rate, m, threshold)
+        alarm, start = first_alarms(stat, h)
+        for j in np.flatnonzero(alarm >= 0):
+            if j in best and best[j].alarm <= alarm[j]:
+                continue
+            tail = slice(start[j], None)
+            expected_packets = (n[tail, 0] * scaled[tail, j]).sum()
+            estimate = float(np.clip(1 - x[tail, j].sum() / expected_packets, 0.0, 1.0)) if expected_packets > 0 else 0.0
+            best[int(j)] = PortAlarm(int(j), int(start[j]), int(alarm[j]), estimate, float(stat[alarm[j], j]), loss)
+    return [best[j] for j in sorted(best)]

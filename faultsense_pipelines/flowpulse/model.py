@@ -127,18 +127,29 @@ def loss_from_shares(expected: float | np.ndarray, observed: float | np.ndarray)
 
 
 def learned_dispersion(packets: np.ndarray, shares: np.ndarray) -> float:
-    """Variance of the reference counts over the binomial variance, at least 1.
+    """Variance of the reference counts over the binomial variance: 1 unless clearly larger.
 
     With shares pooled from the same W iterations, E[(x - N pi)^2] = (W-1)/W * N pi (1-pi)
     under spraying, so the mean squared standardized residual is scaled by W/(W-1). Real
     counters noisier than per-packet spraying get a factor > 1, which widens the CUSUM's variance.
+    Binomial counters give an estimate that scatters around 1 by sqrt(2/k) for k residuals;
+    taking it whenever it exceeded 1 would cost power on half the switches for nothing, so the
+    estimate is used only where it exceeds 1 by more than 4 such standard errors.
 
     Args:
         packets: (W, P) reference packets, W >= 2.
         shares: (P,) shares learned from them.
 
     Returns:
-        max(1, estimated dispersion).
+        The estimated dispersion if above 1 + 4 sqrt(2/k), else 1.
+
+    Examples:
+        >>> x = np.array([[100, 100], [110, 90], [90, 110], [100, 100]])   # binomial-like
+        >>> learned_dispersion(x, learned_shares(x))
+        1.0
+        >>> x = np.array([[100, 100], [150, 50], [50, 150], [100, 100]])   # 25x the variance
+        >>> round(learned_dispersion(x, learned_shares(x)), 2)
+        33.33
     """
     x = np.asarray(packets, dtype=float)
     if x.shape[0] < 2:
@@ -149,8 +160,9 @@ def learned_dispersion(packets: np.ndarray, shares: np.ndarray) -> float:
     judged = np.broadcast_to(var > 0, x.shape)
     if not judged.any():
         return 1.0
-    w = x.shape[0]
-    return max(1.0, float(z2[judged].mean()) * w / (w - 1))
+    w, k = x.shape[0], int(judged.sum())
+    estimate = float(z2[judged].mean()) * w / (w - 1)
+    return estimate if estimate > 1.0 + 4.0 * np.sqrt(2.0 / k) else 1.0
 
 
 def growing_reference(packets: np.ndarray, reference: int, lag: int) -> tuple[np.ndarray, np.ndarray]:

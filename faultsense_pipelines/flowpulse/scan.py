@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
-from faultsense_pipelines.flowpulse.detect import detect_switch
+from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, detect_switch
 from faultsense_pipelines.flowpulse.model import (
     growing_reference, leaf_ring, learned_dispersion, learned_shares, spray_shares,
 )
@@ -47,8 +47,12 @@ class ScanConfig:
         reference: iterations the learned shares first come from (>= 2); not judged themselves.
             Later iterations join the reference once they are ``lag`` iterations old.
         lag: iterations a new deviation is judged before it can enter the learned reference.
-        design_loss: loss rate the CUSUM is tuned to, in (0, 1).
-        threshold: CUSUM alarm level, log-likelihood ratio (> 0).
+        design_loss: smallest loss rate a CUSUM is tuned to, in (0, 1); each port runs
+            ``designs`` CUSUMs tuned to design_loss, 2x, 4x, ... (default 0.25%, 0.5%, 1%, 2%).
+        designs: parallel CUSUMs per port (>= 1).
+        false_alarm_rate: expected false alarms per judged port and iteration, the budget the
+            thresholds come from (1e-10: 0.004 in 10,000 iterations of 4,096 ports).
+        threshold: a fixed CUSUM alarm level (log-likelihood ratio, > 0) instead of the budget's.
         echo_slack: iterations by which the deviation spans ([first, detected]) of a spine alarm
             and of a leaf alarm behind it may miss each other and still be one loss.
     """
@@ -57,8 +61,10 @@ class ScanConfig:
     traffic: Literal["uniform", "ring"] = "uniform"
     reference: int = 20
     lag: int = 50
-    design_loss: float = 0.005
-    threshold: float = 24.0
+    design_loss: float = 0.0025
+    designs: int = 4
+    false_alarm_rate: float = FALSE_ALARM_RATE
+    threshold: float | None = None
     echo_slack: int = 50
 
     def __post_init__(self) -> None:
@@ -72,8 +78,17 @@ class ScanConfig:
             raise ValueError(f"lag must be >= 0, got {self.lag}")
         if not 0 < self.design_loss < 1:
             raise ValueError(f"design_loss must be in (0, 1), got {self.design_loss}")
-        if self.threshold <= 0:
+        if self.designs < 1 or self.design_loss * 2 ** (self.designs - 1) >= 1:
+            raise ValueError(f"designs must be >= 1 with every design loss below 1, got {self.designs}")
+        if not 0 < self.false_alarm_rate < 1:
+            raise ValueError(f"false_alarm_rate must be in (0, 1), got {self.false_alarm_rate}")
+        if self.threshold is not None and self.threshold <= 0:
             raise ValueError(f"threshold must be > 0, got {self.threshold}")
+
+    @property
+    def design_losses(self) -> tuple[float, ...]:
+        """Loss rates of the parallel CUSUMs: design_loss * 2^i, i < designs."""
+        return tuple(self.design_loss * 2**i for i in range(self.designs))
 
 
 @dataclass(frozen=True)
@@ -128,7 +143,8 @@ def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[tuple[str, str
         disp = learned_dispersion(reference, learned_shares(reference))
         shares, ref = growing_reference(packets, config.reference, config.lag)
         packets, first = packets[config.reference :], config.reference
-    alarms = detect_switch(packets, shares, design_loss=config.design_loss, threshold=config.threshold,
+    alarms = detect_switch(packets, shares, design_losses=config.design_losses,
+                           false_alarm_rate=config.false_alarm_rate, threshold=config.threshold,
                            reference_packets=ref, dispersion=disp)
     its = ing.iterations
     return [
