@@ -96,8 +96,12 @@ def adaptive_drilldown(
             _resolve_group(kn, set(group), retest=not recheck_explained)
     if recheck_explained:
         _packed_recheck(kn, failed)
-        if _retry_inconclusive(kn):
+        left = len(kn.unsure_gpu) + len(kn.unsure_link)
+        while left and _retry_inconclusive(kn):  # each pass exonerates more to pad with
             _packed_recheck(kn, failed)
+            left, before = len(kn.unsure_gpu) + len(kn.unsure_link), left
+            if left >= before:
+                break
     return kn.result()
 
 
