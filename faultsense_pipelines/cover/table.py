@@ -12,6 +12,10 @@ holey covers of :mod:`.holey`, which are always regenerated last):
 
     .venv/bin/python -m faultsense_pipelines.cover.table
 
+Larger covers (k = 8, n = 112..113 and 173..176, where the constructions land just above
+1.10 x Schönheim) come from :mod:`.orbit_search` (needs numba) and are stored in
+``large_covers.json``, each probe as a hex string of one-byte GPU ids.
+
 Every stored cover is re-checked when loaded; one that does not cover every pair is ignored.
 """
 
@@ -26,9 +30,22 @@ from pathlib import Path
 from .bounds import schonheim_bound
 from .refine import uncovered_pairs
 
-__all__ = ["tabled_cover", "lookup", "lookup_enabled", "TABLE_PATH", "TARGETS", "regenerate", "search_targets"]
+__all__ = [
+    "tabled_cover",
+    "large_cover",
+    "lookup",
+    "lookup_enabled",
+    "encode_probes",
+    "decode_probes",
+    "TABLE_PATH",
+    "LARGE_TABLE_PATH",
+    "TARGETS",
+    "regenerate",
+    "search_targets",
+]
 
 TABLE_PATH = Path(__file__).with_name("small_covers.json")
+LARGE_TABLE_PATH = Path(__file__).with_name("large_covers.json")
 # (k, largest n searched, annealing moves per attempted size)
 SEARCHED: tuple[tuple[int, int, int], ...] = (
     (4, 100, 300_000),
@@ -55,15 +72,53 @@ def _load() -> dict[tuple[int, int], tuple[Block, ...]]:
         for n_text, blocks in by_n.items():
             n, k = int(n_text), int(k_text)
             cover = tuple(tuple(int(p) for p in b) for b in blocks)
-            valid = all(len(set(b)) == len(b) <= k and all(0 <= p < n for p in b) for b in cover)
-            if valid and uncovered_pairs(cover, n) == 0:
+            if _is_cover(cover, n, k):
                 out[(n, k)] = cover
     return out
 
 
+def _is_cover(cover: tuple[Block, ...], n: int, k: int) -> bool:
+    valid = all(len(set(b)) == len(b) <= k and all(0 <= p < n for p in b) for b in cover)
+    return valid and uncovered_pairs(cover, n) == 0
+
+
+def encode_probes(probes) -> list[str]:
+    """Probes as hex strings, two digits per GPU id (ids < 256).
+
+    >>> encode_probes([(0, 1, 171)])
+    ['0001ab']
+
+    Raises:
+        ValueError: if a GPU id is outside 0..255.
+    """
+    return [bytes(sorted(b)).hex() for b in probes]
+
+
+def decode_probes(text: list[str]) -> tuple[Block, ...]:
+    """The inverse of :func:`encode_probes`.
+
+    >>> decode_probes(['0001ab'])
+    ((0, 1, 171),)
+    """
+    return tuple(tuple(bytes.fromhex(t)) for t in text)
+
+
+@lru_cache(maxsize=64)
+def large_cover(n: int, k: int) -> tuple[Block, ...] | None:
+    """The cover of ``n`` GPUs stored in ``large_covers.json``, if any and if it covers every pair."""
+    if not LARGE_TABLE_PATH.exists():
+        return None
+    text = json.loads(LARGE_TABLE_PATH.read_text()).get(str(k), {}).get(str(n))
+    if text is None:
+        return None
+    cover = decode_probes(text)
+    return cover if _is_cover(cover, n, k) else None
+
+
 def tabled_cover(n: int, k: int) -> tuple[Block, ...] | None:
-    """The stored cover of ``n`` GPUs by size-``k`` probes, or None if none is stored."""
-    return _load().get((n, k))
+    """The stored cover of ``n`` GPUs by size-``k`` probes (small or large table), or None."""
+    small = _load().get((n, k))
+    return small if small is not None else large_cover(n, k)
 
 
 def regenerate(searched: tuple[tuple[int, int, int], ...] = SEARCHED, log=sys.stderr) -> dict:

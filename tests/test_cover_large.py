@@ -1,0 +1,64 @@
+"""Large stored covers (k = 8, n = 112..176): every pair covered, within 1.10 x Schönheim, used by ``best``."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+from math import ceil
+
+import pytest
+
+from faultsense_pipelines.cover import plan_cover, table
+
+RAW = json.loads(table.LARGE_TABLE_PATH.read_text())
+STORED = sorted((int(k), int(n)) for k, by_n in RAW.items() for n in by_n)
+
+
+def _schonheim(n: int, k: int) -> int:
+    """L(n, k) computed here, independently of cover.bounds."""
+    return ceil(n / k * ceil((n - 1) / (k - 1)))
+
+
+def _uncovered(probes, n: int) -> set[tuple[int, int]]:
+    """Brute force: GPU pairs that no probe holds."""
+    covered = {pair for p in probes for pair in combinations(sorted(set(p)), 2)}
+    return set(combinations(range(n), 2)) - covered
+
+
+def test_the_large_table_holds_the_sizes_where_constructions_missed_the_target():
+    # n = 112, 113, 173..176 were the k = 8 sizes >= 100 above 1.10 x L (bench/results/cover_every.csv)
+    assert {(8, 112), (8, 113), (8, 173), (8, 174)} <= set(STORED)
+
+
+@pytest.mark.parametrize("k,n", STORED)
+def test_a_stored_large_cover_covers_every_pair_within_the_probe_target(k, n):
+    probes = table.decode_probes(RAW[str(k)][str(n)])
+    assert all(len(set(p)) == len(p) <= k and 0 <= min(p) and max(p) < n for p in probes)
+    assert _uncovered(probes, n) == set()
+    assert len(probes) <= 1.10 * _schonheim(n, k)
+
+
+@pytest.mark.parametrize("k,n", STORED)
+def test_best_plans_no_more_probes_than_the_stored_large_cover(k, n):
+    cover = plan_cover(n, k)
+    assert len(cover.probes) <= len(RAW[str(k)][str(n)])
+    assert _uncovered(cover.probes, n) == set()
+
+
+def test_a_corrupted_large_cover_is_ignored(tmp_path, monkeypatch):
+    probes = list(RAW["8"]["112"])
+    broken = {"8": {"112": probes[:-1]}}  # one probe fewer: some pair is left uncovered
+    path = tmp_path / "large_covers.json"
+    path.write_text(json.dumps(broken))
+    monkeypatch.setattr(table, "LARGE_TABLE_PATH", path)
+    table.large_cover.cache_clear()
+    try:
+        assert _uncovered(table.decode_probes(probes[:-1]), 112)  # the premise: it is not a cover
+        assert table.large_cover(112, 8) is None
+    finally:
+        table.large_cover.cache_clear()
+
+
+def test_probe_hex_encoding_round_trips():
+    probes = [(0, 7, 200, 255), (3, 4)]
+    assert table.decode_probes(table.encode_probes(probes)) == ((0, 7, 200, 255), (3, 4))
