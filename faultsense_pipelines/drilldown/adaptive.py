@@ -285,7 +285,7 @@ def _confirm_link(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
     if any(kn.recheck_gpu(g, context) for g in e if kn.doubtful(g)):
         return
     last = kn.last_fail
-    if last is not None and last[0] == set(e) and last[1]:
+    if last is not None and last[1] and _only_candidate(kn, last[0], e):
         evidence = last[2]
     else:
         probe = kn.widen(e, context)
@@ -302,6 +302,17 @@ def _confirm_link(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
         kn.confirm_link(e, evidence)
     elif verdict is None:
         kn.give_up(set(e))
+
+
+def _only_candidate(kn: Knowledge, gpus: frozenset[int], e: tuple[int, int]) -> bool:
+    """Link ``e`` is all a cleanly padded failure over ``gpus`` can still blame.
+
+    Probes that passed after it (the last halving steps) may have exonerated the rest of
+    ``gpus``: then that failure already pins ``e`` and needs no repeat.
+    """
+    if not set(e) <= gpus or any(kn.candidate_gpu(g) for g in gpus):
+        return False
+    return kn.candidate_links(gpus) == [e]
 
 
 def _halves(w: set[int]) -> tuple[set[int], set[int]]:
