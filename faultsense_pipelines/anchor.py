@@ -40,8 +40,11 @@ inside one fast probe), so the drill-down would find little *clean* padding (exo
 whose links to each other are exonerated too) and give up on candidates. Before the
 drill-down of an anchored sweep, :func:`healthy_cross_probes` plans probes made only of
 exonerated GPUs that cover the links between them. Under the hypothesis they pass at the
-fast cluster's baseline -- a fresh check of it -- and exonerate those links; one that fails
-holds a slow link between exonerated GPUs and becomes one more suspect group.
+fast cluster's baseline and exonerate those links; one that fails holds a slow link between
+exonerated GPUs and becomes one more suspect group. They are also a fresh check of the
+hypothesis (:func:`refutes_anchor`): if their slowness needs more slow links than half
+their number, the fast cluster was a lucky draw of fast measurements (noise), not a
+healthy baseline, and the replica is reported degraded after all.
 
 References:
     FaultSense (APSys '26), §4.2 (suspect rule, healthy-majority assumption) and §4.3
@@ -58,7 +61,7 @@ from .cover import plan_cover
 from .suspects import AnchoringRule, SuspectRule, SuspectVerdict, probe_latency_ms
 from .topology import Link
 
-__all__ = ["anchor_sweep", "explains_slow_probes", "healthy_cross_probes"]
+__all__ = ["anchor_sweep", "explains_slow_probes", "healthy_cross_probes", "refutes_anchor"]
 
 
 def explains_slow_probes(gpus: int, probes: Sequence[Sequence[int]], slow: Sequence[int]) -> bool:
@@ -183,3 +186,40 @@ def healthy_cross_probes(passed: Sequence[Sequence[int]], k: int) -> list[tuple[
         if any(e not in ok_links for e in combinations(gpus, 2)):
             probes.append(gpus)
     return probes
+
+
+def refutes_anchor(
+    passed: Sequence[Sequence[int]], cross: Sequence[Sequence[int]], outcomes: Sequence[bool | None]
+) -> bool:
+    """True when the cross probes of an anchored sweep refute its fast cluster.
+
+    Under the hypothesis only a slow link between two exonerated GPUs can slow a cross probe,
+    and one slow link slows every cross probe holding it. The fast cluster is refuted when
+    more than half of the measured cross probes are slow and no single candidate link
+    (a pair of their GPUs in no passing probe, Phase 1 or cross) is in all of them, or when
+    a slow one has no candidate link at all. A baseline taken from the fast tail of noisy
+    measurements makes most of them slow, each for no shared reason.
+
+    Args:
+        passed: GPU ids of the fast (passing) Phase 1 probes.
+        cross: the probes of :func:`healthy_cross_probes`.
+        outcomes: per cross probe, True (slow), False (passed) or None (not measured).
+
+    Returns:
+        Whether the slow cross probes refute the fast cluster.
+
+    >>> cross = [(0, 1, 3), (0, 2, 4), (1, 2, 5), (3, 4, 5)]
+    >>> refutes_anchor([(0, 1, 2), (3, 4, 5)], cross, [True, True, True, False])  # 3 slow, no shared link
+    True
+    >>> refutes_anchor([(0, 1, 2), (3, 4, 5)], [(0, 3, 6), (0, 3, 7), (1, 4, 5)], [True, True, False])  # (0, 3)
+    False
+    """
+    if len(cross) != len(outcomes):
+        raise ValueError(f"{len(cross)} cross probes but {len(outcomes)} outcomes")
+    measured = sum(o is not None for o in outcomes)
+    ok = {e for p, o in zip((*passed, *cross), (*[False] * len(passed), *outcomes)) if o is False
+          for e in combinations(sorted(set(p)), 2)}
+    slow = [{e for e in combinations(sorted(set(p)), 2) if e not in ok} for p, o in zip(cross, outcomes) if o]
+    if any(not pairs for pairs in slow):  # slow, with every link exonerated: not explainable
+        return True
+    return 2 * len(slow) > measured and not set.intersection(*slow)

@@ -14,9 +14,9 @@ verdict. :attr:`Phase1Result.errors` counts them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .anchor import anchor_sweep, healthy_cross_probes
+from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
 from .cover import Cover
 from .drilldown import drilldown
 from .drilldown.common import Finding
@@ -352,7 +352,10 @@ def run_phase2(
     Returns:
         A :class:`Localization`; with no suspect, or a degraded replica, it has no Phase 2
         probe and no verdict. An ``anchored`` sweep starts Phase 2 with the probes of
-        :func:`~faultsense_pipelines.anchor.healthy_cross_probes` (recorded as Phase 2).
+        :func:`~faultsense_pipelines.anchor.healthy_cross_probes` (recorded as Phase 2);
+        when their slowness needs too many slow links (:func:`~faultsense_pipelines.anchor.refutes_anchor`)
+        the fast cluster was not a healthy baseline, and the result is Phase 1 judged
+        ``replica_degraded`` (not anchored, no suspect) with those probes and no verdict.
     """
     del rule
     _check(executor, phase1.gpus, repeats)
@@ -369,10 +372,11 @@ def run_phase2(
     passed = [r.gpus for r in phase1.records if r.outcome == "pass"]
     failed = [r.gpus for r in phase1.records if r.outcome == "fail"]
     if phase1.anchored:  # few links exonerated: probe the fast cluster's GPUs together first
-        for gpus in healthy_cross_probes(passed, phase1.probe_size):
-            slow = oracle(gpus)
-            if slow is not None:
-                (failed if slow else passed).append(gpus)
+        cross = [(gpus, oracle(gpus)) for gpus in healthy_cross_probes(passed, phase1.probe_size)]
+        if refutes_anchor(passed, [gpus for gpus, _ in cross], [slow for _, slow in cross]):
+            return Localization(_degraded(phase1), tuple(records), ())
+        passed += [gpus for gpus, slow in cross if slow is False]
+        failed += [gpus for gpus, slow in cross if slow]
     first = len(records)
     result = drilldown(
         phase1.gpus, phase1.probe_size, passed, failed, oracle, method, recheck_explained=recheck_explained
@@ -399,6 +403,12 @@ def localize(
         executor, phase1, method=method, repeats=repeats, rule=rule, recheck_explained=recheck_explained,
         reference=reference,
     )
+
+
+def _degraded(phase1: Phase1Result) -> Phase1Result:
+    """``phase1`` judged ``replica_degraded`` after all: no suspect, every measured probe passes."""
+    records = tuple(replace(r, outcome="pass") if r.outcome == "fail" else r for r in phase1.records)
+    return replace(phase1, records=records, suspect_probes=(), replica_degraded=True, anchored=False)
 
 
 def _check(executor: ProbeExecutor, gpus: int, repeats: int) -> None:

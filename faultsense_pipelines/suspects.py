@@ -244,11 +244,15 @@ class RobustRule:
 
         The cluster is judged with the false-alarm budget of the whole sweep (z for all P
         probes), so its threshold is the one a healthy majority of the same spread would get.
+        With repeats, a noise (:func:`repeat_noise`) above ``max_sigma`` rules it out.
 
         >>> v = RobustRule().anchor([[10.0], [13.0], [10.0], [15.0], [26.0]])
         >>> round(v.baseline_ms, 6), v.suspects
         (10.0, (1, 3, 4))
         """
+        rep = repeat_noise(latencies_ms) if self.use_repeats else None
+        if rep is not None and rep[0] > self.max_sigma:  # noisier than believable: no decisive split
+            return None
         judge = partial(self._judge, probes=len(latencies_ms))
         return fast_cluster_verdict(judge, latencies_ms, math.log(self.min_slowdown))
 
@@ -303,7 +307,9 @@ def fast_cluster_verdict(
     3. decisively: the fastest other probe is at least t above the slowest of F (every
        other probe would be a suspect even against the slowest probe of F as the baseline),
        and at least twice the width of F (the empty band between the groups is wider than
-       the fast group itself: probes slowed by a continuum of amounts do not qualify).
+       the fast group itself: probes slowed by a continuum of amounts do not qualify) --
+       eight times when probes have fewer than 3 repeats: then nothing measures the noise,
+       and the scale of a few fast probes is luck (noise-free data has width 0).
 
     Splits are tried at the gaps of the sorted log-latencies of at least ``min_t`` (the
     rule's smallest possible t), from the largest F down.
@@ -332,6 +338,7 @@ def fast_cluster_verdict(
     lat = _probe_latencies(latencies_ms)
     order = sorted(range(len(lat)), key=lat.__getitem__)
     x = [math.log(lat[i]) for i in order]
+    widths = 2.0 if min(len(r) for r in latencies_ms) >= 3 else 8.0
     for j in range(len(x) - 1, 1, -1):
         gap = x[j] - x[j - 1]
         if gap < min_t:
@@ -340,7 +347,7 @@ def fast_cluster_verdict(
         if v.suspects or v.replica_degraded:
             continue
         top = math.log(v.threshold_ms)
-        if x[j] > top and gap >= max(top - math.log(v.baseline_ms), 2.0 * (x[j - 1] - x[0])):
+        if x[j] > top and gap >= max(top - math.log(v.baseline_ms), widths * (x[j - 1] - x[0])):
             return SuspectVerdict(v.baseline_ms, v.threshold_ms, tuple(sorted(order[j:])), replica_degraded=False)
     return None
 
