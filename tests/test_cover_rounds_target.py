@@ -1,0 +1,34 @@
+"""Issue 2's rounds target at the benchmark sizes: rounds <= 1.5 x ceil((n-1)/(k-1)).
+
+A property of the deterministic plan (no timing). Slow tier: planning all 26 sizes takes
+about a minute on 2 cores. Sizes whose cover is a transversal design with "infinite" GPUs
+still miss the target, and so does n=175 (see docs/cover.md): they are listed as expected
+failures, strict, so that a fix shows up as an unexpected pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.cover.rounds import rounds_lower_bound
+
+# k=8: n=75 (TD(8,9)+3), 275 (TD(8,32)+19) and 300 (TD(8,37)+4): the infinite GPUs are in every
+# group's sub-cover and the TD's parallel classes leave no group GPU idle; n=175: an annealed
+# table cover of 595 probes whose floor is 37 (<= 37.5), but no schedule found below 50
+OPEN = {(8, 75), (8, 175), (8, 275), (8, 300)}
+
+CASES = [
+    pytest.param(n, k, marks=pytest.mark.xfail(strict=True, reason="open: see OPEN")) if (k, n) in OPEN
+    else (n, k)
+    for k in (4, 8) for n in range(25, 326, 25)
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "k"), CASES)
+def test_best_cover_runs_in_at_most_one_and_a_half_times_the_rounds_reference(n, k):
+    cover = plan_cover(n, k, "best")
+    reference = -(-(n - 1) // (k - 1))  # a GPU meets k-1 others per probe
+    assert rounds_lower_bound(cover.probes, n) <= len(cover.rounds)
+    assert len(cover.rounds) <= 1.5 * reference
