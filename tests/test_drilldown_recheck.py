@@ -166,3 +166,14 @@ def test_recheck_plan_rejects_a_piece_larger_than_k_and_k_below_2():
         plan_recheck([{1, 2, 3}], [(1, 2)], 2)
     with pytest.raises(ValueError, match="k must be >= 2, got 1"):
         plan_recheck([{1}], [], 1)
+
+
+@pytest.mark.parametrize(("n", "k"), [(40, 4), (40, 8)])
+def test_a_slow_gpu_that_passed_one_probe_by_noise_is_reported_as_the_gpu_not_a_star_of_links(n, k):
+    # GPU 5 is slow but its first Phase 1 probe passed (noise): it is exonerated, and every
+    # later failure of it is first blamed on one of its links, until the star is re-tested.
+    probes = [tuple(p) for p in plan_cover(n, k, "greedy").probes]
+    with_5 = [p for p in probes if 5 in p]
+    passed = [p for p in probes if 5 not in p] + with_5[:1]
+    r = adaptive_drilldown(n, k, passed, with_5[1:], lambda gpus: 5 in gpus)
+    assert [(f.kind, f.gpu, f.status) for f in r.findings] == [("gpu", 5, "confirmed")]

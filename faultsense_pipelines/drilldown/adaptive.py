@@ -11,6 +11,7 @@ in one group are all found, and no component is ever blamed for an unrelated fau
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from .common import DrilldownResult, Knowledge, Oracle, Unmeasurable
@@ -102,7 +103,53 @@ def adaptive_drilldown(
             left, before = len(kn.unsure_gpu) + len(kn.unsure_link), left
             if left >= before:
                 break
+        _recheck_stars(kn)
     return kn.result()
+
+
+def _recheck_stars(kn: Knowledge) -> None:
+    """Re-test alone each exonerated GPU at two or more confirmed links.
+
+    Under noise a slightly slow GPU can pass a probe, be exonerated, and have its slowness
+    blamed on the links of every later probe it fails: a star of "slow links". The GPU is
+    tested alone twice with disjoint paddings away from the star's other ends
+    (:func:`_star_center_fails`); two failures make it the fault and its links unjudged
+    (their verdicts are withdrawn). Real slow links at a healthy GPU pass the first probe:
+    one probe each.
+    """
+    ends = Counter(g for e in kn.bad_link for g in e)
+    for x in sorted(g for g, c in ends.items() if c >= 2 and g not in kn.bad_gpu):
+        partners = {g for e in kn.bad_link if x in e for g in e} - {x}
+        try:
+            evidence = _star_center_fails(kn, x, partners)
+        except Unmeasurable:
+            continue
+        if evidence is None:
+            continue
+        star = {e for e in kn.bad_link if x in e}
+        kn.bad_link -= star
+        kn.findings = [f for f in kn.findings if not (f.kind == "link" and (f.gpu, f.peer_gpu) in star)]
+        kn.ok_gpu.discard(x)
+        kn.confirm_gpu(x, evidence)
+
+
+def _star_center_fails(kn: Knowledge, x: int, partners: set[int]) -> int | None:
+    """Index of the first of two failing probes of ``x`` alone with disjoint paddings, or None.
+
+    Paddings avoid ``partners`` (the star's other ends), strictly and cleanly while the
+    star is small enough to be real slow links. A star of ``_DIRECT_MIN_GROUPS`` links or
+    more, more than one sweep's faults, is taken for one slow GPU (parsimony): its
+    paddings may hold partners and need not be clean, as every link of ``x`` may be in it.
+    """
+    if len(partners) < _DIRECT_MIN_GROUPS:
+        if not kn.test_alone({x}, avoid=partners, must_avoid=partners):
+            return None
+        evidence = kn.tests - 1
+        return evidence if kn.second_opinion(x, evidence, avoid=partners) else None
+    if not kn.test({x}, avoid=partners):
+        return None
+    evidence = kn.tests - 1
+    return evidence if kn.test({x}, avoid=partners, must_avoid=set(kn.probes[-1]) - {x}) else None
 
 
 def _retry_inconclusive(kn: Knowledge) -> bool:
