@@ -135,6 +135,8 @@ def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
     for name, v in design_sources(k):
         # truncation pays when a design is a little larger (PG(3,3) on 40 points gives C(32,4) = 88);
         # large designs are only tried within ~10%, where truncating them is still cheap
+        if v != n and name.endswith(")+1"):  # AG(2, q) + 1 is for its rounds, used as it is
+            continue
         if v == n and build_design(name).classes:  # resolvable: its classes are the rounds
             D = build_design(name)
             rounds = [list(cls) for cls in D.classes]
