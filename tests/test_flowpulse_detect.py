@@ -142,3 +142,19 @@ def test_binomial_reference_gets_no_dispersion_and_a_noisier_one_does():
     x = _counts(rng, 20, 10_000)
     noisy = np.round(10_000 + (x - 10_000) * math.sqrt(3)).astype(np.int64)
     assert learned_dispersion(noisy, learned_shares(noisy)) == pytest.approx(3.0, rel=0.2)
+
+
+def test_a_senders_surplus_lowering_every_other_port_alike_is_not_a_loss():
+    # a 4-port spine: one leaf sends 0.6% more (its retransmissions re-sprayed), so the other
+    # three ports each get ~0.2% less than expected; none of them is lossy
+    rng = np.random.default_rng(21)
+    shares = np.array([0.25, 0.25, 0.25 * 1.006, 0.25])
+    x = np.stack([rng.multinomial(4 * 1_000_000, shares / shares.sum()) for _ in range(200)])
+    assert detect_switch(x, np.full(4, 0.25)) == []
+    # a real 0.5% loss on port 1 of the same switch is still found, with its rate
+    lossy = shares.copy()
+    lossy[1] *= 0.995
+    y = np.stack([rng.multinomial(4 * 1_000_000, lossy / lossy.sum()) for _ in range(40)])
+    (alarm,) = detect_switch(np.vstack([x[:100], y]), np.full(4, 0.25))
+    assert alarm.port == 1 and 97 <= alarm.start <= 102
+    assert alarm.loss_estimate == pytest.approx(0.005, rel=0.2)
