@@ -9,6 +9,7 @@ from math import ceil
 import pytest
 
 from faultsense_pipelines.cover import plan_cover, table
+from faultsense_pipelines.cover.rounds import ordered_rounds
 
 RAW = json.loads(table.LARGE_TABLE_PATH.read_text())
 STORED = sorted((int(k), int(n)) for k, by_n in RAW.items() for n in by_n)
@@ -32,22 +33,48 @@ def test_the_large_table_holds_the_sizes_where_constructions_missed_the_target()
 
 @pytest.mark.parametrize("k,n", STORED)
 def test_a_stored_large_cover_covers_every_pair_within_the_probe_target(k, n):
-    probes = table.decode_probes(RAW[str(k)][str(n)])
+    probes = table.decode_probes(RAW[str(k)][str(n)]["probes"])
     assert all(len(set(p)) == len(p) <= k and 0 <= min(p) and max(p) < n for p in probes)
     assert _uncovered(probes, n) == set()
     assert len(probes) <= 1.10 * _schonheim(n, k)
 
 
+def _rounds_of_first_fit(probes, n: int) -> int:
+    """First fit in the given order, written out here: each probe joins the first round it is disjoint from."""
+    busy: list[set[int]] = []
+    for p in probes:
+        for used in busy:
+            if used.isdisjoint(p):
+                used.update(p)
+                break
+        else:
+            busy.append(set(p))
+    return len(busy)
+
+
 @pytest.mark.parametrize("k,n", STORED)
-def test_best_plans_no_more_probes_than_the_stored_large_cover(k, n):
+def test_a_stored_large_cover_is_listed_round_by_round_within_its_stored_rounds(k, n):
+    entry = RAW[str(k)][str(n)]
+    probes = table.decode_probes(entry["probes"])
+    assert _rounds_of_first_fit(probes, n) <= entry["rounds"]
+    assert len(ordered_rounds(probes, n)) == _rounds_of_first_fit(probes, n)
+
+
+@pytest.mark.parametrize("k,n", STORED)
+def test_best_plans_no_more_probes_or_rounds_than_the_stored_large_cover(k, n):
     cover = plan_cover(n, k)
-    assert len(cover.probes) <= len(RAW[str(k)][str(n)])
+    entry = RAW[str(k)][str(n)]
+    assert len(cover.probes) <= len(entry["probes"])
+    assert len(cover.rounds) <= entry["rounds"]
     assert _uncovered(cover.probes, n) == set()
+    for r in cover.rounds:  # GPU-disjoint rounds
+        gpus = [g for i in r for g in cover.probes[i]]
+        assert len(gpus) == len(set(gpus))
 
 
 def test_a_corrupted_large_cover_is_ignored(tmp_path, monkeypatch):
-    probes = list(RAW["8"]["112"])
-    broken = {"8": {"112": probes[:-1]}}  # one probe fewer: some pair is left uncovered
+    probes = list(RAW["8"]["112"]["probes"])
+    broken = {"8": {"112": {"rounds": 99, "probes": probes[:-1]}}}  # one probe fewer: some pair is left uncovered
     path = tmp_path / "large_covers.json"
     path.write_text(json.dumps(broken))
     monkeypatch.setattr(table, "LARGE_TABLE_PATH", path)

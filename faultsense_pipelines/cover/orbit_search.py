@@ -17,7 +17,8 @@ counting uncovered *pair orbits*, with ``static`` probes that never move. g = 1 
 search above. Cyclic searches (Z_112 plus short orbits for n = 112, 113; Z_176 and Z_88 for
 n = 176) stalled 1-25 pair orbits short, so no cyclic cover is stored.
 
-Regenerate ``large_covers.json`` (seeded, so it writes the same covers; 25 s on one core):
+Regenerate ``large_covers.json`` (seeded, so it writes the same covers; about 70 s on one core,
+rounds included):
 
     .venv/bin/pip install -e '.[search]'
     nice -n 10 .venv/bin/python -m faultsense_pipelines.cover.orbit_search [PATH]
@@ -330,13 +331,16 @@ def permuted_holey_start(
 def main(path: Path | None = None, log=sys.stderr) -> dict:
     """Search every target of :data:`TARGETS`; write the covers found to ``large_covers.json``.
 
-    Covers are stored explicitly (hex probes); a target whose search fails keeps what the file has.
+    Covers are stored explicitly (hex probes), listed round by round for the fewest rounds
+    :func:`.round_search.fewest_rounds` finds (first fit in the stored order uses at most
+    ``rounds``); a target whose search fails keeps what the file has.
     """
     from .holey import holey_cover
+    from .round_search import fewest_rounds
     from .table import LARGE_TABLE_PATH, encode_probes
 
     path = path or LARGE_TABLE_PATH
-    out: dict[str, dict[str, list[str]]] = json.loads(path.read_text()) if path.exists() else {}
+    out: dict[str, dict[str, dict]] = json.loads(path.read_text()) if path.exists() else {}
     for n, k, m, e, probes, moves, seed, holey_search in TARGETS:
         begin = time.time()
         sizes, static = td_blocks(n, k, m, e)
@@ -352,7 +356,10 @@ def main(path: Path | None = None, log=sys.stderr) -> dict:
               f"(allowed {allowed}): {'found' if cover else 'not found'} ({time.time() - begin:.0f} s)",
               file=log, flush=True)
         if cover is not None:
-            out.setdefault(str(k), {})[str(n)] = encode_probes(cover)
+            rounds = fewest_rounds(cover, n, seed=seed)
+            print(f"  rounds: {len(rounds)} ({time.time() - begin:.0f} s)", file=log, flush=True)
+            out.setdefault(str(k), {})[str(n)] = {
+                "rounds": len(rounds), "probes": encode_probes([cover[i] for r in rounds for i in r])}
     path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
     return out
 

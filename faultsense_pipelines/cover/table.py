@@ -14,7 +14,8 @@ holey covers of :mod:`.holey`, which are always regenerated last):
 
 Larger covers (k = 8, n = 112..113 and 173..176, where the constructions land just above
 1.10 x Schönheim) come from :mod:`.orbit_search` (needs numba) and are stored in
-``large_covers.json``, each probe as a hex string of one-byte GPU ids.
+``large_covers.json``, each probe as a hex string of one-byte GPU ids, listed round by round
+(first fit in the stored order uses at most the stored ``rounds``).
 
 Every stored cover is re-checked when loaded; one that does not cover every pair is ignored.
 """
@@ -108,10 +109,10 @@ def large_cover(n: int, k: int) -> tuple[Block, ...] | None:
     """The cover of ``n`` GPUs stored in ``large_covers.json``, if any and if it covers every pair."""
     if not LARGE_TABLE_PATH.exists():
         return None
-    text = json.loads(LARGE_TABLE_PATH.read_text()).get(str(k), {}).get(str(n))
-    if text is None:
+    entry = json.loads(LARGE_TABLE_PATH.read_text()).get(str(k), {}).get(str(n))
+    if entry is None:
         return None
-    cover = decode_probes(text)
+    cover = decode_probes(entry["probes"])
     return cover if _is_cover(cover, n, k) else None
 
 
