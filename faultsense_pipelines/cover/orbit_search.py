@@ -45,7 +45,17 @@ from .bounds import schonheim_bound
 from .designs import transversal_design
 from .refine import uncovered_pairs
 
-__all__ = ["pair_orbit_table", "search_base_probes", "td_blocks", "search_td_residual", "TARGETS", "main"]
+__all__ = [
+    "pair_orbit_count",
+    "pair_orbit_table",
+    "search_base_probes",
+    "td_blocks",
+    "search_td_residual",
+    "search_holey",
+    "permuted_holey_start",
+    "TARGETS",
+    "main",
+]
 
 # (n, k, TD order m, infinite GPUs e, free probes, annealing moves, seed, holey search): the
 # sizes where best's TD(k, m) + e recursion landed just above 1.10 x Schönheim. The free probes

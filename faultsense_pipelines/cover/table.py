@@ -104,12 +104,15 @@ def decode_probes(text: list[str]) -> tuple[Block, ...]:
     return tuple(tuple(bytes.fromhex(t)) for t in text)
 
 
+@lru_cache(maxsize=4)
+def _large_raw(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 @lru_cache(maxsize=64)
 def large_cover(n: int, k: int) -> tuple[Block, ...] | None:
     """The cover of ``n`` GPUs stored in ``large_covers.json``, if any and if it covers every pair."""
-    if not LARGE_TABLE_PATH.exists():
-        return None
-    entry = json.loads(LARGE_TABLE_PATH.read_text()).get(str(k), {}).get(str(n))
+    entry = _large_raw(LARGE_TABLE_PATH).get(str(k), {}).get(str(n))
     if entry is None:
         return None
     cover = decode_probes(entry["probes"])
