@@ -157,10 +157,13 @@ class LocalExecutor(WorkerPoolExecutor):
     def _start(self, store_dir: str, start_timeout_s: float) -> None:
         ctx = get_context("spawn")
         init_method = f"file://{os.path.join(store_dir, 'store')}"
+        # the executor's own deadlines decide (and reap the pool); the process group's timeout is
+        # only a backstop, longer than either, so a hung rank is always reported as hung
+        pg_timeout_s = 2 * max(self.timeout_s, start_timeout_s) + 10
         for rank in range(self.gpus):
             parent, child = ctx.Pipe()
             p = ctx.Process(target=_worker_main, name=f"faultsense-gpu{rank}", daemon=True,
-                            args=(rank, self.shape, self.backend, init_method, self.timeout_s,
+                            args=(rank, self.shape, self.backend, init_method, pg_timeout_s,
                                   self.injections, child))
             p.start()
             child.close()
