@@ -151,9 +151,12 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
         "  covers each group with the infinite GPUs by a holey cover (pairs among the infinite GPUs left out,",
         "  `faultsense_pipelines/cover/holey_covers.json`) and the infinite GPUs once; `D+e` is the Steiner",
         "  system D extended by e GPUs that share ceil(v/(k-e)) new probes.",
-        "- Rounds above 1.5x come from covers with infinite GPUs (e > 0): those GPUs sit in every group's",
-        "  sub-cover, so their probes cannot share rounds with the TD's full parallel classes; and from small",
-        "  k=8 covers (n <= 75) whose probes pairwise intersect.",
+        "- `resolvable` is a small cover annealed in fixed rounds (`faultsense_pipelines/cover/resolvable_covers.json`);",
+        "  `AG(2,7)+1` is the affine plane plus one GPU on the lines through a point (8 parallel classes = 8 rounds).",
+        "- Rounds above 1.5x come from transversal designs with infinite GPUs (e > 0): those GPUs sit in every",
+        "  group's sub-cover (a high floor when e is large), and their probes cannot share a round with a full",
+        "  parallel class of the TD, which leaves no GPU of a group idle; tabu search breaks up some classes but",
+        "  stays well above the floor. Where the floor itself is above 1.5x, only another cover can help.",
     ]
     return "\n".join(lines) + "\n"
 
