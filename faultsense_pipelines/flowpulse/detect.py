@@ -16,8 +16,11 @@ the CUSUM's mean time to a false alarm is ARL0 ~ exp(h) / (delta^2/2 * nu(delta)
 false_alarm_rate (Bonferroni). Shares learned from a reference of M packets carry an error that
 is the same in every iteration; over the k iterations a CUSUM needs to decide, it adds k*N/M to
 the variance of the deficit's sum, so the log-likelihood ratio is divided by that inflation
-(quasi-likelihood). The iteration after the statistic last stood at zero estimates where the
-deviation began, and the pooled share from there on gives the loss-rate estimate.
+(quasi-likelihood); and a CUSUM is run only once that error, at 5 standard errors, is below half
+its design shift, beyond which it would turn the CUSUM's drift positive. Expected counts are
+scaled by the median, over the switch's ports, of observed over expected (:func:`common_scale`),
+so that one sender's surplus, which lowers every other port alike, is not taken for losses. The iteration after the statistic last stood at zero estimates
+where the deviation began, and the pooled counts from there on give the loss-rate estimate.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ DESIGN_LOSSES = (0.0025, 0.005, 0.01, 0.02)
 FALSE_ALARM_RATE = 1e-10  # expected false alarms per judged port and iteration
 MIN_SHIFT = 0.5  # a CUSUM whose per-iteration shift is below this (sigmas) is not run: > ~100 iterations
 SCALE_WINDOW = 8  # iterations pooled for the common scale of a switch's expected counts
+BIAS_SIGMAS = 5.0  # learned shares' error, in standard errors, that must stay below half a design's shift
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,10 @@ def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests
     ports = np.maximum(judged.sum(axis=1, keepdims=True), 1)
     inflation = dispersion * (1.0 + window * n / reference_packets + math.pi / 2 / (ports * SCALE_WINDOW))
     delta_eff = delta / np.sqrt(inflation)
-    run = judged & (delta_eff >= MIN_SHIFT)
+    # a share error b (in sigmas) turns the CUSUM's drift positive once b > delta/2: run it only
+    # where BIAS_SIGMAS standard errors of the learned shares, sqrt(N/M) each, stay below that
+    bias = BIAS_SIGMAS * np.sqrt(n / reference_packets)
+    run = judged & (delta_eff >= MIN_SHIFT) & (delta >= 2 * bias)
     llr = np.where(run, binomial_llr(x, n, pi, pi * (1 - loss)) / inflation, 0.0)
     if threshold is not None:
         h = np.where(run.any(axis=0), threshold, np.inf)
