@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.cover.aligned import aligned_td_cover
 from faultsense_pipelines.cover.designs import affine_plus_one
 from faultsense_pipelines.cover.resolvable import anneal_resolvable, resolvable_cover
 from faultsense_pipelines.cover.rounds import ordered_rounds, plan_rounds, rounds_lower_bound, tabu_rounds
@@ -129,3 +130,12 @@ def test_small_replicas_trade_a_few_probes_for_rounds():
     # n=50, k=8: AG(2,7) plus one GPU, 56 probes in its 8 parallel classes
     cover = plan_cover(50, 8)
     assert (len(cover.probes), len(cover.rounds)) == (56, 8)
+
+
+@pytest.mark.parametrize("n", [75, 105, 300])
+def test_aligned_td_plus_infinite_gpus_is_a_cover_whose_class_rounds_are_disjoint(n):
+    probes, rounds = aligned_td_cover(n, 8)
+    assert _uncovered(probes, n) == set()
+    assert all(len(set(p)) == len(p) <= 8 for p in probes)
+    _assert_schedule(probes, rounds)
+    assert aligned_td_cover(100, 8) is None  # 100 = 8 * 12 + 4, but 12 is no prime power

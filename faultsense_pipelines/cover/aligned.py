@@ -1,0 +1,172 @@
+"""TD(k, m) plus a few "infinite" GPUs, with their probes aligned to the TD's parallel classes.
+
+In the recursion of :mod:`.best`, e infinite GPUs are covered with each group of a transversal
+design; their probes hold GPUs of one group, so any round with one of them must leave out
+TD blocks, and first fit or tabu search cannot pack them around the TD's full parallel
+classes (n=300, k=8: 76 rounds for a floor of 56). Here the probes of the infinite GPUs are
+chosen so that the blocks they displace form whole parallel families:
+
+* the TD is built over GF(m): block (a, b) = {(i, a + c_i b) : i < k}, class b;
+* fix lambda with d_i = lambda + c_i != 0 for every group i, and a set M of k-1 field elements;
+  in class round b the blocks a in lambda b + M are left out, and their points in group g,
+  d_g b + M, go to one infinite GPU (at most one per group): that probe has k GPUs;
+* the left-out blocks {(lambda b + x, b) : b} for x in M are k-1 parallel families (blocks of
+  one family are disjoint because d_i != 0), k-1 full rounds;
+* infinite GPU j must meet all of group g: it visits g at the translates t + delta_j of a set
+  T with T + M = GF(m), in round b = (t + delta_j) / d_g; visits that clash (the GPU or the
+  group already busy in that round) become extra probes of their own;
+* the pairs inside each group that no visit covered, and the pairs among the infinite GPUs,
+  are covered greedily; these extra probes are scheduled after the class rounds.
+
+Status: an experiment, not yet a candidate of :func:`.best.best_cover`. Measured (k=8, rounds
+by :func:`.rounds.plan_rounds`): n=300 (TD(8,37)+4): 62 rounds (target 64.5) but 1796 probes,
+above 1.10 x L = 1774 -- the greedy covers of what the visits leave inside each group take 29
+probes a group; n=297: 62 rounds / 1668 probes (best today: 69 / 1625); n=153: 33 / 447
+(today 37 / 433); n=75: 23 / 133 (today 21 / 105). A better residual cover (structured, or
+annealed) is the missing piece.
+
+References:
+    D. M. Gordon, G. Kuperberg, O. Patashnik, "New constructions for covering designs",
+    J. Combin. Designs 3 (1995) -- the TD recursion with infinite points; the alignment with
+    parallel classes is ours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .fields import galois_field, prime_power
+
+__all__ = ["aligned_td_cover"]
+
+Block = tuple[int, ...]
+
+
+def aligned_td_cover(n: int, k: int) -> tuple[list[Block], list[list[int]]] | None:
+    """A cover of n = k m + e GPUs (m a prime power > k, 1 <= e <= k) listed round by round.
+
+    Args:
+        n: GPUs.
+        k: probe size.
+
+    Returns:
+        (probes, rounds): probes of at most k GPUs covering every pair, and GPU-disjoint
+        rounds for the class rounds and left-out families (indices into probes); the extra
+        probes come last, each in a round of its own (to be packed by a scheduler). None
+        if no such (m, e) fits n.
+
+    Notes:
+        GPUs i m .. i m + m - 1 are group i, k m .. n - 1 the infinite GPUs.
+    """
+    found = next(((m, n - k * m) for m in range((n - 1) // k, (n - k) // k - 1, -1)
+                  if m > k and 1 <= n - k * m <= k and prime_power(m)), None)
+    if found is None:
+        return None
+    m, e = found
+    F = galois_field(m)
+    c = list(F.distinct[:k])
+    lam = next(x for x in range(m) if all(F.add[x, ci] != 0 for ci in c))
+    d = [int(F.add[lam, ci]) for ci in c]
+    inv = {x: next(y for y in range(1, m) if F.mul[x, y] == 1) for x in range(1, m)}
+    M = _spread_set(F, k - 1)
+    T = _translates(F, M)
+    point = lambda g, x: g * m + int(x)  # noqa: E731
+    infinite = list(range(k * m, n))
+    # visits[b] = {group: infinite GPU}; leftover visits become extra probes
+    visits: list[dict[int, int]] = [{} for _ in range(m)]
+    leftover: list[tuple[int, int, int]] = []  # (infinite index, group, translate)
+    for j in range(e):
+        for g in range(k):
+            def clashes(delta: int) -> int:
+                rs = [int(F.mul[F.add[t, delta], inv[d[g]]]) for t in T]  # the class where d_g b = t + delta
+                return sum(g in visits[b] or j in visits[b].values() for b in rs)
+            delta = min(range(m), key=lambda x: (clashes(x), x))
+            for t in T:
+                tt = int(F.add[t, delta])
+                b = int(F.mul[tt, inv[d[g]]])
+                if g in visits[b] or j in visits[b].values():
+                    leftover.append((j, g, tt))
+                else:
+                    visits[b][g] = j
+    probes: list[Block] = []
+    rounds: list[list[int]] = []
+    left_out = {(int(F.add[F.mul[lam, b], x]), b) for b in range(m) for x in M}
+    for b in range(m):  # class rounds
+        r = []
+        for a in range(m):
+            if (a, b) not in left_out:
+                r.append(len(probes))
+                probes.append(tuple(point(i, F.add[a, F.mul[c[i], b]]) for i in range(k)))
+        for g, j in visits[b].items():
+            shift = int(F.mul[d[g], b])
+            r.append(len(probes))
+            probes.append(tuple(sorted([point(g, F.add[shift, x]) for x in M] + [infinite[j]])))
+        rounds.append(r)
+    for x in M:  # the left-out blocks: k-1 parallel families
+        r = []
+        for b in range(m):
+            a = int(F.add[F.mul[lam, b], x])
+            r.append(len(probes))
+            probes.append(tuple(point(i, F.add[a, F.mul[c[i], b]]) for i in range(k)))
+        rounds.append(r)
+    for j, g, tt in leftover:
+        probes.append(tuple(sorted([point(g, F.add[tt, x]) for x in M] + [infinite[j]])))
+    uncovered = np.ones((n, n), dtype=bool)
+    np.fill_diagonal(uncovered, False)
+    for p in probes:
+        idx = np.asarray(p)
+        uncovered[idx[:, None], idx[None, :]] = False
+    for g in range(k):  # what the visits left inside each group
+        probes += _greedy_rest(uncovered, list(range(g * m, g * m + m)), k)
+    probes += _greedy_rest(uncovered, infinite, k)
+    rounds += [[i] for i in range(sum(map(len, rounds)), len(probes))]
+    return probes, rounds
+
+
+def _spread_set(F, size: int, tries: int = 200) -> list[int]:
+    """``size`` field elements whose translates cover the field in as few steps as possible
+    (each infinite GPU visits a group that often) and, among those, with the most distinct
+    differences (its probes in a group then also cover many pairs inside the group). The
+    consecutive codes 0..size-1 and ``tries`` random sets (seeded: deterministic) compete."""
+    rng = np.random.default_rng(0)
+    sets = [list(range(size))] + [sorted(rng.choice(F.order, size=size, replace=False).tolist()) for _ in range(tries)]
+
+    def score(M: list[int]) -> tuple[int, int]:
+        diffs = {int(F.add[y, F.neg[z]]) for y in M for z in M if y != z}
+        return len(_translates(F, M)), -len(diffs)
+
+    return min(sets, key=score)
+
+
+def _translates(F, M: list[int]) -> list[int]:
+    """Translates t with {t + x : t, x in M} = the field, chosen greedily (most new elements)."""
+    covered = np.zeros(F.order, dtype=bool)
+    out: list[int] = []
+    while not covered.all():
+        gains = [(~covered[F.add[t, M]]).sum() for t in range(F.order)]
+        t = int(np.argmax(gains))
+        covered[F.add[t, M]] = True
+        out.append(t)
+    return out
+
+
+def _greedy_rest(uncovered: np.ndarray, gpus: list[int], k: int) -> list[Block]:
+    """Probes of at most k of ``gpus`` covering their pairs still ``uncovered`` (updated in place),
+    each grown from the GPU with most uncovered pairs by the GPU adding the most."""
+    idx = np.asarray(gpus)
+    sub = uncovered[np.ix_(idx, idx)]
+    out: list[Block] = []
+    while sub.any():
+        chosen = [int(np.argmax(sub.sum(axis=1)))]
+        gain = sub[chosen[0]].astype(np.int64)
+        while len(chosen) < min(k, len(gpus)):
+            gain[chosen] = -1
+            v = int(np.argmax(gain))
+            if gain[v] <= 0:
+                break
+            chosen.append(v)
+            gain += sub[v]
+        sub[np.ix_(chosen, chosen)] = False
+        out.append(tuple(sorted(int(idx[v]) for v in chosen)))
+    uncovered[np.ix_(idx, idx)] = sub
+    return out
