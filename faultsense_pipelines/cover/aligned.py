@@ -18,12 +18,9 @@ chosen so that the blocks they displace form whole parallel families:
 * the pairs inside each group that no visit covered, and the pairs among the infinite GPUs,
   are covered greedily; these extra probes are scheduled after the class rounds.
 
-Status: an experiment, not yet a candidate of :func:`.best.best_cover`. Measured (k=8, rounds
-by :func:`.rounds.plan_rounds`): n=300 (TD(8,37)+4): 62 rounds (target 64.5) but 1796 probes,
-above 1.10 x L = 1774 -- the greedy covers of what the visits leave inside each group take 29
-probes a group; n=297: 62 rounds / 1668 probes (best today: 69 / 1625); n=153: 33 / 447
-(today 37 / 433); n=75: 23 / 133 (today 21 / 105). A better residual cover (structured, or
-annealed) is the missing piece.
+:mod:`.best` tries it (with M = {0..k-2} and with a stored spread M) where the fewest-probe
+cover misses the rounds target. Measured (k=8): n=300 (TD(8,37)+4) in 64 rounds with 1749
+probes (before: 76 rounds, 1681 probes; target 64.5, probe cap 1765).
 
 References:
     D. M. Gordon, G. Kuperberg, O. Patashnik, "New constructions for covering designs",
@@ -37,23 +34,37 @@ import numpy as np
 
 from .fields import galois_field, prime_power
 
-__all__ = ["aligned_td_cover"]
+__all__ = ["aligned_td_cover", "SPREAD_SETS"]
 
 Block = tuple[int, ...]
 
+# For k = 8: a 7-set M of GF(m) (element codes of :func:`.fields.galois_field`) whose translates
+# cover the field in the fewest steps (greedily), and among those with the most distinct
+# differences, so that an infinite GPU's probes inside a group also cover many of its pairs.
+# The best of 3000 random 7-subsets (numpy default_rng(0)); n=300: 1749 probes in 64 rounds
+# with M below against 1796 probes with M = {0..6}.
+SPREAD_SETS: dict[int, list[int]] = {
+    9: [0, 1, 2, 3, 4, 6, 8], 11: [0, 2, 3, 4, 6, 8, 10], 13: [0, 1, 3, 5, 7, 9, 11],
+    16: [6, 7, 8, 10, 12, 14, 15], 17: [2, 5, 8, 11, 12, 13, 16], 19: [0, 2, 5, 7, 12, 13, 14],
+    23: [2, 3, 10, 11, 15, 17, 18], 25: [1, 4, 6, 12, 18, 20, 23], 27: [1, 2, 6, 7, 11, 14, 17],
+    29: [0, 8, 10, 11, 15, 17, 22], 31: [4, 6, 11, 18, 23, 26, 30], 32: [15, 16, 17, 18, 20, 26, 29],
+    37: [10, 11, 20, 23, 28, 35, 36], 41: [6, 11, 12, 25, 26, 35, 38],
+}
 
-def aligned_td_cover(n: int, k: int) -> tuple[list[Block], list[list[int]]] | None:
+
+def aligned_td_cover(n: int, k: int, spread: bool = False) -> tuple[list[Block], list[list[int]]] | None:
     """A cover of n = k m + e GPUs (m a prime power > k, 1 <= e <= k) listed round by round.
 
     Args:
         n: GPUs.
         k: probe size.
+        spread: M from :data:`SPREAD_SETS` (k = 8 only) instead of the codes 0..k-2.
 
     Returns:
         (probes, rounds): probes of at most k GPUs covering every pair, and GPU-disjoint
         rounds for the class rounds and left-out families (indices into probes); the extra
         probes come last, each in a round of its own (to be packed by a scheduler). None
-        if no such (m, e) fits n.
+        if no such (m, e) fits n, or no spread set is stored for m.
 
     Notes:
         GPUs i m .. i m + m - 1 are group i, k m .. n - 1 the infinite GPUs.
@@ -68,7 +79,9 @@ def aligned_td_cover(n: int, k: int) -> tuple[list[Block], list[list[int]]] | No
     lam = next(x for x in range(m) if all(F.add[x, ci] != 0 for ci in c))
     d = [int(F.add[lam, ci]) for ci in c]
     inv = {x: next(y for y in range(1, m) if F.mul[x, y] == 1) for x in range(1, m)}
-    M = _spread_set(F, k - 1)
+    M = list(range(k - 1)) if not spread else SPREAD_SETS.get(m) if k == 8 else None
+    if M is None:
+        return None
     T = _translates(F, M)
     point = lambda g, x: g * m + int(x)  # noqa: E731
     infinite = list(range(k * m, n))
@@ -121,21 +134,6 @@ def aligned_td_cover(n: int, k: int) -> tuple[list[Block], list[list[int]]] | No
     probes += _greedy_rest(uncovered, infinite, k)
     rounds += [[i] for i in range(sum(map(len, rounds)), len(probes))]
     return probes, rounds
-
-
-def _spread_set(F, size: int, tries: int = 200) -> list[int]:
-    """``size`` field elements whose translates cover the field in as few steps as possible
-    (each infinite GPU visits a group that often) and, among those, with the most distinct
-    differences (its probes in a group then also cover many pairs inside the group). The
-    consecutive codes 0..size-1 and ``tries`` random sets (seeded: deterministic) compete."""
-    rng = np.random.default_rng(0)
-    sets = [list(range(size))] + [sorted(rng.choice(F.order, size=size, replace=False).tolist()) for _ in range(tries)]
-
-    def score(M: list[int]) -> tuple[int, int]:
-        diffs = {int(F.add[y, F.neg[z]]) for y in M for z in M if y != z}
-        return len(_translates(F, M)), -len(diffs)
-
-    return min(sets, key=score)
 
 
 def _translates(F, M: list[int]) -> list[int]:

@@ -35,6 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .aligned import aligned_td_cover
 from .bounds import schonheim_bound
 from .designs import Design, blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
 from .greedy import greedy_cover
@@ -185,7 +186,7 @@ def _round_robin(n: int) -> Candidate:
 
 def clear_caches() -> None:
     """Forget every memoised sub-cover (for benchmarks of cold planning, and the table generator)."""
-    for f in (_candidates, _best, _fewest_rounds, _greedy, td_alive, _planned_rounds):
+    for f in (_candidates, _best, _fewest_rounds, _greedy, td_alive, _planned_rounds, _aligned):
         f.cache_clear()
 
 
@@ -219,6 +220,7 @@ def _top(n: int, k: int) -> Candidate:
             extra = _best_td(n, k, resolvable_only=True, rounds_first=rounds_first)
             if extra is not None:
                 pool.append(extra)
+        pool += [c for c in (_aligned(n, k, spread) for spread in (False, True)) if c is not None]
         cap = _probe_cap(n, k, fewest)
         close = [_scheduled(c, n) for c in pool if len(c.blocks) <= cap]
         meeting = [c for c in close if _rounds(c, n, target) <= target]
@@ -246,6 +248,18 @@ def _rounds(c: Candidate, n: int, target: float) -> int:
     if len(c.rounds) <= target or rounds_lower_bound(c.blocks, n) > target:
         return len(c.rounds)
     return _planned_rounds(c, n)
+
+
+@lru_cache(maxsize=64)
+def _aligned(n: int, k: int, spread: bool) -> Candidate | None:
+    """The TD + infinite GPUs of :mod:`.aligned`, scheduled by :func:`.rounds.plan_rounds`."""
+    built = aligned_td_cover(n, k, spread)
+    if built is None:
+        return None
+    probes, _ = built
+    m = (n - 1) // k
+    name = f"TD({k},{m})+{n - k * m} aligned" + (" spread" if spread else "")
+    return _by_rounds(probes, plan_rounds(probes, n), name)
 
 
 @lru_cache(maxsize=256)
