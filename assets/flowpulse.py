@@ -35,8 +35,9 @@ class FlowPulseScanConfig(dg.Config):
     traffic: str = "uniform"
     reference: int = 20
     lag: int = 50
-    design_loss: float = 0.005
-    threshold: float = 24.0
+    design_loss: float = 0.0025
+    false_alarm_rate: float = 1e-10
+    threshold: float | None = None
 
 
 def fabric_link_component(fault: LinkFault) -> str:
@@ -59,7 +60,8 @@ def _faults_markdown(faults: list[LinkFault]) -> str:
 )
 def flowpulse_faults(context: dg.AssetExecutionContext, config: FlowPulseScanConfig, ledger: LedgerResource) -> dg.MaterializeResult:
     settings = ScanConfig(model=config.model, traffic=config.traffic, reference=config.reference, lag=config.lag,
-                          design_loss=config.design_loss, threshold=config.threshold)
+                          design_loss=config.design_loss, false_alarm_rate=config.false_alarm_rate,
+                          threshold=config.threshold)
     frame = load_counters(config.counters)
     faults = scan(frame, load_topology(config.topology), settings)
     first, last = int(frame["iteration"].min()), int(frame["iteration"].max())

@@ -56,3 +56,13 @@ def test_asset_is_wired_into_the_definitions(tmp_path):
 
     defs = build_definitions(ledger_uri=str(tmp_path / "ledger"))
     assert defs.resolve_assets_def("flowpulse_faults").group_names_by_key[dg.AssetKey("flowpulse_faults")] == "flowpulse"
+
+
+def test_the_asset_run_config_defaults_are_the_detector_defaults():
+    """The UI's launchpad must scan like `faultsense flowpulse scan` does (they once drifted: threshold 24)."""
+    from assets.flowpulse import FlowPulseScanConfig
+    from faultsense_pipelines.flowpulse.scan import ScanConfig
+
+    asset, detector = FlowPulseScanConfig(), ScanConfig()
+    for name in ("model", "traffic", "reference", "lag", "design_loss", "false_alarm_rate", "threshold"):
+        assert getattr(asset, name) == getattr(detector, name), name
