@@ -21,7 +21,7 @@ chosen so that the blocks they displace form whole parallel families:
 :mod:`.best` tries it (with M = {0..k-2} and with a stored spread M) where the fewest-probe
 cover misses the rounds target. Measured (k=8): n=300 (TD(8,37)+4) in 64 rounds with 1749
 probes, against 76 rounds with 1681 for the plain TD+4; target 64.5. Those 4% more probes are
-above :mod:`.best`'s 3% trade cap (they would cost the benchmark's 25x total target), so there
+above :mod:`.best`'s 4% trade cap (they would cost the benchmark's 25x total target), so there
 ``best`` keeps the plain TD+4.
 
 References:

@@ -62,10 +62,11 @@ class Candidate:
 
 
 _PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
-# extra probes accepted to meet the rounds target: 3%, so that n=300, k=8 keeps its 1681 probes
-# (the aligned TD(8,37)+4 runs in 64 rounds with 1749, +4%, which would take the benchmark's
-# Phase 1 + 2 total at d=4 from 25.1x to about 24.2x fewer than all pairs, below the 25x target)
-_ROUNDS_SLACK = 0.03
+# extra probes accepted to meet the rounds target: 4%. n=125, k=8 needs 3.1% (TD(8,16), 304
+# probes in 22 rounds, for Denniston(4,3)+5's 295 in 40); n=300, k=8 keeps its 1681 probes: the
+# aligned TD(8,37)+4 runs in 64 rounds with 1749 (+4.05%), which would take the benchmark's
+# Phase 1 + 2 total at d=4 from 25.1x to about 24.2x fewer than all pairs, below the 25x target
+_ROUNDS_SLACK = 0.04
 _ROUNDS_TARGET = 1.5  # rounds target, times ceil((n-1)/(k-1))
 # probe-count targets (times L(n, k)); trading probes for rounds never crosses them: fewer
 # probes matter more than fewer rounds
@@ -203,7 +204,7 @@ def _top(n: int, k: int) -> Candidate:
     The cover with the fewest probes, if its rounds meet 1.5 x ceil((n-1)/(k-1)); else the
     fewest probes among candidates that meet that target within the probe cap; else, within
     1% of the fewest probes, the fewest rounds. The cap is the probe target where the issue
-    sets one (1.05 x L(n, k) for k = 4; 1.10 x L for larger k at n >= 100), at most 3% above
+    sets one (1.05 x L(n, k) for k = 4; 1.10 x L for larger k at n >= 100), at most 4% above
     the fewest probes and never below them; without a target (n < 100, k != 4) it is one
     probe fewer than greedy, so small replicas trade a few probes for rounds. A design that
     meets Schönheim's bound (a Steiner system, or one extended by a few GPUs) is never traded:
