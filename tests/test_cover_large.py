@@ -1,4 +1,4 @@
-"""Large stored covers (k = 8, n = 112..176): every pair covered, within 1.10 x Schönheim, used by ``best``."""
+"""Large stored covers (k = 8, n = 112..176 and 300): every pair covered, within 1.10 x Schönheim, used by ``best``."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def test_the_large_table_holds_the_sizes_where_constructions_missed_the_target()
 
 @pytest.mark.parametrize("k,n", STORED)
 def test_a_stored_large_cover_covers_every_pair_within_the_probe_target(k, n):
-    probes = table.decode_probes(RAW[str(k)][str(n)]["probes"])
+    entry = RAW[str(k)][str(n)]
+    probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
     assert all(len(set(p)) == len(p) <= k and 0 <= min(p) and max(p) < n for p in probes)
     assert _uncovered(probes, n) == set()
     assert len(probes) <= 1.10 * _schonheim(n, k)
@@ -55,7 +56,7 @@ def _rounds_of_first_fit(probes, n: int) -> int:
 @pytest.mark.parametrize("k,n", STORED)
 def test_a_stored_large_cover_is_listed_round_by_round_within_its_stored_rounds(k, n):
     entry = RAW[str(k)][str(n)]
-    probes = table.decode_probes(entry["probes"])
+    probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
     assert _rounds_of_first_fit(probes, n) <= entry["rounds"]
     assert len(ordered_rounds(probes, n)) == _rounds_of_first_fit(probes, n)
 
@@ -89,3 +90,13 @@ def test_a_corrupted_large_cover_is_ignored(tmp_path, monkeypatch):
 def test_probe_hex_encoding_round_trips():
     probes = [(0, 7, 200, 255), (3, 4)]
     assert table.decode_probes(table.encode_probes(probes)) == ((0, 7, 200, 255), (3, 4))
+    wide = [(0, 255, 256, 299)]
+    assert table.decode_probes(table.encode_probes(wide, id_bytes=2), id_bytes=2) == ((0, 255, 256, 299),)
+
+
+def test_the_n300_cover_keeps_the_probe_count_and_meets_the_rounds_target():
+    # issue 2: rounds <= 1.5 x ceil(299 / 7) = 64.5; the TD(8,37)+4 cover it replaces had 1681 probes
+    entry = RAW["8"]["300"]
+    probes = table.decode_probes(entry["probes"], entry["id_bytes"])
+    assert len(probes) <= 1681
+    assert _rounds_of_first_fit(probes, 300) <= 1.5 * ceil(299 / 7)

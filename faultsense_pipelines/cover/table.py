@@ -83,25 +83,28 @@ def _is_cover(cover: tuple[Block, ...], n: int, k: int) -> bool:
     return valid and uncovered_pairs(cover, n) == 0
 
 
-def encode_probes(probes) -> list[str]:
-    """Probes as hex strings, two digits per GPU id (ids < 256).
+def encode_probes(probes, id_bytes: int = 1) -> list[str]:
+    """Probes as hex strings, ``id_bytes`` bytes (2 x ``id_bytes`` hex digits) per GPU id.
 
-    >>> encode_probes([(0, 1, 171)])
-    ['0001ab']
+    >>> encode_probes([(0, 1, 171)]), encode_probes([(0, 299)], id_bytes=2)
+    (['0001ab'], ['0000012b'])
 
     Raises:
-        ValueError: if a GPU id is outside 0..255.
+        OverflowError: if a GPU id does not fit in ``id_bytes`` bytes (ids < 256 for one byte).
     """
-    return [bytes(sorted(b)).hex() for b in probes]
+    return [b"".join(int(g).to_bytes(id_bytes, "big") for g in sorted(b)).hex() for b in probes]
 
 
-def decode_probes(text: list[str]) -> tuple[Block, ...]:
+def decode_probes(text: list[str], id_bytes: int = 1) -> tuple[Block, ...]:
     """The inverse of :func:`encode_probes`.
 
-    >>> decode_probes(['0001ab'])
-    ((0, 1, 171),)
+    >>> decode_probes(['0001ab']), decode_probes(['0000012b'], id_bytes=2)
+    (((0, 1, 171),), ((0, 299),))
     """
-    return tuple(tuple(bytes.fromhex(t)) for t in text)
+    return tuple(
+        tuple(int.from_bytes(raw[i:i + id_bytes], "big") for i in range(0, len(raw), id_bytes))
+        for raw in map(bytes.fromhex, text)
+    )
 
 
 @lru_cache(maxsize=4)
@@ -115,7 +118,7 @@ def large_cover(n: int, k: int) -> tuple[Block, ...] | None:
     entry = _large_raw(LARGE_TABLE_PATH).get(str(k), {}).get(str(n))
     if entry is None:
         return None
-    cover = decode_probes(entry["probes"])
+    cover = decode_probes(entry["probes"], entry.get("id_bytes", 1))
     return cover if _is_cover(cover, n, k) else None
 
 
