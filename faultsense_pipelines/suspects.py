@@ -186,8 +186,9 @@ class RobustRule:
     with large noise need repeats.
 
     The healthy-majority assumption is checked, not trusted: if more than half of the probes
-    are slow, if one is faster than b - 1.5 t or more than a tenth of them (and more than 2)
-    are faster than b - max(2 s, log(min_slowdown)) (faults only slow probes down, so a fast
+    are slow, if one is faster than b - 1.5 t, two are faster than b - t, or more than a tenth
+    of them (and more than 2) are faster than b - max(2 s, log(min_slowdown)) (faults only
+    slow probes down, so a fast
     minority means the baseline itself is slow), or if the healthy probes spread more than
     ``max_sigma`` (no majority cluster: the slow probes inflate the scale), the verdict is
     ``replica_degraded`` with no suspects. :meth:`anchor` then looks for a fast cluster of
@@ -275,7 +276,10 @@ class RobustRule:
         s = (t / z / (1.0 + 1.2 / math.sqrt(len(healthy)))) if t > floor else 0.0
         fast = sum(v < b - max(2.0 * s, floor) for v in x)
         # calling a sweep degraded stops all localization: demand more than for a suspect
-        fast_minority = fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x)
+        # (or two probes each as far below the baseline as a suspect is above it: under the
+        # healthy-majority null each has about false_alarm / P chance, two together far less)
+        fast_minority = (fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x)
+                         or sum(v < b - t for v in x) >= 2)
         # healthy probes spread wider than noise can explain: max_sigma, or (with repeats)
         # three times the noise of a probe's median measured from its own repeats; with
         # repeats that only matters when the suspects do not stand apart as their own group

@@ -140,3 +140,22 @@ def test_a_slow_link_between_two_fast_probes_is_found_by_the_cross_probes():
     loc = localize(SimulatedReplica(25, faults), COVER_25_8)
     assert loc.phase1.anchored
     assert loc.faulty_gpus == [5, 7, 9, 10] and loc.faulty_links == [[0, 1]]
+
+
+def test_two_probes_as_far_below_the_baseline_as_a_suspect_is_above_it_make_the_baseline_untrustworthy():
+    """A newcomer's counterexample (n=25, k=8, slow GPUs 0, 3, 15, 24 at 1.907, 2.431, 1.45,
+    1.402 on the 15-probe cover): only two probes avoid every slow GPU (20 ms), the median
+    probe holds the 1.402x GPU (28.04 ms). Judged against that median, 20 ms is 0.338 below it
+    in log, just short of the old 1.5 t = 0.342 and only two probes, so the sweep passed as
+    healthy-majority and silently missed GPUs 15 and 24. Faults only slow probes down: two
+    probes each faster than the baseline by the suspect margin t prove the baseline slow."""
+    latencies = [[20.0]] * 2 + [[28.04]] * 3 + [[29.0]] * 3 + [[38.14]] * 3 + [[48.62]] * 4
+    assert RobustRule().judge(latencies).replica_degraded
+    anchored = RobustRule().anchor(latencies)
+    assert anchored is not None and anchored.baseline_ms == pytest.approx(20.0)
+
+
+def test_the_newcomers_four_slow_gpus_are_found_exactly_on_the_default_cover():
+    faults = [GpuFault(0, 1.907), GpuFault(3, 2.431), GpuFault(15, 1.45), GpuFault(24, 1.402)]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8))
+    assert list(loc.faulty_gpus) == [0, 3, 15, 24] and not loc.faulty_links and not loc.replica_degraded
