@@ -14,6 +14,7 @@ e.g. ``replicas[1].probe_size: must be <= gpus (got 9 > 8)``, and nothing runs o
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -386,13 +387,19 @@ def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
 
 
 def load_fleet(path: str | Path | None = None) -> Fleet:
-    """Read and validate a fleet YAML file (``examples/fleet.yaml`` when ``path`` is None).
+    """Read and validate a fleet YAML file.
+
+    With ``path`` None the file is ``$FAULTSENSE_FLEET`` when set, else the embedded
+    ``examples/fleet.yaml`` (the same default for the CLI, the Dagster definitions and the
+    ledger commands).
 
     Raises:
         FleetError: the file is missing, is not YAML, or a field is invalid; the message
             names the file and the field.
     """
-    p = Path(path) if path is not None else DEFAULT_FLEET_PATH
+    if path is None:
+        path = os.environ.get("FAULTSENSE_FLEET") or DEFAULT_FLEET_PATH
+    p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:

@@ -176,3 +176,14 @@ def test_sweep_prints_no_progress_spinner_when_not_on_a_terminal(tmp_path: Path)
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "nope", "--hour", HOUR])
     assert result.exit_code == 2
     assert [line for line in result.stderr.splitlines() if line.strip()] == ["error: unknown replica 'nope'; the fleet has sim-faulty, sim-healthy"]
+
+
+def test_faultsense_fleet_names_the_fleet_when_no_fleet_option_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet, ledger = write_fleet(tmp_path)
+    monkeypatch.setenv("FAULTSENSE_FLEET", str(fleet))
+    result = CliRunner().invoke(app, ["sweep", "--replica", "nope"])
+    assert result.exit_code == 2 and "unknown replica 'nope'" in result.stderr
+    assert "sim-faulty" in result.stderr  # the fleet named by the variable, not the embedded one
+    monkeypatch.setenv("FAULTSENSE_FLEET", str(tmp_path / "missing.yaml"))
+    missing = CliRunner().invoke(app, ["sweep"])
+    assert missing.exit_code == 2 and "missing.yaml: cannot read fleet file" in missing.stderr
