@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
@@ -62,3 +63,17 @@ def test_simulate_rejects_a_down_link_that_is_not_two_indices(tmp_path):
     result = runner.invoke(app, ["flowpulse", "simulate", "--out", str(tmp_path), "--down", "1,x"])
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: --down takes LEAF,SPINE (two indices), got '1,x'"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--loss", "-0.1"], "loss rate must be in [0, 1), got -0.1"),
+        (["--loss", "0.01", "--start", "100"], "--start must be an iteration in 0..39 (--iterations), got 100"),
+        (["--loss", "0.01", "--lossy-leaf", "1", "--lossy-spine", "2", "--down", "1,2"], "the lossy link 1,2 is also given as --down"),
+    ],
+)
+def test_simulate_refuses_a_negative_loss_a_late_start_or_a_lossy_link_that_is_down(tmp_path, args, message):
+    result = runner.invoke(app, ["flowpulse", "simulate", "--out", str(tmp_path / "x"), "--iterations", "40", *args])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert not (tmp_path / "x").exists()

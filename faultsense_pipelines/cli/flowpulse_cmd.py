@@ -80,7 +80,11 @@ def simulate_cmd(
     try:
         dead = [_leaf_spine(d) for d in down or []]
         topo = fat_tree(leaves, spines, hosts_per_leaf, down=dead)
-        lossy = [LossyLink(lossy_leaf, lossy_spine, loss, direction, start)] if loss > 0 else []
+        lossy = [LossyLink(lossy_leaf, lossy_spine, loss, direction, start)] if loss != 0 else []
+        if lossy and not 0 <= start < iterations:
+            raise ValueError(f"--start must be an iteration in 0..{iterations - 1} (--iterations), got {start}")
+        if lossy and (lossy_leaf, lossy_spine) in dead:
+            raise ValueError(f"the lossy link {lossy_leaf},{lossy_spine} is also given as --down")
         collective = RingAllReduce(buffer_bytes=int(buffer_gib * 2**30))
         counters = simulate(topo, iterations, collective=collective, lossy=lossy, seed=seed)
     except ValueError as exc:
