@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .cover import validate_cover_args
 from .faults import Fault, parse_faults
 from .simulator import SimulatedReplica
 
@@ -57,8 +58,7 @@ def parse_scenario(obj: object) -> Scenario:
         if name not in obj:
             raise ValueError(f"scenario field {name!r} is missing")
     n, k = _int(obj["gpus"], "gpus", 2), _int(obj["probe_size"], "probe_size", 2)
-    if k > n:
-        raise ValueError(f"probe_size must be <= gpus, got probe_size={k} > gpus={n}")
+    validate_cover_args(n, k, "best")
     faults = parse_faults(obj["faults"], n)
     sigma = 0.0
     if "noise" in obj:

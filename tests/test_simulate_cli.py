@@ -93,3 +93,14 @@ def test_bad_flags_exit_2_naming_the_flag(tmp_path, flags, name):
 def test_a_missing_scenario_file_exits_2_naming_it(tmp_path):
     result = runner.invoke(app, ["simulate", "--scenario", str(tmp_path / "nope.json"), "--json"])
     assert result.exit_code == 2 and "nope.json" in result.stderr and "cannot read" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["plan", "--gpus", "100000", "--probe-size", "8"], ["simulate"]])
+def test_a_replica_beyond_max_gpus_is_refused_before_any_planning(tmp_path, command):
+    """100,000 GPUs once ran the machine out of memory instead of getting a one-line error."""
+    scenario = tmp_path / "big.json"
+    scenario.write_text(json.dumps({"gpus": 100000, "probe_size": 4, "faults": []}))
+    args = command + (["--scenario", str(scenario), "--json"] if command == ["simulate"] else [])
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "gpus must be <= 4096" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1

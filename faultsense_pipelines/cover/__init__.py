@@ -18,7 +18,7 @@ from .bounds import all_pairs, schonheim_bound
 from .greedy import greedy_cover
 from .rounds import plan_rounds
 
-__all__ = ["Cover", "CoverMethod", "plan_cover", "schonheim_bound", "all_pairs", "greedy_cover"]
+__all__ = ["Cover", "CoverMethod", "MAX_GPUS", "plan_cover", "schonheim_bound", "all_pairs", "greedy_cover"]
 
 CoverMethod = Literal["greedy", "best"]
 COVER_METHODS: tuple[str, ...] = ("greedy", "best")
@@ -62,10 +62,16 @@ class Cover:
         }
 
 
+#: Largest replica planned (a fleet file allows the same): planning time and memory grow as n^2.
+MAX_GPUS = 4096
+
+
 def validate_cover_args(n: int, k: int, method: str) -> None:
     """Raise ``ValueError`` naming the bad value if (n, k, method) cannot be planned."""
     if not isinstance(n, int) or n < 2:
         raise ValueError(f"gpus must be an integer >= 2, got {n!r}")
+    if n > MAX_GPUS:
+        raise ValueError(f"gpus must be <= {MAX_GPUS} (one replica's expert-parallel GPUs), got {n}")
     if not isinstance(k, int) or k < 2:
         raise ValueError(f"probe_size must be an integer >= 2, got {k!r}")
     if k > n:
