@@ -63,9 +63,9 @@ class Candidate:
 
 _PROBE_SLACK = 0.01  # extra probes accepted for fewer rounds
 # extra probes accepted to meet the rounds target: 4%. n=125, k=8 needs 3.1% (TD(8,16), 304
-# probes in 22 rounds, for Denniston(4,3)+5's 295 in 40); n=300, k=8 keeps its 1681 probes: the
-# aligned TD(8,37)+4 runs in 64 rounds with 1749 (+4.05%), which would take the benchmark's
-# Phase 1 + 2 total at d=4 from 25.1x to about 24.2x fewer than all pairs, below the 25x target
+# probes in 22 rounds, for Denniston(4,3)+5's 295 in 40); at n=300, k=8 the aligned TD(8,37)+4
+# (64 rounds, 1749 probes, +4.05%) would take the benchmark's Phase 1 + 2 total at d=4 below the
+# 25x target, so it is not taken; n=300 comes from the stored table (1678 probes, 64 rounds)
 _ROUNDS_SLACK = 0.04
 _ROUNDS_TARGET = 1.5  # rounds target, times ceil((n-1)/(k-1))
 # probe-count targets (times L(n, k)); trading probes for rounds never crosses them: fewer
