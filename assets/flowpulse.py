@@ -4,7 +4,8 @@ The asset scans one counters file against one topology file (run config; default
 example fabric under ``examples/flowpulse/``) and writes one ledger row per lossy link:
 ``detector="flowpulse"``, ``component_kind="fabric_link"``,
 ``component="fabric_link:<switch>/<port>-<peer>"`` (the receiving switch and port, then the
-switch sending on it), ``replica`` = the fabric's name, ``status="confirmed"``. The batch
+switch sending on it), ``replica`` = the fabric's name, ``status="confirmed"`` (``"suspect"``
+when the sending switch exported no counters, so an upstream loss cannot be ruled out). The batch
 name is derived from the fabric and the counters' iteration range, so re-scanning the same
 counters replaces its rows instead of adding them.
 """
@@ -70,6 +71,7 @@ def flowpulse_faults(context: dg.AssetExecutionContext, config: FlowPulseScanCon
     written = append_passive_faults(
         ledger.uri, [(fabric_link_component(f), now) for f in faults], detector="flowpulse", source=config.fabric,
         component_kind="fabric_link", window=window, batch_key=window, sweep_id=context.run.run_id, day=now.date(),
+        suspects={fabric_link_component(f) for f in faults if not f.peer_observed},
     )  # fmt: skip
     return dg.MaterializeResult(
         metadata={

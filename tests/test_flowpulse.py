@@ -61,10 +61,11 @@ def test_uplink_loss_echo_at_the_next_leaf_is_dropped_when_the_spine_reports():
     topo = fat_tree(4, 8, 8)
     lossy = [LossyLink(1, 2, 0.02, "up", START)]
     frame, _ = _frame(topo, lossy=lossy, seed=4)
-    assert [(f.switch, f.port) for f in scan(frame, topo)] == [("spine02", "down01")]
-    # from leaf counters alone the deficit shows at the ring successor's port from that spine
+    assert [(f.switch, f.port, f.peer_observed) for f in scan(frame, topo)] == [("spine02", "down01", True)]
+    # from leaf counters alone the deficit shows at the ring successor's port from that spine,
+    # and nothing can tell that echo from a loss on spine02 -> leaf02: a suspect, not confirmed
     leaves_only, _ = _frame(topo, lossy=lossy, seed=4, switches=topo.leaves)
-    assert [(f.switch, f.peer) for f in scan(leaves_only, topo)] == [("leaf02", "spine02")]
+    assert [(f.switch, f.peer, f.peer_observed) for f in scan(leaves_only, topo)] == [("leaf02", "spine02", False)]
 
 
 def test_analytic_model_finds_a_loss_present_from_the_first_iteration():

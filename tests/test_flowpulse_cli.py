@@ -28,8 +28,8 @@ def test_scan_json_names_the_lossy_link_with_the_contract_fields(tmp_path):
     payload = json.loads(result.stdout)
     assert list(payload) == ["faults"]
     (fault,) = payload["faults"]
-    assert list(fault) == ["switch", "port", "peer", "first_iteration", "loss_estimate"]
-    assert (fault["switch"], fault["port"], fault["peer"]) == ("leaf02", "up06", "spine06")
+    assert list(fault)[:5] == ["switch", "port", "peer", "first_iteration", "loss_estimate"]  # the contract, in order
+    assert (fault["switch"], fault["port"], fault["peer"], fault["peer_observed"]) == ("leaf02", "up06", "spine06", True)
     assert isinstance(fault["first_iteration"], int) and abs(fault["first_iteration"] - 30) <= 1
     assert 0.007 < fault["loss_estimate"] < 0.013
 

@@ -149,6 +149,16 @@ def test_a_passive_rescan_of_the_same_window_replaces_its_rows_and_a_clean_resca
     assert LedgerStore(uri).read_faults()["fault_id"].tolist() == [make_fault_id("minder", "train-a", "next", "machine:node-07")]
 
 
+def test_a_passive_scan_records_the_components_it_could_not_pin_down_as_suspects(tmp_path: Path) -> None:
+    found = [("fabric_link:leaf01/up02-spine02", WHEN), ("fabric_link:leaf02/up02-spine02", WHEN)]
+    append_passive_faults(str(tmp_path), found, detector="flowpulse", source="fabric-1", component_kind="fabric_link",
+                          window="w", batch_key="w", sweep_id="scan-1", day=WHEN.date(),
+                          suspects={"fabric_link:leaf02/up02-spine02"})
+    df = LedgerStore(str(tmp_path)).read_faults().set_index("component")
+    assert df.loc["fabric_link:leaf01/up02-spine02", "status"] == "confirmed"
+    assert df.loc["fabric_link:leaf02/up02-spine02", "status"] == "suspect"
+
+
 @pytest.mark.parametrize("batch", ["../outside", "a/b", ".hidden", "", "x" * 201])
 def test_batch_names_cannot_leave_the_ledger_folder(tmp_path: Path, batch: str) -> None:
     with pytest.raises(ValueError, match="batch must be"):

@@ -15,7 +15,7 @@ is reported at the leaf port where it was seen (the spine is right, the leaf sid
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -100,6 +100,10 @@ class LinkFault:
         first_iteration: iteration where the deviation began.
         detected_iteration: iteration at which the alarm was raised.
         loss_estimate: estimated fraction of the link's packets lost (0..1).
+        peer_observed: False when the sending switch exported no counters: the deficit may
+            then be an echo of a loss on a link into the sender (it forwards less), which
+            only the sender's own counters could tell apart, so the link is a suspect, not
+            a confirmed fault.
     """
 
     switch: str
@@ -108,9 +112,10 @@ class LinkFault:
     first_iteration: int
     detected_iteration: int
     loss_estimate: float
+    peer_observed: bool = True
 
     def to_json(self) -> dict:
-        """The CLI contract's fields: switch, port, peer, first_iteration, loss_estimate."""
+        """The CLI contract's fields (switch, port, peer, first_iteration, loss_estimate), and peer_observed."""
         d = asdict(self)
         d.pop("detected_iteration")
         return d
@@ -207,7 +212,9 @@ def scan_ingress(
     """
     analytic = _analytic_shares(topology, config.traffic) if config.model == "analytic" else {}
     faults = [f for ing in ingress for f in _judge(ing, config, analytic)]
-    faults = drop_echoes(faults, {ing.switch for ing in ingress}, config.echo_slack)
+    reporting = {ing.switch for ing in ingress}
+    faults = [f if f.peer in reporting else replace(f, peer_observed=False)
+              for f in drop_echoes(faults, reporting, config.echo_slack)]
     return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -279,10 +279,12 @@ def append_passive_faults(
     batch_key: str,
     sweep_id: str,
     day: date,
+    suspects: Collection[str] = (),
 ) -> WriteResult:
     """Write one scan of a passive detector (Minder, FlowPulse) as one idempotent ledger batch.
 
-    Every found component becomes a ``status="confirmed"`` :class:`FaultRow` whose
+    Every found component becomes a ``status="confirmed"`` :class:`FaultRow` (``"suspect"``
+    for those in ``suspects``) whose
     ``fault_id`` derives from (detector, source, window, component), and the batch is named
     ``<detector>-<source>-<sha256(batch_key)[:12]>``, so re-scanning the same window replaces
     its rows instead of adding them; a scan that finds nothing still writes its (empty)
@@ -299,6 +301,7 @@ def append_passive_faults(
         batch_key: what identifies the scanned data (hashed into the batch name).
         sweep_id: the run that scanned (the Dagster run id).
         day: the ``date=`` partition to write.
+        suspects: components the detector could not pin down (``status="suspect"``).
 
     Raises:
         ValueError: a name or row field is invalid (see :class:`FaultRow`).
@@ -307,7 +310,7 @@ def append_passive_faults(
         FaultRow(
             fault_id=make_fault_id(detector, source, window, component), detected_at=detected_at,
             sweep_id=sweep_id, replica=source, detector=detector, component_kind=component_kind,
-            component=component, status="confirmed",
+            component=component, status="suspect" if component in suspects else "confirmed",
         )
         for component, detected_at in found
     ]  # fmt: skip
