@@ -20,7 +20,7 @@ from assets.flowpulse import flowpulse_faults
 from assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
 from assets.minder import minder_faults
 from assets.sweep import phase1_probe_run, phase2_drilldown
-from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, load_fleet
+from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path, load_fleet
 from resources.executors import ProbeExecutorResource
 from resources.fleet import FleetResource
 from resources.ledger import LedgerResource
@@ -47,7 +47,7 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     Raises:
         FleetError: the fleet file is malformed (the message names the field).
     """
-    path = Path(fleet_path or os.environ.get("FAULTSENSE_FLEET") or DEFAULT_FLEET_PATH).expanduser().resolve()
+    path = resolve_fleet_path(fleet_path).resolve()
     fleet = load_fleet(path)
     ledger = resolve_ledger_uri(ledger_uri or os.environ.get("FAULTSENSE_LEDGER") or fleet.ledger)
 

@@ -34,6 +34,7 @@ __all__ = [
     "EXECUTORS",
     "DEFAULT_FLEET_PATH",
     "load_fleet",
+    "fleet_path",
     "parse_fleet",
     "shape_key",
 ]
@@ -386,6 +387,12 @@ def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
         raise FleetError(f"{source}: {_first_error(exc)}") from None
 
 
+def fleet_path(path: str | Path | None = None) -> Path:
+    """The fleet file to read: ``path``, else ``$FAULTSENSE_FLEET``, else the embedded
+    ``examples/fleet.yaml`` (``~`` expanded, not resolved)."""
+    return Path(path or os.environ.get("FAULTSENSE_FLEET") or DEFAULT_FLEET_PATH).expanduser()
+
+
 def load_fleet(path: str | Path | None = None) -> Fleet:
     """Read and validate a fleet YAML file.
 
@@ -397,9 +404,7 @@ def load_fleet(path: str | Path | None = None) -> Fleet:
         FleetError: the file is missing, is not YAML, or a field is invalid; the message
             names the file and the field.
     """
-    if path is None:
-        path = os.environ.get("FAULTSENSE_FLEET") or DEFAULT_FLEET_PATH
-    p = Path(path).expanduser()
+    p = fleet_path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:

@@ -24,7 +24,7 @@ def default_ledger_uri(ledger: str | None, fleet: Path | None) -> str:
         return os.environ["FAULTSENSE_LEDGER"]
     from faultsense_pipelines.fleet import load_fleet
 
-    return load_fleet(fleet or os.environ.get("FAULTSENSE_FLEET") or None).ledger
+    return load_fleet(fleet).ledger
 
 
 def register(app: typer.Typer) -> None:

@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep(
-        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: examples/fleet.yaml or $FAULTSENSE_FLEET)."),
+        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or examples/fleet.yaml)."),
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
         repeats: int | None = typer.Option(None, "--repeats", min=1, show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
