@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fields import galois_field, prime_power
+from .refine import complete_greedily
 
 __all__ = ["aligned_td_cover", "SPREAD_SETS"]
 
@@ -132,8 +133,8 @@ def aligned_td_cover(n: int, k: int, spread: bool = False) -> tuple[list[Block],
         idx = np.asarray(p)
         uncovered[idx[:, None], idx[None, :]] = False
     for g in range(k):  # what the visits left inside each group
-        probes += _greedy_rest(uncovered, list(range(g * m, g * m + m)), k)
-    probes += _greedy_rest(uncovered, infinite, k)
+        probes += complete_greedily(uncovered, list(range(g * m, g * m + m)), k)
+    probes += complete_greedily(uncovered, infinite, k)
     rounds += [[i] for i in range(sum(map(len, rounds)), len(probes))]
     return probes, rounds
 
@@ -147,26 +148,4 @@ def _translates(F, M: list[int]) -> list[int]:
         t = int(np.argmax(gains))
         covered[F.add[t, M]] = True
         out.append(t)
-    return out
-
-
-def _greedy_rest(uncovered: np.ndarray, gpus: list[int], k: int) -> list[Block]:
-    """Probes of at most k of ``gpus`` covering their pairs still ``uncovered`` (updated in place),
-    each grown from the GPU with most uncovered pairs by the GPU adding the most."""
-    idx = np.asarray(gpus)
-    sub = uncovered[np.ix_(idx, idx)]
-    out: list[Block] = []
-    while sub.any():
-        chosen = [int(np.argmax(sub.sum(axis=1)))]
-        gain = sub[chosen[0]].astype(np.int64)
-        while len(chosen) < min(k, len(gpus)):
-            gain[chosen] = -1
-            v = int(np.argmax(gain))
-            if gain[v] <= 0:
-                break
-            chosen.append(v)
-            gain += sub[v]
-        sub[np.ix_(chosen, chosen)] = False
-        out.append(tuple(sorted(int(idx[v]) for v in chosen)))
-    uncovered[np.ix_(idx, idx)] = sub
     return out

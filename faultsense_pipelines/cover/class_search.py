@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from .refine import merge_small, remove_redundant, uncovered_pairs
+from .refine import complete_greedily, merge_small, pair_counts, remove_redundant, uncovered_pairs
 from .rounds import ordered_rounds, plan_rounds
 
 __all__ = ["M_37", "assign_visits", "class_aligned_cover", "search"]
@@ -115,27 +115,10 @@ def class_aligned_cover(seed: int = 0, moves: int = 2_000_000) -> list[Block]:
     for g in range(translated, k):
         label = {v: point(g, i) for i, v in enumerate(rest)} | {v: k * m + (j + g) % e for j, v in enumerate(inf)}
         probes += [tuple(sorted(label[v] for v in b)) for b in sub]
-    return probes + _patches(probes, k * m + e, k)
-
-
-def _patches(probes: list[Block], n: int, k: int) -> list[Block]:
-    """Greedy probes for the pairs ``probes`` leave uncovered."""
-    covered = np.eye(n, dtype=bool)
-    for p in probes:
-        covered[np.ix_(p, p)] = True
-    out: list[Block] = []
-    while not covered.all():
-        chosen = [int(np.argmax((~covered).sum(axis=1)))]
-        gain = (~covered[chosen[0]]).astype(np.int64)
-        while len(chosen) < k:
-            gain[chosen] = -1
-            if gain.max() <= 0:
-                break
-            chosen.append(int(np.argmax(gain)))
-            gain += ~covered[chosen[-1]]
-        covered[np.ix_(chosen, chosen)] = True
-        out.append(tuple(sorted(chosen)))
-    return out
+    n = k * m + e
+    uncovered = pair_counts(probes, n) == 0
+    np.fill_diagonal(uncovered, False)
+    return probes + complete_greedily(uncovered, list(range(n)), k)
 
 
 def _fewest_rounds(probes: list[Block], n: int, target: int) -> list[Block]:

@@ -21,6 +21,7 @@ __all__ = [
     "remove_redundant",
     "merge_small",
     "fill_to_size",
+    "complete_greedily",
 ]
 
 Block = tuple[int, ...]
@@ -196,4 +197,38 @@ def fill_to_size(
             busy[extra] = True
             use[extra] += 1
             out[i] = tuple(sorted(set(out[i]) | set(extra)))
+    return out
+
+
+def complete_greedily(uncovered: np.ndarray, gpus: Sequence[int], k: int) -> list[Block]:
+    """Probes of at most k of ``gpus`` covering the pairs among them still ``uncovered``.
+
+    Each probe starts from the GPU with the most uncovered pairs and grows by the GPU that
+    adds the most (ties: smallest index), as the paper's Algorithm 1 does for a whole replica.
+
+    Args:
+        uncovered: (n, n) bool matrix of uncovered pairs, symmetric, False diagonal; updated
+            in place (the new probes' pairs become False).
+        gpus: the GPUs whose mutual pairs to cover (ids into ``uncovered``).
+        k: probe size.
+
+    Returns:
+        The new probes, sorted tuples of GPU ids, in construction order.
+    """
+    idx = np.asarray(gpus)
+    sub = uncovered[np.ix_(idx, idx)]
+    out: list[Block] = []
+    while sub.any():
+        chosen = [int(np.argmax(sub.sum(axis=1)))]
+        gain = sub[chosen[0]].astype(np.int64)
+        while len(chosen) < min(k, len(idx)):
+            gain[chosen] = -1
+            v = int(np.argmax(gain))
+            if gain[v] <= 0:
+                break
+            chosen.append(v)
+            gain += sub[v]
+        sub[np.ix_(chosen, chosen)] = False
+        out.append(tuple(sorted(int(idx[v]) for v in chosen)))
+    uncovered[np.ix_(idx, idx)] = sub
     return out
