@@ -32,7 +32,6 @@ from pathlib import Path
 
 from . import table
 from .bounds import schonheim_bound
-from .refine import uncovered_pairs
 
 __all__ = ["RESOLVABLE_PATH", "RESOLVABLE_SEARCHED", "anneal_resolvable", "resolvable_cover", "regenerate_resolvable"]
 
@@ -165,11 +164,9 @@ def _floor_rounds(s: int, k: int) -> int:
 
 
 def _valid(rounds: Rounds, s: int, k: int) -> bool:
-    for r in rounds:
-        gpus = [g for b in r for g in b]
-        if len(gpus) != len(set(gpus)) or any(not 0 <= g < s for g in gpus) or any(len(b) > k for b in r):
-            return False
-    return uncovered_pairs([b for r in rounds for b in r], s) == 0
+    """A pair cover of ``s`` GPUs (:func:`.table._is_cover`) whose rounds are GPU-disjoint."""
+    disjoint = all(len({g for b in r for g in b}) == sum(len(b) for b in r) for r in rounds)
+    return disjoint and table._is_cover(tuple(b for r in rounds for b in r), s, k)
 
 
 @lru_cache(maxsize=1)
