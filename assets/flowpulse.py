@@ -32,13 +32,13 @@ class FlowPulseScanConfig(dg.Config):
     counters: str = str(_EXAMPLES / "counters.parquet")
     topology: str = str(_EXAMPLES / "topology.json")
     fabric: str = "example-fabric"
-    model: str = "learned"
-    traffic: str = "uniform"
-    reference: int = 20
-    lag: int = 50
-    design_loss: float = 0.0025
-    false_alarm_rate: float = 1e-10
-    threshold: float | None = None
+    model: str = ScanConfig.model  # the detector's defaults (a test pins them)
+    traffic: str = ScanConfig.traffic
+    reference: int = ScanConfig.reference
+    lag: int = ScanConfig.lag
+    design_loss: float = ScanConfig.design_loss
+    false_alarm_rate: float = ScanConfig.false_alarm_rate
+    threshold: float | None = ScanConfig.threshold
 
 
 def fabric_link_component(fault: LinkFault) -> str:

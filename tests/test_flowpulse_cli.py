@@ -77,3 +77,14 @@ def test_simulate_refuses_a_negative_loss_a_late_start_or_a_lossy_link_that_is_d
     result = runner.invoke(app, ["flowpulse", "simulate", "--out", str(tmp_path / "x"), "--iterations", "40", *args])
     assert result.exit_code == 2 and message in result.output, result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_scan_option_defaults_are_the_detector_defaults():
+    import inspect
+
+    from faultsense_pipelines.cli.flowpulse_cmd import scan_cmd
+    from faultsense_pipelines.flowpulse.scan import ScanConfig
+
+    params = inspect.signature(scan_cmd).parameters
+    for name in ("model", "traffic", "reference", "lag", "design_loss", "false_alarm_rate", "threshold"):
+        assert params[name].default == getattr(ScanConfig(), name), name

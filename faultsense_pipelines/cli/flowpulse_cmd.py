@@ -30,13 +30,13 @@ def scan_cmd(
     counters: Annotated[Path, typer.Option(help="Counters file (.parquet or .csv).")],
     topology: Annotated[Path, typer.Option(help="Topology file (.json, .yaml or .yml).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the faults as JSON.")] = False,
-    model: Annotated[str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")] = "learned",
-    traffic: Annotated[str, typer.Option(help="Analytic model's leaf traffic: uniform or ring (ring all-reduce over leaves).")] = "uniform",
-    reference: Annotated[int, typer.Option(help="Iterations the learned shares first come from.")] = 20,
-    lag: Annotated[int, typer.Option(help="Iterations a deviation is judged before it joins the learned shares.")] = 50,
-    design_loss: Annotated[float, typer.Option(help="Smallest loss rate a CUSUM is tuned to (then 2x, 4x, 8x).")] = 0.0025,
-    false_alarm_rate: Annotated[float, typer.Option(help="False alarms per port and iteration the thresholds allow.")] = 1e-10,
-    threshold: Annotated[float | None, typer.Option(help="Fixed CUSUM alarm level instead of the budget's.")] = None,
+    model: Annotated[str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")] = ScanConfig.model,
+    traffic: Annotated[str, typer.Option(help="Analytic model's leaf traffic: uniform or ring (ring all-reduce over leaves).")] = ScanConfig.traffic,
+    reference: Annotated[int, typer.Option(help="Iterations the learned shares first come from.")] = ScanConfig.reference,
+    lag: Annotated[int, typer.Option(help="Iterations a deviation is judged before it joins the learned shares.")] = ScanConfig.lag,
+    design_loss: Annotated[float, typer.Option(help="Smallest loss rate a CUSUM is tuned to (then 2x, 4x, 8x).")] = ScanConfig.design_loss,
+    false_alarm_rate: Annotated[float, typer.Option(help="False alarms per port and iteration the thresholds allow.")] = ScanConfig.false_alarm_rate,
+    threshold: Annotated[float | None, typer.Option(help="Fixed CUSUM alarm level instead of the budget's.")] = ScanConfig.threshold,
 ) -> None:
     """Judge every switch from its own counters; print the lossy links."""
     try:
