@@ -1,9 +1,9 @@
 """The one place where FaultSense's Dagster assets, checks, jobs, schedules, sensor and
 resources are wired together (loaded by ``workspace.yaml`` and ``faultsense sweep``).
 
-The fleet file is ``$FAULTSENSE_FLEET`` or ``examples/fleet.yaml``; the ledger is
-``$FAULTSENSE_LEDGER`` or the fleet file's ``ledger``. A malformed fleet file stops the code
-location from loading with one error naming the field, so nothing runs.
+The fleet file is ``$FAULTSENSE_FLEET`` or the packaged ``faultsense_pipelines/data/fleet.yaml``;
+the ledger is ``$FAULTSENSE_LEDGER`` or the fleet file's ``ledger``. A malformed fleet file
+stops the code location from loading with one error naming the field, so nothing runs.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     """All of FaultSense's Dagster definitions for one fleet file.
 
     Args:
-        fleet_path: the fleet YAML; default ``$FAULTSENSE_FLEET``, else ``examples/fleet.yaml``.
+        fleet_path: the fleet YAML; default ``$FAULTSENSE_FLEET``, else ``faultsense_pipelines/data/fleet.yaml``.
         ledger_uri: overrides the fleet's ledger (``$FAULTSENSE_LEDGER`` when not given).
 
     Raises:

@@ -39,8 +39,10 @@ __all__ = [
     "shape_key",
 ]
 
-#: The fleet used when none is given: ``examples/fleet.yaml`` at the repository root.
-DEFAULT_FLEET_PATH = Path(__file__).resolve().parents[1] / "examples" / "fleet.yaml"
+#: The fleet used when none is given: ``faultsense_pipelines/data/fleet.yaml``, shipped inside
+#: the package (so an installed wheel has it too). Its ledger path is relative to the current
+#: directory, not to this file.
+DEFAULT_FLEET_PATH = Path(__file__).resolve().parent / "data" / "fleet.yaml"
 
 EXECUTORS: tuple[str, ...] = ("simulated", "local", "ray", "vllm")
 NAME_PATTERN = r"[a-z0-9_-]+"
@@ -389,7 +391,7 @@ def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
 
 def fleet_path(path: str | Path | None = None) -> Path:
     """The fleet file to read: ``path``, else ``$FAULTSENSE_FLEET``, else the embedded
-    ``examples/fleet.yaml`` (``~`` expanded, not resolved)."""
+    ``faultsense_pipelines/data/fleet.yaml`` (``~`` expanded, not resolved)."""
     return Path(path or os.environ.get("FAULTSENSE_FLEET") or DEFAULT_FLEET_PATH).expanduser()
 
 
@@ -397,8 +399,8 @@ def load_fleet(path: str | Path | None = None) -> Fleet:
     """Read and validate a fleet YAML file.
 
     With ``path`` None the file is ``$FAULTSENSE_FLEET`` when set, else the embedded
-    ``examples/fleet.yaml`` (the same default for the CLI, the Dagster definitions and the
-    ledger commands).
+    ``faultsense_pipelines/data/fleet.yaml`` (the same default for the CLI, the Dagster
+    definitions and the ledger commands).
 
     Raises:
         FleetError: the file is missing, is not YAML, or a field is invalid; the message

@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         detector: str = typer.Option(None, "--detector", help="Only this detector (faultsense, minder, flowpulse)."),
         status: str = typer.Option(None, "--status", help="Only this status (confirmed, suspect, masked, inconclusive)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
-        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or examples/fleet.yaml)."),
+        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."),
         limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
         ids: bool = typer.Option(False, "--ids", help="Also show each row's fault_id."),
     ) -> None:

@@ -98,7 +98,7 @@ def run_sweep(
     """Sweep replicas of a fleet through the Dagster job, one in-process run each.
 
     Args:
-        fleet_path: fleet YAML (default ``examples/fleet.yaml``).
+        fleet_path: fleet YAML (default ``faultsense_pipelines/data/fleet.yaml``).
         replicas: names to sweep (default: all).
         ledger_uri: overrides the fleet's ledger.
         repeats: measurements per probe, >= 1 (None: the fleet's, else 3).
@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep(
-        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or examples/fleet.yaml)."),
+        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."),
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
         repeats: int | None = typer.Option(None, "--repeats", min=1, show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
