@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+
+from .fleet_sections import (  # the section models are re-exported from here
+    Injection,
+    LocalOptions,
+    RayOptions,
+    SimulatedFault,
+    SimulatedOptions,
+    StrictModel,
+    VllmOptions,
+    redact_url,
+)
 
 __all__ = [
     "Fleet",
@@ -46,161 +57,11 @@ DEFAULT_FLEET_PATH = Path(__file__).resolve().parent / "data" / "fleet.yaml"
 
 EXECUTORS: tuple[str, ...] = ("simulated", "local", "ray", "vllm")
 NAME_PATTERN = r"[a-z0-9_-]+"
-_ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _URI_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
-#: ``scheme://user:password@`` (or ``user@``) at the start of a URL: what :func:`_redact` hides.
-_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s]*)@")
-
-
-def _redact(v: str) -> str:
-    """``v`` with the password of a ``scheme://user:password@host`` URL replaced by ``***`` (a
-    lone ``scheme://token@host`` user part too: it is often a token), so that no fleet error
-    message can echo a secret."""
-    m = _USERINFO.match(v)
-    if not m:
-        return v
-    user, colon, _ = m.group(2).partition(":")
-    return f"{m.group(1)}{user + ':***' if colon else '***'}@{v[m.end():]}"
 
 
 class FleetError(ValueError):
     """A fleet file that cannot be used; the message names the file and the field."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _finite(v: float, minimum: float, inclusive: bool = True) -> float:
-    ok = math.isfinite(v) and (v >= minimum if inclusive else v > minimum)
-    if not ok:
-        raise ValueError(f"must be a finite number {'>=' if inclusive else '>'} {minimum}, got {v!r}")
-    return v
-
-
-def _link(v: tuple[int, int] | None) -> tuple[int, int] | None:
-    if v is not None and v[0] == v[1]:
-        raise ValueError(f"a link joins two different GPUs, got {list(v)}")
-    return v
-
-
-class SimulatedFault(_Strict):
-    """A simulated fault: GPU ``gpu`` or path ``link`` is ``slowdown`` times slower (>= 1; 1 is a
-    no-op, below 1 would be a faster component, not a gray failure)."""
-
-    gpu: Annotated[int, Field(ge=0)] | None = None
-    link: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = None
-    slowdown: float
-
-    _check_link = field_validator("link")(_link)
-
-    @field_validator("slowdown")
-    @classmethod
-    def _slowdown(cls, v: float) -> float:
-        return _finite(v, 1)
-
-    @model_validator(mode="after")
-    def _one_component(self) -> SimulatedFault:
-        if (self.gpu is None) == (self.link is None):
-            raise ValueError("give exactly one of gpu or link")
-        return self
-
-
-class Injection(_Strict):
-    """A real fault injected into ``local`` / ``ray`` workers: ``{gpu, slowdown >= 1}`` (extra
-    compute on that GPU's worker) or ``{link: [a, b], delay_ms >= 0}`` (delay on that path)."""
-
-    gpu: Annotated[int, Field(ge=0)] | None = None
-    slowdown: float | None = None
-    link: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = None
-    delay_ms: float | None = None
-
-    _check_link = field_validator("link")(_link)
-
-    @field_validator("slowdown")
-    @classmethod
-    def _slowdown(cls, v: float | None) -> float | None:
-        return None if v is None else _finite(v, 1.0)
-
-    @field_validator("delay_ms")
-    @classmethod
-    def _delay(cls, v: float | None) -> float | None:
-        return None if v is None else _finite(v, 0.0)
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> Injection:
-        if self.gpu is not None and self.slowdown is not None and self.link is None and self.delay_ms is None:
-            return self
-        if self.link is not None and self.delay_ms is not None and self.gpu is None and self.slowdown is None:
-            return self
-        raise ValueError("give either {gpu, slowdown} or {link: [a, b], delay_ms}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The executor's injection spec, e.g. ``{"gpu": 2, "slowdown": 3.0}``."""
-        return self.model_dump(exclude_none=True, mode="json")
-
-
-class SimulatedOptions(_Strict):
-    """``simulated:`` section: injected faults, lognormal noise sigma, seed, healthy latency."""
-
-    faults: list[SimulatedFault] = []
-    noise_sigma: Annotated[float, Field(ge=0.0, le=1.0)] = 0.02
-    seed: int = 0
-    base_ms: Annotated[float, Field(gt=0.0)] = 10.0
-
-
-class LocalOptions(_Strict):
-    """``local:`` section: faults injected into the real local worker processes, and
-    optional probe-layer sizes and timeouts (defaults: OLMoE-1B-7B's first MoE layer)."""
-
-    inject: list[Injection] = []
-    tokens: Annotated[int, Field(ge=1)] | None = None
-    hidden: Annotated[int, Field(ge=8)] | None = None
-    intermediate: Annotated[int, Field(ge=8)] | None = None
-    dtype: Literal["bfloat16", "float16", "float32"] | None = None
-    timeout_s: Annotated[float, Field(gt=0.0)] | None = None
-    start_timeout_s: Annotated[float, Field(gt=0.0)] | None = None
-
-
-class RayOptions(_Strict):
-    """``ray:`` section: the Ray cluster address (``auto``, ``ray://host:10001``, or none
-    for a local Ray started on demand) and optional injected faults."""
-
-    address: str | None = None
-    inject: list[Injection] = []
-    use_gpus: bool | None = None
-
-
-class VllmOptions(_Strict):
-    """``vllm:`` section: the probe server's URL and the *name* of the environment variable
-    holding its API key (the key itself never appears in the fleet file)."""
-
-    url: str
-    api_key_env: str | None = None
-    model: str | None = None
-    timeout_s: Annotated[float, Field(gt=0.0, le=600.0)] = 10.0
-    retries: Annotated[int, Field(ge=0, le=10)] = 2
-    check_routing: bool = False
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        if _USERINFO.match(v):
-            raise ValueError(
-                "credentials in the URL are not allowed; put the key in the environment variable "
-                f"named by api_key_env, got {_redact(v)!r}"
-            )
-        if not re.match(r"^https?://[^\s/:@]+(:\d+)?(/\S*)?$", v):
-            raise ValueError(f"must be an http:// or https:// URL, got {_redact(v)!r}")
-        return v
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(_ENV_NAME, v):
-            # never echo it: a value that is not a variable name may well be the key itself
-            raise ValueError(f"must be the name of an environment variable (not the key itself), got a {len(v)}-character value (not shown)")
-        return v
 
 
 _SECTIONS: tuple[str, ...] = EXECUTORS
@@ -211,7 +72,7 @@ def shape_key(gpus: int, probe_size: int) -> str:
     return f"n{gpus}-k{probe_size}"
 
 
-class Replica(_Strict):
+class Replica(StrictModel):
     """One serving replica to sweep (field order matters: later validators read earlier fields).
 
     Suspect rule: ``alpha`` selects the paper's rule T_i > alpha * median(T); otherwise the
@@ -294,7 +155,7 @@ def _check_gpu_ids(section: BaseModel, gpus: int | None) -> None:
             raise ValueError(f"@.{field}[{i}].{key}: GPU id {bad[0]} is outside 0..{gpus - 1}")
 
 
-class Fleet(_Strict):
+class Fleet(StrictModel):
     """A validated fleet file: the ledger URI and the replicas, names unique."""
 
     ledger: Annotated[str, Field(min_length=1)]
@@ -304,13 +165,13 @@ class Fleet(_Strict):
     @classmethod
     def _ledger_uri(cls, v: str) -> str:
         if v != v.strip() or "\n" in v:
-            raise ValueError(f"must be a path or URI without surrounding whitespace, got {_redact(v.strip())!r} with whitespace")
+            raise ValueError(f"must be a path or URI without surrounding whitespace, got {redact_url(v.strip())!r} with whitespace")
         m = _URI_SCHEME.match(v)
         if m:
             import fsspec
 
             if m.group(1).lower() not in fsspec.available_protocols():
-                raise ValueError(f"unknown filesystem scheme {m.group(1)!r} in {_redact(v)!r}")
+                raise ValueError(f"unknown filesystem scheme {m.group(1)!r} in {redact_url(v)!r}")
         return v
 
     @field_validator("replicas")

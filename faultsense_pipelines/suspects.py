@@ -10,7 +10,8 @@ with it and never creates suspects.
   per probe, a robust baseline and scale of the log-latencies (iteratively trimmed
   median / MAD, so a fault touching many probes of a small replica does not drag the
   baseline), and a threshold set for a chosen per-sweep false-alarm rate under lognormal
-  noise, never below a minimum slowdown.
+  noise, never below a minimum slowdown. Its noise estimates live in
+  :mod:`faultsense_pipelines.latency_noise` (``repeat_noise`` is re-exported here).
 
 A rule maps the per-probe latencies of one sweep to a :class:`SuspectVerdict`; the same
 baseline and threshold then judge every Phase 2 probe (``localize.judge_probe``, which also
@@ -35,6 +36,8 @@ from functools import partial
 from statistics import NormalDist
 from typing import Protocol, runtime_checkable
 
+from .latency_noise import location_and_threshold, repeat_noise
+
 __all__ = [
     "SuspectVerdict",
     "SuspectRule",
@@ -53,8 +56,6 @@ __all__ = [
 #: spread of a healthy probe (a 3-sigma excursion of lognormal noise with sigma = 0.05 is
 #: x1.16) and below the slowdowns worth an operator's time (>= 1.3 in our benchmark).
 DEFAULT_ALPHA = 1.2
-
-_MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x 1.4826 = its standard deviation
 
 
 @dataclass(frozen=True)
@@ -266,12 +267,12 @@ class RobustRule:
         # start from the faster half: under the healthy-majority assumption it is all healthy
         healthy = sorted(sorted(range(len(x)), key=x.__getitem__)[: (len(x) + 1) // 2])
         for _ in range(100):
-            b, t, _ = _location_and_threshold([x[i] for i in healthy], z, floor, rep)
+            b, t, _ = location_and_threshold([x[i] for i in healthy], z, floor, rep)
             nxt = [i for i, v in enumerate(x) if v <= b + t]
             if nxt == healthy:
                 break
             healthy = nxt
-        b, t, spread = _location_and_threshold([x[i] for i in healthy], z, floor, rep)
+        b, t, spread = location_and_threshold([x[i] for i in healthy], z, floor, rep)
         suspects = tuple(i for i, v in enumerate(x) if v > b + t)
         s = (t / z / (1.0 + 1.2 / math.sqrt(len(healthy)))) if t > floor else 0.0
         fast = sum(v < b - max(2.0 * s, floor) for v in x)
@@ -365,54 +366,3 @@ def _probe_latencies(latencies_ms: Sequence[Sequence[float]]) -> list[float]:
     if not latencies_ms:
         raise ValueError("a sweep needs at least one measured probe")
     return [probe_latency_ms(r) for r in latencies_ms]
-
-
-def repeat_noise(latencies_ms: Sequence[Sequence[float]]) -> tuple[float, int] | None:
-    """Noise sigma of a probe's latency (median of its repeats) estimated from the repeats.
-
-    Pools the log-residuals r = log(latency) - log(median of the probe's repeats) of every
-    probe (less the median repeat itself): sigma = 1.4826 x median |r| is the per-repeat noise, and the median of R repeats
-    has about 1.2533 x sigma / sqrt(R) (asymptotic efficiency of the median). Only the
-    spread *within* probes is used, so a fault (which slows every repeat of a probe alike)
-    does not inflate it, unlike the spread between probes.
-
-    Args:
-        latencies_ms: per probe, its repeats, ms (all > 0).
-
-    Returns:
-        (sigma of a probe's median, number of pooled residuals), or ``None`` unless every
-        probe has at least 3 repeats (too few to tell noise from nothing).
-
-    >>> round(repeat_noise([[10.0, 11.0, 9.0]] * 4)[0], 3)
-    0.108
-    """
-    if not latencies_ms or min(len(r) for r in latencies_ms) < 3:
-        return None
-    resid: list[float] = []
-    for r in latencies_ms:
-        m = math.log(statistics.median(r))
-        dev = sorted(abs(math.log(v) - m) for v in r)
-        resid.extend(dev[1:] if len(r) % 2 else dev)  # an odd sample's median is its own: r = 0
-    sigma = _MAD_TO_SIGMA * float(statistics.median(resid))
-    return 1.2533 * sigma / math.sqrt(statistics.median(len(r) for r in latencies_ms)), len(resid)
-
-
-def _location_and_threshold(
-    x: list[float], z: float, floor: float, rep: tuple[float, int] | None = None
-) -> tuple[float, float, float]:
-    """Baseline b, threshold offset t and between-probe spread (sigma, widened) of the healthy ``x``.
-
-    The scale is the MAD of the healthy probes, widened by one standard deviation of its
-    own sampling error (~1.2 / sqrt(m)). With repeats (``rep``), a small healthy set
-    (m < 8: its MAD is mostly luck) uses the pooled repeat noise instead, and a large one
-    the larger of both.
-    """
-    if not x:  # every probe trimmed: cannot happen from the median start, guard anyway
-        return math.inf, floor, 0.0
-    b = float(statistics.median(x))
-    spread = _MAD_TO_SIGMA * float(statistics.median(abs(v - b) for v in x)) * (1.0 + 1.2 / math.sqrt(len(x)))
-    scale = spread
-    if rep is not None:
-        noise = rep[0] * (1.0 + 1.2 / math.sqrt(rep[1]))
-        scale = noise if len(x) < 8 else max(spread, noise)
-    return b, max(z * scale, floor), spread

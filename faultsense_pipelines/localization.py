@@ -1,0 +1,214 @@
+"""The result of localizing one replica: measured probes, Phase 1 and the verdicts.
+
+Frozen, picklable dataclasses that map one-to-one onto the ledger:
+
+* :class:`ProbeRecord` -- one measured probe (a row of ``probe_runs``): its GPUs, the
+  latency of every repeat (ms) and its outcome, ``"pass"``, ``"fail"`` (slow) or ``"error"``;
+* :class:`Verdict` -- one judged GPU or GPU-to-GPU link (a row of the fault ledger):
+  ``"suspect"``, ``"confirmed"``, ``"masked"`` or ``"inconclusive"``, with its slowdown;
+* :class:`Phase1Result` -- the Phase 1 sweep and what the suspect rule made of it;
+* :class:`Localization` -- Phase 1, the Phase 2 drill-down probes and the verdicts, with the
+  ``faultsense simulate --json`` contract (:meth:`Localization.to_dict`).
+
+:mod:`faultsense_pipelines.localize` produces them (and re-exports them).
+
+>>> v = Verdict("link", 3, 21, "confirmed", 1.56, 2, 4)
+>>> v.link
+(3, 21)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .suspects import probe_latency_ms
+from .topology import Link
+
+__all__ = [
+    "ProbeRecord",
+    "Verdict",
+    "Phase1Result",
+    "Localization",
+    "OUTCOMES",
+    "STATUSES",
+]
+
+#: Probe outcomes: slow probes ``"fail"``, unmeasurable ones ``"error"``.
+OUTCOMES = ("pass", "fail", "error")
+#: Verdict statuses; ``localize`` produces the last three ("suspect" is for reports of a
+#: Phase 1 sweep that was not drilled into).
+STATUSES = ("suspect", "confirmed", "masked", "inconclusive")
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """One measured probe (a row of the ledger's ``probe_runs``).
+
+    Attributes:
+        phase: 1 or 2.
+        probe_index: index within its phase (Phase 1: index into the cover's probes).
+        gpus: the probe's GPU ids, sorted.
+        latencies_ms: one latency per repeat, ms; empty on error.
+        error: why the probe could not be measured, or ``None``.
+        outcome: ``"pass"``, ``"fail"`` (slow) or ``"error"``.
+    """
+
+    phase: int
+    probe_index: int
+    gpus: tuple[int, ...]
+    latencies_ms: tuple[float, ...]
+    error: str | None
+    outcome: str
+
+    @property
+    def latency_ms(self) -> float | None:
+        """Median of the repeats, ms; ``None`` on error."""
+        return probe_latency_ms(self.latencies_ms) if self.latencies_ms else None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judged component (a row of the fault ledger).
+
+    Attributes:
+        component_kind: ``"gpu"`` or ``"link"``.
+        gpu: the GPU, or a link's smaller GPU id.
+        peer_gpu: a link's larger GPU id; ``None`` for a GPU.
+        status: ``"suspect"``, ``"confirmed"``, ``"masked"`` or ``"inconclusive"``.
+        slowdown: observed latency of the probe that pinned it / healthy baseline; ``None``
+            when unknown.
+        phase: the phase that produced the verdict.
+        probes_used: Phase 2 probes spent to reach it.
+    """
+
+    component_kind: str
+    gpu: int
+    peer_gpu: int | None
+    status: str
+    slowdown: float | None
+    phase: int
+    probes_used: int
+
+    @property
+    def link(self) -> Link | None:
+        """The link as a sorted pair, or ``None`` for a GPU."""
+        return None if self.peer_gpu is None else (self.gpu, self.peer_gpu)
+
+
+@dataclass(frozen=True)
+class Phase1Result:
+    """The Phase 1 sweep of one replica and its suspects.
+
+    Attributes:
+        gpus: n.
+        probe_size: k.
+        cover_method: the cover's method.
+        records: one :class:`ProbeRecord` per cover probe, in cover order.
+        baseline_ms: healthy probe latency inferred by the rule, ms (``None`` if nothing
+            was measured).
+        threshold_ms: slow-probe threshold, ms (``None`` if nothing was measured).
+        suspect_probes: indices of the suspect probes.
+        replica_degraded: the healthy-majority assumption failed; no suspect is reported.
+        errors: probes that could not be measured.
+        remeasured: probes measured a second time (2 x repeats more) because their first
+            latency fell between the two thresholds (see :func:`judge_probe`), plus, when
+            the first judgement was ``replica_degraded`` with ``interleave`` and repeats >= 2,
+            every probe once more (``repeats`` more rounds, judged with the first ones).
+        repeats: measurements per probe in the first pass.
+        anchored: the rule found most probes slow, and the baseline and threshold are those
+            of the fast cluster of probes (:func:`~faultsense_pipelines.anchor.anchor_sweep`):
+            a few slow components, not a degraded replica.
+    """
+
+    gpus: int
+    probe_size: int
+    cover_method: str
+    records: tuple[ProbeRecord, ...]
+    baseline_ms: float | None
+    threshold_ms: float | None
+    suspect_probes: tuple[int, ...]
+    replica_degraded: bool
+    errors: int
+    remeasured: int = 0
+    repeats: int = 1
+    anchored: bool = False
+
+    @property
+    def needs_drilldown(self) -> bool:
+        """True when there is a suspect probe to drill into."""
+        return bool(self.suspect_probes) and not self.replica_degraded
+
+
+@dataclass(frozen=True)
+class Localization:
+    """Phase 1, Phase 2 and the verdicts for one replica."""
+
+    phase1: Phase1Result
+    phase2_records: tuple[ProbeRecord, ...]
+    verdicts: tuple[Verdict, ...]
+
+    def _links(self, status: str) -> list[list[int]]:
+        return sorted([v.gpu, v.peer_gpu] for v in self.verdicts if v.peer_gpu is not None and v.status == status)
+
+    @property
+    def faulty_gpus(self) -> list[int]:
+        """Confirmed faulty GPUs, ascending."""
+        return sorted(v.gpu for v in self.verdicts if v.component_kind == "gpu" and v.status == "confirmed")
+
+    @property
+    def faulty_links(self) -> list[list[int]]:
+        """Confirmed faulty links as sorted ``[a, b]`` pairs, ascending."""
+        return self._links("confirmed")
+
+    @property
+    def masked_links(self) -> list[list[int]]:
+        """Links between two GPUs found faulty, as sorted pairs.
+
+        No probe can judge them. Links from a faulty GPU to a healthy one cannot be judged
+        either; they are never called faulty and, being all n-1 of them, not listed.
+        """
+        return self._links("masked")
+
+    @property
+    def probes_phase1(self) -> int:
+        """Phase 1 probes (one per cover probe; re-measurements counted in ``phase1.remeasured``)."""
+        return len(self.phase1.records)
+
+    @property
+    def probes_phase2(self) -> int:
+        """Phase 2 probes (one per record; re-measurements counted in :attr:`remeasured_phase2`)."""
+        return len(self.phase2_records)
+
+    @property
+    def remeasured_phase2(self) -> int:
+        """Phase 2 probes measured a second time (their records hold 3 x repeats latencies)."""
+        return sum(len(r.latencies_ms) > self.phase1.repeats for r in self.phase2_records)
+
+    @property
+    def replica_degraded(self) -> bool:
+        return self.phase1.replica_degraded
+
+    def to_dict(self) -> dict:
+        """The ``faultsense simulate --json`` contract (plain JSON types)."""
+        inconclusive = [
+            {"gpu": v.gpu} if v.peer_gpu is None else {"link": [v.gpu, v.peer_gpu]}
+            for v in self.verdicts
+            if v.status == "inconclusive"
+        ]
+        return {
+            "gpus": self.phase1.gpus,
+            "probe_size": self.phase1.probe_size,
+            "cover_method": self.phase1.cover_method,
+            "faulty_gpus": self.faulty_gpus,
+            "faulty_links": self.faulty_links,
+            "masked_links": self.masked_links,
+            "inconclusive": inconclusive,
+            "probes": {"phase1": self.probes_phase1, "phase2": self.probes_phase2},
+            "remeasured": {"phase1": self.phase1.remeasured, "phase2": self.remeasured_phase2},
+            "suspect_probes": list(self.phase1.suspect_probes),
+            "baseline_ms": self.phase1.baseline_ms,
+            "threshold_ms": self.phase1.threshold_ms,
+            "replica_degraded": self.replica_degraded,
+            "anchored": self.phase1.anchored,
+            "errors": self.phase1.errors + sum(r.outcome == "error" for r in self.phase2_records),
+        }
