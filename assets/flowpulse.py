@@ -1,8 +1,8 @@
 """``flowpulse_faults``: lossy fabric links found by FlowPulse, appended to the fault ledger.
 
 The asset scans one counters file against one topology file (run config; defaults to the
-example fabric under ``examples/flowpulse/``) and writes one ledger row per lossy link:
-``detector="flowpulse"``, ``component_kind="fabric_link"``,
+example fabric shipped in the package, ``faultsense_pipelines/data/flowpulse/``) and writes
+one ledger row per lossy link: ``detector="flowpulse"``, ``component_kind="fabric_link"``,
 ``component="fabric_link:<switch>/<port>-<peer>"`` (the receiving switch and port, then the
 switch sending on it), ``replica`` = the fabric's name, ``status="confirmed"`` (``"suspect"``
 when the sending switch exported no counters, so an upstream loss cannot be ruled out). The batch
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 
+import faultsense_pipelines
 from faultsense_pipelines.flowpulse.counters import load_counters
 from faultsense_pipelines.flowpulse.scan import LinkFault, ScanConfig, scan
 from faultsense_pipelines.flowpulse.topology import load_topology
@@ -23,7 +24,9 @@ from resources.ledger import LedgerResource
 
 __all__ = ["FlowPulseScanConfig", "flowpulse_faults", "fabric_link_component"]
 
-_EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "flowpulse"
+# in the package, so a non-editable install has it; written by
+# `faultsense flowpulse simulate --out <dir> --iterations 80 --start 40` (a 1% loss on leaf01-spine02)
+_EXAMPLES = Path(faultsense_pipelines.__file__).resolve().parent / "data" / "flowpulse"
 
 
 class FlowPulseScanConfig(dg.Config):

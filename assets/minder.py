@@ -1,9 +1,10 @@
 """``minder_faults``: faulty machines found by Minder in monitoring metrics, appended to the fault ledger.
 
 The asset scans the latest ``window_s`` seconds of one metrics source (run config: a path or
-fsspec URI of long-format Parquet/CSV; defaults to the example under ``examples/minder/``)
-with a trained model (``model``: a directory from ``faultsense minder train``; empty = train
-on the scanned file itself) and writes one ledger row per faulty machine:
+fsspec URI of long-format Parquet/CSV; defaults to the example shipped in the package,
+``faultsense_pipelines/data/minder/``) with a trained model (``model``: a directory from
+``faultsense minder train``; empty = train on the scanned file itself) and writes one ledger
+row per faulty machine:
 ``detector="minder"``, ``component_kind="machine"``, ``component="machine:<name>"``,
 ``replica`` = the cluster's name, ``status="confirmed"``, ``detected_at`` = when the fault
 was confirmed. The ledger has no onset column: each fault's estimated onset is in the
@@ -15,13 +16,15 @@ from pathlib import Path
 
 import dagster as dg
 
+import faultsense_pipelines
 from faultsense_pipelines.ledger import append_passive_faults
 from faultsense_pipelines.minder import Fault, MinderSettings, load_metrics, load_model, scan, train_minder
 from resources.ledger import LedgerResource
 
 __all__ = ["MinderScanConfig", "machine_component", "minder_faults"]
 
-_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "minder"
+# in the package, so a non-editable install has it (scripts/make_minder_example.py writes it)
+_EXAMPLE = Path(faultsense_pipelines.__file__).resolve().parent / "data" / "minder"
 
 
 class MinderScanConfig(dg.Config):

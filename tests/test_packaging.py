@@ -1,4 +1,5 @@
-"""The built wheel carries its data: the default fleet and the stored cover tables.
+"""The built wheel carries its data: the default fleet, the stored cover tables and the example
+inputs the ``minder_faults`` and ``flowpulse_faults`` assets scan by default.
 
 A non-editable ``pip install .`` only ships what the wheel holds; a data file that lives
 outside the packages (or is missing from ``[tool.setuptools.package-data]``) is silently
@@ -18,6 +19,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -29,11 +31,20 @@ PACKAGE = ROOT / "faultsense_pipelines"
 # installed copy): small_covers.json (34, 4), large_covers.json (112, 8), holey_covers.json
 # (160, 8: 490 probes, 497 without), resolvable_covers.json (25, 8: 6 rounds, 13 without)
 TABLED_SIZES = ((34, 4), (112, 8), (160, 8), (25, 8))
+# the files the passive detectors' assets read when the run config names none
+ASSET_DEFAULTS = (
+    "faultsense_pipelines/data/minder/metrics.parquet",
+    "faultsense_pipelines/data/minder/model/minder.json",
+    "faultsense_pipelines/data/minder/model/minder.safetensors",
+    "faultsense_pipelines/data/flowpulse/counters.parquet",
+    "faultsense_pipelines/data/flowpulse/topology.json",
+)
 
 
 def _shipped_data_files() -> dict[str, Path]:
-    """Wheel path -> source file for every data file the wheel must carry."""
-    files = [PACKAGE / "data" / "fleet.yaml", *sorted((PACKAGE / "cover").glob("*.json"))]
+    """Wheel path -> source file for every data file the wheel must carry: all of ``data/``, the cover tables."""
+    data = [f for f in sorted((PACKAGE / "data").rglob("*")) if f.is_file() and "__pycache__" not in f.parts]
+    files = [*data, *sorted((PACKAGE / "cover").glob("*.json"))]
     return {f.relative_to(ROOT).as_posix(): f for f in files}
 
 
@@ -69,15 +80,17 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def test_the_wheel_holds_the_default_fleet_and_every_cover_table_byte_for_byte(wheel: Path) -> None:
+def test_the_wheel_holds_the_default_fleet_the_asset_examples_and_every_cover_table_byte_for_byte(wheel: Path) -> None:
     expected = _shipped_data_files()
-    assert "faultsense_pipelines/data/fleet.yaml" in expected and len(expected) >= 5
+    assert set(ASSET_DEFAULTS) | {"faultsense_pipelines/data/fleet.yaml"} <= set(expected) and len(expected) >= 10
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         missing = sorted(set(expected) - names)
         assert not missing, f"not in the wheel: {missing}"
         for name, source in expected.items():
             assert zf.read(name) == source.read_bytes(), name
+            # readable by every user once installed (safetensors writes its file owner-only)
+            assert (zf.getinfo(name).external_attr >> 16) & 0o444 == 0o444, f"{name} is not world-readable"
 
 
 _PROBE = """
@@ -135,3 +148,79 @@ def test_the_installed_sweep_command_names_the_packaged_default_fleet(installed:
         text=True,
     )
     assert "faultsense_pipelines/data/fleet.yaml" in run.stdout
+
+
+_MATERIALIZE = """
+import json, sys
+import dagster as dg
+import assets.flowpulse, assets.minder
+from faultsense_pipelines.ledger import LedgerStore
+from resources.ledger import LedgerResource
+minder, flowpulse = assets.minder.MinderScanConfig(), assets.flowpulse.FlowPulseScanConfig()
+result = dg.materialize([assets.minder.minder_faults, assets.flowpulse.flowpulse_faults],
+                        resources={"ledger": LedgerResource(uri=sys.argv[1])})
+found = {node: result.asset_materializations_for_node(node)[0].metadata
+         for node in ("minder_faults", "flowpulse_faults")}
+rows = LedgerStore(sys.argv[1]).read_faults()
+print(json.dumps({
+    "assets": assets.__file__,
+    "defaults": [minder.metrics, minder.model, flowpulse.counters, flowpulse.topology],
+    "success": result.success,
+    "faulty_machines": found["minder_faults"]["faulty_machines"].value,
+    "lossy_links": found["flowpulse_faults"]["lossy_links"].value,
+    "ledger": sorted(rows["detector"] + " " + rows["component"] + " " + rows["status"]),
+}))
+"""
+
+
+def test_the_installed_passive_detector_assets_default_to_packaged_examples_and_materialize_outside_the_repository(
+    installed: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    run = subprocess.run(
+        [sys.executable, "-c", _MATERIALIZE, str(tmp_path / "ledger")],
+        cwd=work,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    assert Path(seen["assets"]) == installed / "assets" / "__init__.py"
+    package = installed / "faultsense_pipelines" / "data"
+    assert [Path(p) for p in seen["defaults"]] == [
+        package / "minder" / "metrics.parquet",
+        package / "minder" / "model",
+        package / "flowpulse" / "counters.parquet",
+        package / "flowpulse" / "topology.json",
+    ]
+    for name in ASSET_DEFAULTS:
+        assert (installed / name).read_bytes() == (ROOT / name).read_bytes(), name
+    assert seen["success"]
+    # what the examples were generated with: scripts/make_minder_example.py throttles node-0005's GPU
+    # (a blip on node-0011 and a job-wide slowdown are no machine fault); the fabric was simulated
+    # with a 1% loss on the leaf01-spine02 link in both directions
+    assert seen["faulty_machines"] == ["node-0005"]
+    assert seen["lossy_links"] == ["fabric_link:leaf01/up02-spine02", "fabric_link:spine02/down01-leaf01"]
+    assert seen["ledger"] == [
+        "flowpulse fabric_link:leaf01/up02-spine02 confirmed",
+        "flowpulse fabric_link:spine02/down01-leaf01 confirmed",
+        "minder machine:node-0005 confirmed",
+    ]
+
+
+def test_the_packaged_flowpulse_example_is_what_its_documented_simulate_command_writes(tmp_path: Path) -> None:
+    """docs/flowpulse.md and assets/flowpulse.py say how the example was made; it must stay true."""
+    from typer.testing import CliRunner
+
+    from faultsense_pipelines.cli import app
+
+    command = ["flowpulse", "simulate", "--out", str(tmp_path), "--iterations", "80", "--start", "40"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    shipped = PACKAGE / "data" / "flowpulse"
+    written = pd.read_parquet(tmp_path / "counters.parquet")
+    pd.testing.assert_frame_equal(written, pd.read_parquet(shipped / "counters.parquet"))
+    assert json.loads((tmp_path / "topology.json").read_text()) == json.loads((shipped / "topology.json").read_text())
