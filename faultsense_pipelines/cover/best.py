@@ -14,7 +14,8 @@ the fewest probes among:
    or, where stored, by holey covers (:mod:`.holey`: the pairs among the infinite GPUs are
    left to one cover of their own instead of being covered again in every group);
 4. a small cover found offline by simulated annealing (:mod:`.table`), and one found in
-   rounds of disjoint probes (:mod:`.resolvable`: a few probes more, far fewer rounds);
+   rounds of disjoint probes (:mod:`.resolvable`: a few probes more, far fewer rounds), or
+   one base round developed cyclically into rounds (:mod:`.cyclic`);
 
 each refined by merging probes that fit in one and dropping redundant ones. Probes are
 listed round by round (parallel classes of the designs first), so that first-fit rounds
@@ -42,6 +43,7 @@ from .greedy import greedy_cover
 from .holey import holey_cover
 from .recursion import MAX_INFINITE, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
 from .refine import extend, fill_to_size, merge_small, remove_redundant, truncate
+from .cyclic import cyclic_cover
 from .resolvable import resolvable_cover
 from .rounds import ordered_rounds, plan_rounds, rounds_lower_bound
 from .table import lookup
@@ -132,11 +134,11 @@ def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
     stored = lookup(n, k)
     if stored is not None:
         candidates.append(_refined(list(stored), n, k, "table"))
-    in_rounds = resolvable_cover(n, k)
-    if in_rounds is not None:
-        starts = np.cumsum([0] + [len(r) for r in in_rounds])
-        rounds = [list(range(starts[j], starts[j + 1])) for j in range(len(in_rounds))]
-        candidates.append(_by_rounds([b for r in in_rounds for b in r], rounds, "resolvable"))
+    for in_rounds, source in ((resolvable_cover(n, k), "resolvable"), (cyclic_cover(n, k), "cyclic")):
+        if in_rounds is not None:
+            starts = np.cumsum([0] + [len(r) for r in in_rounds])
+            rounds = [list(range(starts[j], starts[j + 1])) for j in range(len(in_rounds))]
+            candidates.append(_by_rounds([b for r in in_rounds for b in r], rounds, source))
     for name, v in design_sources(k):
         # truncation pays when a design is a little larger (PG(3,3) on 40 points gives C(32,4) = 88);
         # large designs are only tried within ~10%, where truncating them is still cheap
