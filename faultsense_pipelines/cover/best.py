@@ -38,12 +38,12 @@ import numpy as np
 
 from .aligned import aligned_td_cover
 from .bounds import schonheim_bound
+from .cyclic import cyclic_cover
 from .designs import Design, blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
 from .greedy import greedy_cover
 from .holey import holey_cover
 from .recursion import MAX_INFINITE, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
 from .refine import extend, fill_to_size, merge_small, remove_redundant, truncate
-from .cyclic import cyclic_cover
 from .resolvable import resolvable_cover
 from .rounds import ordered_rounds, plan_rounds, rounds_lower_bound
 from .table import lookup
