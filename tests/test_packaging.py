@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "faultsense_pipelines"
 # sizes whose plan changes when one stored table is missing (checked by deleting each from an
 # installed copy): small_covers.json (34, 4), large_covers.json (112, 8), holey_covers.json
-# (160, 8: 490 probes, 497 without), resolvable_covers.json (25, 8: 6 rounds, 13 without)
-TABLED_SIZES = ((34, 4), (112, 8), (160, 8), (25, 8))
+# (160, 8: 490 probes, 497 without), resolvable_covers.json (25, 8: 6 rounds, 13 without),
+# cyclic_covers.json (75, 8: 15 rounds, 21 without)
+TABLED_SIZES = ((34, 4), (112, 8), (160, 8), (25, 8), (75, 8))
 # the files the passive detectors' assets read when the run config names none
 ASSET_DEFAULTS = (
     "faultsense_pipelines/data/minder/metrics.parquet",
