@@ -4,6 +4,12 @@ resources are wired together (loaded by ``workspace.yaml`` and ``faultsense swee
 The fleet file is ``$FAULTSENSE_FLEET`` or the packaged ``faultsense_pipelines/data/fleet.yaml``;
 the ledger is ``$FAULTSENSE_LEDGER`` or the fleet file's ``ledger``. A malformed fleet file
 stops the code location from loading with one error naming the field, so nothing runs.
+
+``defs`` is a ``@dg.definitions`` function, not a ``Definitions`` object: Dagster's loaders
+(``workspace.yaml``, ``dagster definitions validate -m faultsense_pipelines.definitions``)
+call it when they load the code location, and importing this module reads no fleet file. So
+``faultsense sweep --fleet ok.yaml``, which imports :func:`build_definitions` from here, is
+not stopped by a broken ``$FAULTSENSE_FLEET`` that it never uses.
 """
 
 from __future__ import annotations
@@ -81,4 +87,8 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     )
 
 
-defs = build_definitions()
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The code location of ``workspace.yaml``: :func:`build_definitions` of the default fleet
+    (``$FAULTSENSE_FLEET``, else the packaged one), built when Dagster loads it, not at import."""
+    return build_definitions()
