@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
+from .faults import parse_faults
 from .fleet_sections import (  # the section models are re-exported from here
     Injection,
     LocalOptions,
@@ -153,6 +154,11 @@ def _check_gpu_ids(section: BaseModel, gpus: int | None) -> None:
         if bad:
             key = "gpu" if item.gpu is not None else "link"
             raise ValueError(f"@.{field}[{i}].{key}: GPU id {bad[0]} is outside 0..{gpus - 1}")
+    if field == "faults":
+        # the simulated executor's own check (a GPU or link listed twice, [a, b] = [b, a]), run
+        # here so that the file is refused when it is loaded, in the words `simulate` uses:
+        # "replicas[0].simulated: faults[1] repeats gpu 3"
+        parse_faults([f.model_dump(exclude_none=True) for f in section.faults], gpus)
 
 
 class Fleet(StrictModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,28 @@ def test_a_bad_ledger_uri_error_redacts_its_password(ledger: str) -> None:
         parse_fleet({**BASE, "ledger": ledger}, source="fleet.yaml")
     assert str(err.value).startswith("fleet.yaml: ledger: ") and "key:***@bucket" in str(err.value), str(err.value)
     assert "pw123" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("faults", "expected"),
+    [
+        ([{"gpu": 3, "slowdown": 2.0}, {"gpu": 3, "slowdown": 2.0}], "faults[1] repeats gpu 3"),
+        ([{"gpu": 3, "slowdown": 2.0}, {"gpu": 1, "slowdown": 1.5}, {"gpu": 3, "slowdown": 3.0}], "faults[2] repeats gpu 3"),
+        ([{"link": [2, 5], "slowdown": 2.0}, {"link": [2, 5], "slowdown": 1.5}], "faults[1] repeats link (2, 5)"),
+        ([{"link": [2, 5], "slowdown": 2.0}, {"link": [5, 2], "slowdown": 2.0}], "faults[1] repeats link (2, 5)"),
+    ],
+)
+def test_a_simulated_fault_listed_twice_is_refused_when_the_fleet_loads_in_the_scenario_words(faults: list, expected: str) -> None:
+    from faultsense_pipelines.scenario import parse_scenario
+
+    with pytest.raises(FleetError) as err:
+        parse_fleet(with_second(simulated={"faults": faults}), source="fleet.yaml")
+    assert str(err.value) == f"fleet.yaml: replicas[1].simulated: {expected}"
+    # `faultsense simulate` says the same of the same faults
+    with pytest.raises(ValueError, match=rf"^{re.escape(expected)}$"):
+        parse_scenario({"gpus": 8, "probe_size": 4, "faults": faults})
+
+
+def test_a_gpu_fault_and_a_link_fault_on_the_same_gpu_are_not_repeats() -> None:
+    fleet = parse_fleet(with_second(simulated={"faults": [{"gpu": 3, "slowdown": 2.0}, {"link": [3, 4], "slowdown": 1.5}]}))
+    assert len(fleet.replica("b").simulated.faults) == 2
