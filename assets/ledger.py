@@ -5,23 +5,28 @@ Checks (each scoped to the run's ``date=`` partition of the ledger):
 * ``fault_ledger_schema`` -- every fault file has exactly :data:`FAULT_SCHEMA`'s columns and types;
 * ``fault_ledger_unique_rows`` -- no ``fault_id`` appears twice (re-runs replace, never add);
 * ``probe_latencies_valid`` (blocking, on ``phase1_probe_run``) -- no NaN, infinite or negative
-  latency, and no latency on an error row; a failure stops the drill-down of that run.
+  latency in the sweep's Phase 1 or the day's ``probe_runs``, and no latency on an error row;
+  a failure stops the drill-down (and so the commit) of that run.
 """
 
 
 import math
+import warnings
 from datetime import UTC, datetime
 
 import dagster as dg
 
 from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA, LedgerStore
-from faultsense_pipelines.localize import Localization
+from faultsense_pipelines.localize import Localization, Phase1Result
+from resources.executors import redact_secrets
+from resources.fleet import FleetResource
 from resources.ledger import LedgerResource
 
 from .partitions import SWEEP_PARTITIONS, sweep_key
 from .report import verdicts_markdown
-from .rows import fault_rows
-from .sweep import fault_batch, phase1_probe_run
+from .commit import commit_sweep
+from .rows import fault_rows, probe_rows
+from .sweep import phase1_probe_run
 
 __all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "probe_latencies_valid"]
 
@@ -30,21 +35,25 @@ __all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "p
     partitions_def=SWEEP_PARTITIONS,
     group_name="ledger",
     kinds={"parquet"},
-    description="The sweep's verdicts as fault rows under <ledger>/fault_ledger/date=YYYY-MM-DD/ (one file per partition, replaced on re-run).",
+    description="The sweep's verdicts as fault rows under <ledger>/fault_ledger/date=YYYY-MM-DD/ (one file per partition, replaced on re-run), "
+    "committed together with both phases' probe rows.",
 )
-def fault_ledger(context: dg.AssetExecutionContext, phase2_drilldown: Localization, ledger: LedgerResource) -> dg.MaterializeResult:
+def fault_ledger(context: dg.AssetExecutionContext, phase2_drilldown: Localization, fleet: FleetResource, ledger: LedgerResource) -> dg.MaterializeResult:
     key = sweep_key(context)
     store = ledger.store()
-    rows = fault_rows(phase2_drilldown, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
-    written = store.write_faults(rows, day=key.day, batch=fault_batch(key))
+    loc = phase2_drilldown
+    replica = fleet.replica(key.replica)
+    common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor, "scrub": lambda text: redact_secrets(text, replica)}
+    rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
+    _, path = commit_sweep(store, key, phase1=probe_rows(loc.phase1.records, **common), phase2=probe_rows(loc.phase2_records, **common), faults=rows)
     confirmed = [r.component for r in rows if r.status == "confirmed"]
     return dg.MaterializeResult(
         metadata={
-            "rows": written.rows,
+            "rows": len(rows),
             "confirmed": dg.MetadataValue.json(confirmed),
             "faults": dg.MetadataValue.md(verdicts_markdown(phase2_drilldown.verdicts, phase2_drilldown.probes_phase1)),
             "probes_used": phase2_drilldown.probes_phase1 + phase2_drilldown.probes_phase2,
-            "path": dg.MetadataValue.path(written.path),
+            "path": dg.MetadataValue.path(path),
             "ledger": store.display_uri,
         }
     )
@@ -83,12 +92,10 @@ def fault_ledger_unique_rows(context: dg.AssetCheckExecutionContext, ledger: Led
     )
 
 
-@dg.asset_check(
-    asset=phase1_probe_run,
-    blocking=True,
-    description="probe_runs of the day: every measured latency is finite and >= 0; error rows carry none.",
-)
-def probe_latencies_valid(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
+def _probe_latencies_valid(context: dg.AssetCheckExecutionContext, phase1_probe_run: Phase1Result, ledger: LedgerResource) -> dg.AssetCheckResult:
+    # this sweep's own rows are not in the ledger yet when a drill-down follows (a sweep commits at its end)
+    own = [v for r in phase1_probe_run.records for v in r.latencies_ms]
+    own_bad = sum(1 for v in own if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0))
     day = _day(context)
     df = ledger.store().read_probe_runs(since=day)
     if day is not None:
@@ -98,6 +105,18 @@ def probe_latencies_valid(context: dg.AssetCheckExecutionContext, ledger: Ledger
     bad = int((lat.isna() | ~lat.map(math.isfinite) | (lat < 0)).sum())
     errors_with_latency = int(df[df["error"].notna()]["latency_ms"].notna().sum())
     return dg.AssetCheckResult(
-        passed=bad == 0 and errors_with_latency == 0,
-        metadata={"rows_checked": len(df), "bad_latencies": bad, "error_rows_with_latency": errors_with_latency},
+        passed=bad + own_bad == 0 and errors_with_latency == 0,
+        metadata={"rows_checked": len(df) + len(own), "bad_latencies": bad + own_bad, "error_rows_with_latency": errors_with_latency},
     )
+
+
+with warnings.catch_warnings():
+    # partitioned checks are a Dagster preview: the check loads this run's Phase 1 partition
+    warnings.simplefilter("ignore", dg.PreviewWarning)
+    probe_latencies_valid = dg.asset_check(
+        asset=phase1_probe_run,
+        name="probe_latencies_valid",
+        partitions_def=SWEEP_PARTITIONS,
+        blocking=True,
+        description="This sweep's Phase 1 latencies and the day's probe_runs: every measured latency is finite and >= 0; error rows carry none.",
+    )(_probe_latencies_valid)

@@ -1,36 +1,35 @@
 """The sweep of one replica for one hour: Phase 1 over the cover, then (only if needed) Phase 2.
 
-``phase1_probe_run`` runs every probe of the replica's cover through its executor and records
-every measurement in the ledger's ``probe_runs``. ``phase2_drilldown`` materializes only when
-Phase 1 found suspects (``output_required=False``); otherwise it and ``fault_ledger`` are
-skipped, and Phase 1 itself writes the partition's fault batch -- empty, or the one
-``replica:<name>`` suspect row of a sweep judged replica-wide degraded -- so that re-running a
-formerly faulty hour clears its old rows.
+``phase1_probe_run`` runs every probe of the replica's cover through its executor.
+``phase2_drilldown`` materializes only when Phase 1 found suspects (``output_required=False``);
+otherwise it and ``fault_ledger`` are skipped, and Phase 1 itself commits the partition: its
+probe rows and its fault batch -- empty, or the one ``replica:<name>`` suspect row of a sweep
+judged replica-wide degraded -- so that re-running a formerly faulty hour clears its old rows.
+With a drill-down, ``fault_ledger`` commits both phases' rows and the verdicts.
 
-A replica whose executor fails (cannot start, unreachable server, crashed worker, timeout)
-gets error rows in ``probe_runs``, no fault rows (an earlier sweep's rows for the same
-partition are cleared: a partition always shows its latest sweep), and a failed step naming
-the cause.
+Nothing is written before the commit (:mod:`.commit`): a replica whose executor fails (cannot
+start, unreachable server, crashed worker, timeout) keeps the partition's last completed
+sweep, faults included, gets its attempt's rows (error rows included) in the partition's
+``-failed`` probe file and a failed step naming the cause; an interrupted sweep writes nothing.
 """
 
-
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import dagster as dg
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.fleet import FleetError, Replica
-from faultsense_pipelines.ledger import PROBE_RUNS, FaultRow, LedgerStore
+from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
 from resources.executors import ProbeExecutorResource, redact_secrets
 from resources.fleet import FleetResource
 from resources.ledger import LedgerResource
 
+from .commit import commit_sweep, fault_batch, record_failed_attempt
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import latency_plot, suspects_markdown, verdicts_markdown
-from .rows import DETECTOR, degraded_row, error_rows, probe_rows
+from .rows import degraded_row, error_rows, probe_rows
 
 __all__ = ["SweepConfig", "phase1_probe_run", "phase2_drilldown", "DEFAULT_REPEATS", "fault_batch"]
 
@@ -53,11 +52,6 @@ class SweepConfig(dg.Config):
     drilldown_method: str = "adaptive"
 
 
-def fault_batch(key: SweepKey) -> str:
-    """Name of the sweep's file in ``fault_ledger/``, e.g. ``faultsense-sim-64-h08``."""
-    return f"{DETECTOR}-{key.batch()}"
-
-
 def _replica(fleet: FleetResource, name: str) -> Replica:
     try:
         return fleet.replica(name)
@@ -77,20 +71,11 @@ def _rule(replica: Replica) -> SuspectRule:
     return RobustRule(min_slowdown=replica.min_slowdown) if replica.min_slowdown is not None else default_rule()
 
 
-def _clear_faults(store: LedgerStore, key: SweepKey, *, phase2_probes: bool, rows: Sequence[FaultRow] = ()) -> str:
-    """Replace the partition's fault batch with ``rows`` (default: none) and drop its Phase 2
-    probes: this sweep supersedes any earlier one of the same partition. Returns the fault
-    file's path."""
-    if phase2_probes:
-        store.delete_batch(PROBE_RUNS, day=key.day, batch=key.batch("phase2"))
-    return store.write_faults(list(rows), day=key.day, batch=fault_batch(key)).path
-
-
-def _fail_with_errors(store: LedgerStore, key: SweepKey, phase: int, path: str, errors: int, total: int, first: str) -> dg.Failure:
-    _clear_faults(store, key, phase2_probes=phase == 1)
+def _fail_with_errors(store: LedgerStore, key: SweepKey, phase: int, rows: list[ProbeRunRow], errors: int, total: int, first: str) -> dg.Failure:
+    path = record_failed_attempt(store, key, rows)
     return dg.Failure(
         description=f"replica {key.replica}: {errors} of {total} Phase {phase} probes could not be measured "
-        f"({first}); error rows written to probe_runs, no fault rows",
+        f"({first}); error rows written to probe_runs ({path.rsplit('/', 1)[-1]}); no fault rows written, the partition's last completed sweep kept",
         metadata={"error_probes": errors, "probe_runs_file": dg.MetadataValue.path(path), "ledger": store.display_uri},
     )
 
@@ -119,29 +104,30 @@ def phase1_probe_run(
         executor = probe_executors.executor_for(replica)
     except Exception as exc:  # noqa: BLE001 -- any failure to start is an error row, never a fault
         message = redact_secrets(f"{replica.executor} executor could not start: {exc}", replica)
-        written = store.write_probe_runs(error_rows(cover.probes, message, **common), day=key.day, batch=key.batch("phase1"))
-        raise _fail_with_errors(store, key, 1, written.path, len(cover.probes), len(cover.probes), message) from None
+        rows = error_rows(cover.probes, message, **common)
+        raise _fail_with_errors(store, key, 1, rows, len(cover.probes), len(cover.probes), message) from None
 
     context.log.info(f"Phase 1 on {replica.name}: {len(cover.probes)} probes x {repeats} repeats ({replica.executor})")
     result = run_phase1(executor, cover, repeats=repeats, rule=_rule(replica))
     scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
-    written = store.write_probe_runs(probe_rows(result.records, scrub=scrub, **common), day=key.day, batch=key.batch("phase1"))
+    rows = probe_rows(result.records, scrub=scrub, **common)
     if result.errors:
         first = next(r.error for r in result.records if r.error)
-        raise _fail_with_errors(store, key, 1, written.path, result.errors, len(result.records), scrub(first or ""))
+        raise _fail_with_errors(store, key, 1, rows, result.errors, len(result.records), scrub(first or ""))
 
+    written = None
     if not result.needs_drilldown:
-        # Final after Phase 1: the partition's fault batch is empty, or one replica-wide row when
-        # the sweep is degraded; clear a stale Phase 2 file.
-        rows = [degraded_row(result, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))] if result.replica_degraded else []
-        path = _clear_faults(store, key, phase2_probes=True, rows=rows)
+        # Final after Phase 1: commit the probe rows and the partition's fault batch -- empty, or
+        # one replica-wide row when the sweep is degraded -- and clear a stale Phase 2 file.
+        faults = [degraded_row(result, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))] if result.replica_degraded else []
+        written, path = commit_sweep(store, key, phase1=rows, phase2=None, faults=faults)
         context.log_event(
             dg.AssetMaterialization(
                 asset_key="fault_ledger",
                 partition=context.partition_key,
-                description="Replica-wide degradation: one replica row (Phase 2 skipped)." if rows
+                description="Replica-wide degradation: one replica row (Phase 2 skipped)." if faults
                 else "Phase 1 found no suspect: no fault rows (Phase 2 skipped).",
-                metadata={"rows": len(rows), "path": dg.MetadataValue.path(path), "replica_degraded": result.replica_degraded},
+                metadata={"rows": len(faults), "path": dg.MetadataValue.path(path), "replica_degraded": result.replica_degraded},
             )
         )
         if result.replica_degraded:
@@ -162,7 +148,7 @@ def phase1_probe_run(
             "needs_drilldown": result.needs_drilldown,
             "suspects": dg.MetadataValue.md(suspects_markdown(result)),
             "latency_plot": latency_plot(result.records, result.baseline_ms, result.threshold_ms, f"{replica.name} Phase 1, {key.hour}"),
-            "probe_runs_file": dg.MetadataValue.path(written.path),
+            "probe_runs_file": dg.MetadataValue.path(written) if written else "written with the verdicts by fault_ledger",
             "ledger": store.display_uri,
         },
     )
@@ -195,10 +181,10 @@ def phase2_drilldown(
     scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
     executor = probe_executors.executor_for(replica)
     loc: Localization = run_phase2(executor, phase1, method=config.drilldown_method, repeats=repeats, rule=_rule(replica))
-    written = store.write_probe_runs(probe_rows(loc.phase2_records, scrub=scrub, **common), day=key.day, batch=key.batch("phase2"))
     errors = [r for r in loc.phase2_records if r.outcome == "error"]
     if errors:
-        raise _fail_with_errors(store, key, 2, written.path, len(errors), len(loc.phase2_records), scrub(errors[0].error or ""))
+        rows = probe_rows([*phase1.records, *loc.phase2_records], scrub=scrub, **common)
+        raise _fail_with_errors(store, key, 2, rows, len(errors), len(loc.phase2_records), scrub(errors[0].error or ""))
     yield dg.Output(
         loc,
         metadata={
@@ -210,7 +196,6 @@ def phase2_drilldown(
             "confirmed_links": dg.MetadataValue.json(loc.faulty_links),
             "verdicts": dg.MetadataValue.md(verdicts_markdown(loc.verdicts, loc.probes_phase1)),
             "latency_plot": latency_plot(loc.phase2_records, phase1.baseline_ms, phase1.threshold_ms, f"{replica.name} Phase 2, {key.hour}"),
-            "probe_runs_file": dg.MetadataValue.path(written.path),
             "ledger": store.display_uri,
         },
     )

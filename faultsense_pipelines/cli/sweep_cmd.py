@@ -22,7 +22,16 @@ from rich.table import Table
 
 from .errors import fail
 
-__all__ = ["register", "run_sweep", "ReplicaSweep"]
+__all__ = ["register", "run_sweep", "ReplicaSweep", "SweepInterrupted"]
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (``SIGINT``); ``replica`` is the one whose run it stopped
+    (its ledger partition is unchanged), or empty between runs."""
+
+    def __init__(self, replica: str = "") -> None:
+        super().__init__(replica)
+        self.replica = replica
 
 
 @dataclass
@@ -65,6 +74,18 @@ def _failure_message(result) -> str:
             outer, cause = data.error.message.strip().splitlines()[-1], _innermost(data.error)
             return outer if cause == outer else f"{outer}: {cause}"
     return "run failed"
+
+
+def _interrupted(result) -> bool:
+    """Whether a Dagster run was stopped by an interrupt (Ctrl-C) rather than failing."""
+    from dagster._core.execution.plan.objects import ErrorSource
+
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error_source == ErrorSource.INTERRUPT:
+            return True
+        if event.event_type_value in ("RUN_CANCELED", "PIPELINE_CANCELED"):
+            return True
+    return False
 
 
 def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
@@ -110,6 +131,9 @@ def run_sweep(
         One :class:`ReplicaSweep` per replica, and the ledger location.
 
     Raises:
+        SweepInterrupted: Ctrl-C (``SIGINT``) stopped a replica's run: no further replica is
+            swept, the analytics are not refreshed, and the interrupted replica's ledger
+            partition is as it was before its run began.
         FleetError: malformed fleet file. KeyError: unknown replica name. ValueError: ``hour``
             is malformed or outside the sweep partitions, ``repeats`` < 1, or the ledger path
             is a file (checked before any run starts).
@@ -121,6 +145,8 @@ def run_sweep(
     from faultsense_pipelines.fleet import load_fleet
 
     hour = check_hour_key(hour) if hour is not None else current_hour_key()
+    if ledger_uri is not None and not str(ledger_uri).strip():
+        raise ValueError(f"ledger must be a path or URI, got {ledger_uri!r}")
     if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
         raise ValueError(f"repeats must be an integer >= 1 or None (the fleet's), got {repeats!r}")
     fleet = load_fleet(fleet_path)
@@ -148,7 +174,12 @@ def run_sweep(
             on_start and on_start(name)
             outcome, t0 = ReplicaSweep(name, fleet.replica(name).executor), time.monotonic()
             key = dg.MultiPartitionKey({"hour": hour, "replica": name})
-            result = job.execute_in_process(instance=instance, partition_key=key, run_config=config, raise_on_error=False)
+            try:
+                result = job.execute_in_process(instance=instance, partition_key=key, run_config=config, raise_on_error=False)
+            except KeyboardInterrupt:
+                raise SweepInterrupted(name) from None
+            if _interrupted(result):
+                raise SweepInterrupted(name)
             outcome = _summarize(outcome, result)
             outcome.seconds = time.monotonic() - t0
             outcomes.append(outcome)
@@ -178,6 +209,19 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
     return table
 
 
+def _repeats_option(text: str | None) -> int | None:
+    """``--repeats`` as an integer >= 1 (None: not given); one line + exit 2 otherwise."""
+    if text is None:
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        fail(f"--repeats must be an integer >= 1, got {text!r}")
+    return value
+
+
 def register(app: typer.Typer) -> None:
     """Add ``faultsense sweep`` to ``app``."""
 
@@ -186,7 +230,7 @@ def register(app: typer.Typer) -> None:
         fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."),
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
-        repeats: int | None = typer.Option(None, "--repeats", min=1, show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
+        repeats: str = typer.Option(None, "--repeats", show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
@@ -197,6 +241,9 @@ def register(app: typer.Typer) -> None:
             hour = check_hour_key(hour) if hour is not None else current_hour_key()
         except ValueError as exc:
             fail(f"--{exc}")
+        count = _repeats_option(repeats)
+        if ledger is not None and not ledger.strip():
+            fail(f"--ledger must be a path or URI, got {ledger!r}")
         console = Console(stderr=True)
         # the live progress bar only on a terminal: piped or logged output gets no spinner lines
         live = console.is_terminal and sys.stdout.isatty()
@@ -216,7 +263,12 @@ def register(app: typer.Typer) -> None:
                 from faultsense_pipelines.fleet import load_fleet
 
                 progress.update(task, total=len(replica or load_fleet(fleet).names))
-                outcomes, ledger_at = run_sweep(fleet, replica or None, ledger, repeats=repeats, hour=hour, on_start=on_start, on_done=on_done)
+                outcomes, ledger_at = run_sweep(fleet, replica or None, ledger, repeats=count, hour=hour, on_start=on_start, on_done=on_done)
+            except KeyboardInterrupt as exc:
+                progress.stop()
+                which = getattr(exc, "replica", "")
+                where = f" during {which}'s run; its ledger partition is unchanged" if which else ""
+                fail(f"interrupted{where}; no further replica was swept", code=130)
             except FleetError as exc:
                 progress.stop()
                 fail(str(exc))

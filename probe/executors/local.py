@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from multiprocessing import connection, get_context
 from typing import Any
@@ -81,6 +83,26 @@ def _serve(worker: ProbeWorker, conn: connection.Connection) -> None:
             conn.send(("ok", reply))
         except Exception as exc:
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _reason(exc: BaseException) -> str:
+    """``exc``'s message, or its type's name when the message is empty."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block ``SIGINT`` in this thread while the block runs (a pending one is delivered after).
+
+    A process started meanwhile inherits the blocked signal, so a Ctrl-C sent to the whole
+    process group reaches only the driver, which then reaps its workers.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _reap(processes: list, conns: list, store_dir: str, how: dict) -> None:
@@ -150,9 +172,9 @@ class LocalExecutor(WorkerPoolExecutor):
         except BaseException as exc:
             self._reap_how["polite"] = False
             self.close()
-            if isinstance(exc, ExecutorError):
-                raise
-            raise ExecutorError(f"local executor could not start {gpus} workers: {exc}") from exc
+            if isinstance(exc, ExecutorError) or not isinstance(exc, Exception):
+                raise  # an interrupt (KeyboardInterrupt, Dagster's) stays an interrupt, never an error row
+            raise ExecutorError(f"local executor could not start {gpus} workers: {_reason(exc)}") from exc
 
     def _start(self, store_dir: str, start_timeout_s: float) -> None:
         ctx = get_context("spawn")
@@ -165,7 +187,8 @@ class LocalExecutor(WorkerPoolExecutor):
             p = ctx.Process(target=_worker_main, name=f"faultsense-gpu{rank}", daemon=True,
                             args=(rank, self.shape, self.backend, init_method, pg_timeout_s,
                                   self.injections, child))
-            p.start()
+            with _sigint_blocked():  # the worker inherits the blocked SIGINT: Ctrl-C is the driver's
+                p.start()
             child.close()
             self._processes.append(p)
             self._conns.append(parent)

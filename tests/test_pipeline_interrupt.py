@@ -1,0 +1,201 @@
+"""A failed or interrupted sweep never destroys what the ledger already holds.
+
+Real Dagster instance, real Parquet ledger, real worker processes, a real ``SIGINT``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from typer.testing import CliRunner
+
+from faultsense_pipelines.cli import app
+from faultsense_pipelines.cli.sweep_cmd import run_sweep
+from faultsense_pipelines.ledger import FaultRow, LedgerStore, ProbeRunRow, make_fault_id
+from tests.pipeline_helpers import HOUR, write_fleet
+
+from .test_pipeline_errors import closed_loopback_port
+
+SIM = """
+ledger: {ledger}
+replicas:
+  - name: sim-faulty
+    gpus: 16
+    probe_size: 4
+    executor: simulated
+    simulated: {{faults: [{{gpu: 5, slowdown: 2.0}}], noise_sigma: 0.01, seed: 4}}
+"""
+
+#: The same replica, now behind a server nobody answers at.
+DEAD = """
+ledger: {ledger}
+replicas:
+  - name: sim-faulty
+    gpus: 16
+    probe_size: 4
+    executor: vllm
+    vllm: {{url: "http://127.0.0.1:PORT", timeout_s: 2, retries: 0}}
+"""
+
+
+def ledger_state(ledger: Path) -> dict[str, str]:
+    """Every file under the ledger (hidden ones included) -> SHA-256 of its bytes."""
+    return {str(f.relative_to(ledger)): hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(ledger.rglob("*")) if f.is_file()}
+
+
+def test_a_failed_rerun_keeps_the_confirmed_fault_and_a_successful_rerun_replaces_without_duplicates(tmp_path: Path) -> None:
+    fleet, ledger = write_fleet(tmp_path, SIM)
+    store = LedgerStore(str(ledger))
+    with dg.DagsterInstance.ephemeral() as instance:
+        (first,), _ = run_sweep(fleet, hour=HOUR, instance=instance)
+        assert first.success and first.confirmed == ["gpu:5"]
+        faults, runs = store.read_faults(), store.read_probe_runs()
+        committed = ledger_state(ledger)
+
+        fleet.write_text(DEAD.replace("PORT", str(closed_loopback_port())).format(ledger=ledger))
+        (failed,), _ = run_sweep(fleet, hour=HOUR, instance=instance)
+        assert not failed.success and "could not be measured" in failed.error
+        # the completed sweep's files are byte for byte what they were; one file was added
+        after = ledger_state(ledger)
+        assert {k: v for k, v in after.items() if k in committed} == committed
+        assert sorted(set(after) - set(committed)) == ["probe_runs/date=2026-11-30/sim-faulty-h08-failed.parquet"]
+        kept = store.read_faults()
+        assert kept.loc[kept["status"] == "confirmed", "component"].tolist() == ["gpu:5"]
+        attempt = store.read_probe_runs()
+        attempt = attempt[attempt["sweep_id"] == failed.run_id]
+        assert len(attempt) > 0 and attempt["error"].notna().all() and (attempt["executor"] == "vllm").all()
+        assert len(store.read_probe_runs()) == len(runs) + len(attempt)
+
+        fleet.write_text(SIM.format(ledger=ledger))
+        for _ in range(2):
+            (again,), _ = run_sweep(fleet, hour=HOUR, instance=instance)
+            assert again.success and again.confirmed == ["gpu:5"]
+            faults2, runs2 = store.read_faults(), store.read_probe_runs()
+            assert sorted(faults2["fault_id"]) == sorted(faults["fault_id"])  # replaced, not added
+            assert len(runs2) == len(runs) and set(runs2["sweep_id"]) == {again.run_id}  # the failed attempt's file is gone
+            assert set(faults2["sweep_id"]) == {again.run_id}
+
+
+def test_a_failed_first_sweep_of_an_hour_writes_its_error_rows_and_no_fault_file(tmp_path: Path) -> None:
+    fleet, ledger = write_fleet(tmp_path, DEAD.replace("PORT", str(closed_loopback_port())))
+    with dg.DagsterInstance.ephemeral() as instance:
+        (failed,), _ = run_sweep(fleet, hour=HOUR, instance=instance)
+    assert not failed.success
+    assert sorted(ledger_state(ledger)) == ["probe_runs/date=2026-11-30/sim-faulty-h08-failed.parquet"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--repeats", "0"], "error: --repeats must be an integer >= 1, got '0'"),
+    (["--repeats", "abc"], "error: --repeats must be an integer >= 1, got 'abc'"),
+    (["--ledger", ""], "error: --ledger must be a path or URI, got ''"),
+])
+def test_a_bad_repeats_or_an_empty_ledger_gets_one_line_and_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
+    fleet, ledger = write_fleet(tmp_path, SIM)
+    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--hour", HOUR, *args])
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.stderr.splitlines() if line.strip()] == [expected]
+    assert not ledger.exists()
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------
+
+LOCAL_FIRST = """
+ledger: {ledger}
+replicas:
+  - name: local-4
+    gpus: 4
+    probe_size: 2
+    executor: local
+    local: {{inject: [{{gpu: 2, slowdown: 3.0}}], hidden: 64, intermediate: 64, tokens: 8, start_timeout_s: 600}}
+  - name: sim-after
+    gpus: 16
+    probe_size: 4
+    executor: simulated
+"""
+
+
+def _seed_partition(ledger: Path) -> None:
+    """A completed earlier sweep of local-4 at HOUR: probe rows and a confirmed gpu:2."""
+    store = LedgerStore(str(ledger))
+    day, sweep = "2026-11-30", "earlier-sweep"
+    runs = [ProbeRunRow(sweep, "local-4", 1, i, (i, (i + 1) % 4), 10.0 + i, 0, "local") for i in range(4)]
+    store.write_probe_runs(runs, day=day, batch="local-4-h08-phase1")
+    fault = FaultRow(
+        fault_id=make_fault_id("faultsense", "local-4", HOUR, "gpu:2"), detected_at=datetime(2026, 11, 30, 8, 5, tzinfo=UTC),
+        sweep_id=sweep, replica="local-4", detector="faultsense", component_kind="gpu", component="gpu:2",
+        status="confirmed", gpu=2, slowdown=3.0, phase=2, probes_used=9,
+    )
+    store.write_faults([fault], day=day, batch="faultsense-local-4-h08")
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("group", [True, False], ids=["process-group", "main-process"])
+def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_untouched(tmp_path: Path, group: bool) -> None:
+    fleet, ledger = write_fleet(tmp_path, LOCAL_FIRST)
+    _seed_partition(ledger)
+    before = ledger_state(ledger)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    env.pop("DAGSTER_HOME", None)
+    exe = Path(sys.executable).with_name("faultsense")
+    proc = subprocess.Popen([str(exe), "sweep", "--fleet", str(fleet), "--hour", HOUR], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    try:
+        # the marker: the local executor's scratch folder exists and its workers are running
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(scratch.glob("faultsense-local-*")):
+                workers = _children(proc.pid)
+                if len(workers) >= 4:
+                    break
+            time.sleep(0.05)
+        assert proc.poll() is None and len(workers) >= 4, "the sweep never started its workers"
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == ["error: interrupted during local-4's run; its ledger partition is unchanged; no further replica was swept"], err
+    assert "sim-after" not in out
+    assert ledger_state(ledger) == before  # nothing written, nothing left behind, not even a hidden file
+    assert not [w for w in workers if _alive(w)]
+    assert not any(scratch.glob("faultsense-local-*"))
