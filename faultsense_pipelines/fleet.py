@@ -2,8 +2,10 @@
 
 A *fleet* is a list of replicas, each with its GPU count n, probe size k and the executor
 that runs its probes (``simulated``, ``local``, ``ray`` or ``vllm``), plus the URI of the
-fault ledger. The file is YAML, validated once here (pydantic); every error names the field,
-e.g. ``replicas[1].probe_size: must be <= gpus (got 9 > 8)``, and nothing runs on a bad file.
+fault ledger. The file is YAML, validated once here (pydantic); every error names the field
+and the bad value, e.g. ``replicas[1].probe_size: must be <= gpus (got 9 > 8)`` or
+``replicas[0].gpus: Input should be a valid integer, got True (a boolean)``, and nothing runs
+on a bad file. Integers must be integers (not ``true`` or ``8.0``), numbers must be finite.
 
 >>> fleet = parse_fleet({"ledger": "/tmp/l", "replicas": [
 ...     {"name": "sim-8", "gpus": 8, "probe_size": 4, "executor": "simulated"}]})
@@ -25,6 +27,8 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_va
 
 from .faults import parse_faults
 from .fleet_sections import (  # the section models are re-exported from here
+    Float,
+    Int,
     Injection,
     LocalOptions,
     RayOptions,
@@ -82,13 +86,13 @@ class Replica(StrictModel):
     """
 
     name: str
-    gpus: Annotated[int, Field(ge=2, le=4096)]
-    probe_size: Annotated[int, Field(ge=2)]
+    gpus: Annotated[Int, Field(ge=2, le=4096)]
+    probe_size: Annotated[Int, Field(ge=2)]
     executor: Literal["simulated", "local", "ray", "vllm"]
-    alpha: float | None = None
-    min_slowdown: float | None = None
-    repeats: Annotated[int, Field(ge=1, le=100)] | None = None
-    gpus_per_node: Annotated[int, Field(ge=1)] | None = None
+    alpha: Float | None = None
+    min_slowdown: Float | None = None
+    repeats: Annotated[Int, Field(ge=1, le=100)] | None = None
+    gpus_per_node: Annotated[Int, Field(ge=1)] | None = None
     simulated: SimulatedOptions | None = Field(default=None, validate_default=True)
     local: LocalOptions | None = Field(default=None, validate_default=True)
     ray: RayOptions | None = Field(default=None, validate_default=True)
@@ -226,10 +230,41 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
+#: pydantic error types whose message already says everything (our own validators' messages
+#: name the value themselves; "missing" and "extra_forbidden" are about the key, not a value).
+_MESSAGE_IS_ENOUGH = frozenset({"value_error", "missing", "extra_forbidden"})
+_SHOWN_INPUT_CHARS = 60
+
+
+def _shown_input(value: Any, loc: tuple[Any, ...]) -> str:
+    """The offending value as an error shows it: ``0``, ``True``, ``'magic'``, ``an empty value``;
+    a URL's password redacted, the value of ``api_key_env`` never shown (it may be the key)."""
+    if "api_key_env" in loc:
+        return "a value that is not shown"
+    if value is None:
+        return "an empty value"
+    text = repr(redact_url(value)) if isinstance(value, str) else repr(value)
+    if len(text) > _SHOWN_INPUT_CHARS:
+        text = text[: _SHOWN_INPUT_CHARS - 3] + "..."
+    return text
+
+
+def _error_message(err: Mapping[str, Any]) -> str:
+    """One pydantic error as ``<problem>, got <value>`` (pydantic's own messages omit the value)."""
+    kind, msg = err["type"], str(err["msg"]).removeprefix("Value error, ")
+    if kind in _MESSAGE_IS_ENOUGH:
+        return msg
+    if kind == "finite_number":
+        msg = "must be a finite number (NaN and infinity are not allowed)"
+    value = err.get("input")
+    boolean = " (a boolean)" if kind in ("int_type", "float_type") and isinstance(value, bool) else ""
+    return f"{msg}, got {_shown_input(value, tuple(err['loc']))}{boolean}"
+
+
 def _first_error(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
     err = errors[0]
-    msg = str(err["msg"]).removeprefix("Value error, ")
+    msg = _error_message(err)
     loc = _format_loc(tuple(err["loc"]))
     if msg.startswith("@"):  # a validator that knows a deeper location: "@<suffix>: <problem>"
         suffix, _, msg = msg[1:].partition(": ")
@@ -278,6 +313,8 @@ def load_fleet(path: str | Path | None = None) -> Fleet:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise FleetError(f"{p}: cannot read fleet file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise FleetError(f"{p}: not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -37,6 +37,8 @@ __all__ = [
     "RayOptions",
     "VllmOptions",
     "StrictModel",
+    "Int",
+    "Float",
     "redact_url",
 ]
 
@@ -56,10 +58,18 @@ def redact_url(v: str) -> str:
     return f"{m.group(1)}{user + ':***' if colon else '***'}@{v[m.end():]}"
 
 
-class StrictModel(BaseModel):
-    """A frozen pydantic model that rejects unknown keys (a typo in a fleet file is an error)."""
+#: An integer field that takes integers only: not ``true`` (pydantic's lax mode reads it as 1),
+#: not ``8.0`` or ``"8"``.
+Int = Annotated[int, Field(strict=True)]
+#: A number field that takes ints and floats but not booleans (lax mode reads ``true`` as 1.0).
+Float = Annotated[float, Field(strict=True)]
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class StrictModel(BaseModel):
+    """A frozen pydantic model that rejects unknown keys (a typo in a fleet file is an error)
+    and NaN or infinite numbers (``.nan`` would otherwise fail a range check misleadingly)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _finite(v: float, minimum: float, inclusive: bool = True) -> float:
@@ -79,9 +89,9 @@ class SimulatedFault(StrictModel):
     """A simulated fault: GPU ``gpu`` or path ``link`` is ``slowdown`` times slower (>= 1; 1 is a
     no-op, below 1 would be a faster component, not a gray failure)."""
 
-    gpu: Annotated[int, Field(ge=0)] | None = None
-    link: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = None
-    slowdown: float
+    gpu: Annotated[Int, Field(ge=0)] | None = None
+    link: tuple[Annotated[Int, Field(ge=0)], Annotated[Int, Field(ge=0)]] | None = None
+    slowdown: Float
 
     _check_link = field_validator("link")(_link)
 
@@ -101,10 +111,10 @@ class Injection(StrictModel):
     """A real fault injected into ``local`` / ``ray`` workers: ``{gpu, slowdown >= 1}`` (extra
     compute on that GPU's worker) or ``{link: [a, b], delay_ms >= 0}`` (delay on that path)."""
 
-    gpu: Annotated[int, Field(ge=0)] | None = None
-    slowdown: float | None = None
-    link: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = None
-    delay_ms: float | None = None
+    gpu: Annotated[Int, Field(ge=0)] | None = None
+    slowdown: Float | None = None
+    link: tuple[Annotated[Int, Field(ge=0)], Annotated[Int, Field(ge=0)]] | None = None
+    delay_ms: Float | None = None
 
     _check_link = field_validator("link")(_link)
 
@@ -135,9 +145,9 @@ class SimulatedOptions(StrictModel):
     """``simulated:`` section: injected faults, lognormal noise sigma, seed, healthy latency."""
 
     faults: list[SimulatedFault] = []
-    noise_sigma: Annotated[float, Field(ge=0.0, le=1.0)] = 0.02
-    seed: int = 0
-    base_ms: Annotated[float, Field(gt=0.0)] = 10.0
+    noise_sigma: Annotated[Float, Field(ge=0.0, le=1.0)] = 0.02
+    seed: Int = 0
+    base_ms: Annotated[Float, Field(gt=0.0)] = 10.0
 
 
 class LocalOptions(StrictModel):
@@ -145,12 +155,12 @@ class LocalOptions(StrictModel):
     optional probe-layer sizes and timeouts (defaults: OLMoE-1B-7B's first MoE layer)."""
 
     inject: list[Injection] = []
-    tokens: Annotated[int, Field(ge=1)] | None = None
-    hidden: Annotated[int, Field(ge=8)] | None = None
-    intermediate: Annotated[int, Field(ge=8)] | None = None
+    tokens: Annotated[Int, Field(ge=1)] | None = None
+    hidden: Annotated[Int, Field(ge=8)] | None = None
+    intermediate: Annotated[Int, Field(ge=8)] | None = None
     dtype: Literal["bfloat16", "float16", "float32"] | None = None
-    timeout_s: Annotated[float, Field(gt=0.0)] | None = None
-    start_timeout_s: Annotated[float, Field(gt=0.0)] | None = None
+    timeout_s: Annotated[Float, Field(gt=0.0)] | None = None
+    start_timeout_s: Annotated[Float, Field(gt=0.0)] | None = None
 
 
 class RayOptions(StrictModel):
@@ -159,7 +169,7 @@ class RayOptions(StrictModel):
 
     address: str | None = None
     inject: list[Injection] = []
-    use_gpus: bool | None = None
+    use_gpus: Annotated[bool, Field(strict=True)] | None = None
 
 
 class VllmOptions(StrictModel):
@@ -169,9 +179,9 @@ class VllmOptions(StrictModel):
     url: str
     api_key_env: str | None = None
     model: str | None = None
-    timeout_s: Annotated[float, Field(gt=0.0, le=600.0)] = 10.0
-    retries: Annotated[int, Field(ge=0, le=10)] = 2
-    check_routing: bool = False
+    timeout_s: Annotated[Float, Field(gt=0.0, le=600.0)] = 10.0
+    retries: Annotated[Int, Field(ge=0, le=10)] = 2
+    check_routing: Annotated[bool, Field(strict=True)] = False
 
     @field_validator("url")
     @classmethod

@@ -186,3 +186,50 @@ def test_a_simulated_fault_listed_twice_is_refused_when_the_fleet_loads_in_the_s
 def test_a_gpu_fault_and_a_link_fault_on_the_same_gpu_are_not_repeats() -> None:
     fleet = parse_fleet(with_second(simulated={"faults": [{"gpu": 3, "slowdown": 2.0}, {"link": [3, 4], "slowdown": 1.5}]}))
     assert len(fleet.replica("b").simulated.faults) == 2
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"gpus": 0}, "replicas[1].gpus: Input should be greater than or equal to 2, got 0"),
+        ({"gpus": True}, "replicas[1].gpus: Input should be a valid integer, got True (a boolean)"),
+        ({"gpus": 8.0}, "replicas[1].gpus: Input should be a valid integer, got 8.0"),
+        ({"repeats": False}, "replicas[1].repeats: Input should be a valid integer, got False (a boolean)"),
+        ({"alpha": True}, "replicas[1].alpha: Input should be a valid number, got True (a boolean)"),
+        ({"executor": "magic"}, "replicas[1].executor: Input should be 'simulated', 'local', 'ray' or 'vllm', got 'magic'"),
+        ({"simulated": {"noise_sigma": float("nan")}}, "replicas[1].simulated.noise_sigma: must be a finite number (NaN and infinity are not allowed), got nan"),
+        ({"simulated": {"base_ms": float("inf")}}, "replicas[1].simulated.base_ms: must be a finite number (NaN and infinity are not allowed), got inf"),
+        ({"simulated": {"noise_sigma": 1.5}}, "replicas[1].simulated.noise_sigma: Input should be less than or equal to 1, got 1.5"),
+        ({"simulated": {"seed": True}}, "replicas[1].simulated.seed: Input should be a valid integer, got True (a boolean)"),
+        ({"simulated": {"faults": [{"gpu": True, "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].gpu: Input should be a valid integer, got True (a boolean)"),
+        ({"simulated": {"faults": [{"gpu": 1, "slowdown": True}]}}, "replicas[1].simulated.faults[0].slowdown: Input should be a valid number, got True (a boolean)"),
+        ({"simulated": {"faults": [{"link": [1, True], "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].link[1]: Input should be a valid integer, got True (a boolean)"),
+        ({"executor": "vllm", "vllm": {"url": "http://h:1", "retries": 1.5}}, "replicas[1].vllm.retries: Input should be a valid integer, got 1.5"),
+        ({"executor": "vllm", "vllm": {"url": "http://h:1", "check_routing": "yes"}}, "replicas[1].vllm.check_routing: Input should be a valid boolean, got 'yes'"),
+    ],
+)
+def test_a_bad_value_is_echoed_in_the_error_and_booleans_nan_and_infinity_are_refused(changes: dict, expected: str) -> None:
+    with pytest.raises(FleetError) as err:
+        parse_fleet(with_second(**changes), source="fleet.yaml")
+    assert str(err.value) == f"fleet.yaml: {expected}"
+
+
+def test_an_empty_ledger_is_called_an_empty_value() -> None:
+    with pytest.raises(FleetError) as err:
+        parse_fleet({**BASE, "ledger": None}, source="fleet.yaml")
+    assert str(err.value) == "fleet.yaml: ledger: Input should be a valid string, got an empty value"
+
+
+def test_the_value_of_api_key_env_is_never_echoed_even_when_it_is_not_a_string() -> None:
+    with pytest.raises(FleetError) as err:
+        parse_fleet(with_second(executor="vllm", vllm={"url": "http://h:1", "api_key_env": 9876543210}), source="fleet.yaml")
+    assert str(err.value).startswith("fleet.yaml: replicas[1].vllm.api_key_env: Input should be a valid string")
+    assert "9876543210" not in str(err.value)
+
+
+def test_a_fleet_file_that_is_not_utf8_is_named_in_the_error(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b" \xff\xfe garbage\n")
+    with pytest.raises(FleetError) as err:
+        load_fleet(path)
+    assert str(err.value) == f"{path}: not a UTF-8 text file (byte 0xff at offset 1)"
