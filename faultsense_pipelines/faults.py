@@ -5,7 +5,10 @@ probe touches a GPU when the GPU is in it, and a link when both of its ends are.
 
 A gray failure only slows things down, so ``slowdown >= 1``: a value below 1 (a *faster*
 component) is rejected, and ``slowdown == 1`` is accepted as a no-op (a healthy component,
-the same convention as the real injections of ``probe.executors.injection``).
+the same convention as the real injections of ``probe.executors.injection``). A slowdown
+above :data:`MAX_SLOWDOWN` (1000x) is rejected too: a component that slow has failed outright,
+which is not the gray failure FaultSense localizes, and a huge value (``1e307``) would only
+overflow the simulated latency.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from dataclasses import dataclass
 
 from .topology import Link, link
 
-__all__ = ["GpuFault", "LinkFault", "Fault", "parse_fault", "parse_faults"]
+__all__ = ["GpuFault", "LinkFault", "Fault", "MAX_SLOWDOWN", "parse_fault", "parse_faults"]
+
+#: The largest slowdown a fault may have (a latency multiplier; 1000x is a fail-stop, not gray).
+MAX_SLOWDOWN = 1000.0
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ def parse_fault(item: Mapping, n: int, where: str = "faults[0]") -> Fault:
 
     Raises:
         ValueError: naming the bad field (not an object, neither or both of gpu/link, unknown
-            GPU id, link to itself, missing, NaN or below-1 slowdown).
+            GPU id, link to itself, missing, NaN, below-1 or above-MAX_SLOWDOWN slowdown).
 
     >>> parse_fault({"link": [21, 3], "slowdown": 1.56}, 32)
     LinkFault(link=(3, 21), slowdown=1.56)
@@ -135,3 +141,5 @@ def _gpu_id(v: object, n: int, where: str) -> int:
 def _check_slowdown(slowdown: float, where: str) -> None:
     if not math.isfinite(slowdown) or slowdown < 1:
         raise ValueError(f"{where}.slowdown must be a finite number >= 1 (a gray failure slows down), got {slowdown!r}")
+    if slowdown > MAX_SLOWDOWN:
+        raise ValueError(f"{where}.slowdown must be <= {MAX_SLOWDOWN:g} (slower is a fail-stop, not a gray failure), got {slowdown!r}")

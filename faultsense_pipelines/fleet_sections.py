@@ -29,6 +29,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .faults import MAX_SLOWDOWN
+from .simulator import MAX_NOISE_SIGMA
+
 __all__ = [
     "SimulatedFault",
     "Injection",
@@ -98,7 +101,9 @@ class SimulatedFault(StrictModel):
     @field_validator("slowdown")
     @classmethod
     def _slowdown(cls, v: float) -> float:
-        return _finite(v, 1)
+        if _finite(v, 1) > MAX_SLOWDOWN:
+            raise ValueError(f"must be <= {MAX_SLOWDOWN:g} (slower is a fail-stop, not a gray failure), got {v!r}")
+        return v
 
     @model_validator(mode="after")
     def _one_component(self) -> SimulatedFault:
@@ -141,13 +146,18 @@ class Injection(StrictModel):
         return self.model_dump(exclude_none=True, mode="json")
 
 
+#: The largest healthy probe latency of a simulated replica, ms (one minute).
+MAX_BASE_MS = 60_000.0
+
+
 class SimulatedOptions(StrictModel):
-    """``simulated:`` section: injected faults, lognormal noise sigma, seed, healthy latency."""
+    """``simulated:`` section: injected faults (slowdown 1..1000), lognormal noise sigma
+    (0..1), seed, healthy latency (ms, at most a minute)."""
 
     faults: list[SimulatedFault] = []
-    noise_sigma: Annotated[Float, Field(ge=0.0, le=1.0)] = 0.02
+    noise_sigma: Annotated[Float, Field(ge=0.0, le=MAX_NOISE_SIGMA)] = 0.02
     seed: Int = 0
-    base_ms: Annotated[Float, Field(gt=0.0)] = 10.0
+    base_ms: Annotated[Float, Field(gt=0.0, le=MAX_BASE_MS)] = 10.0
 
 
 class LocalOptions(StrictModel):

@@ -6,7 +6,10 @@ The JSON form read by ``faultsense simulate --scenario FILE``::
      "faults": [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}],
      "noise": {"sigma": 0.02}, "seed": 7}
 
-``noise`` and ``seed`` are optional (noise-free, seed 0).
+``noise`` and ``seed`` are optional (noise-free, seed 0). Bounds: ``0 <= noise.sigma <= 1``
+(:data:`~faultsense_pipelines.simulator.MAX_NOISE_SIGMA`, the fleet file's cap) and
+``1 <= slowdown <= 1000`` (:data:`~faultsense_pipelines.faults.MAX_SLOWDOWN`), so that no
+simulated latency can overflow.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 from .cover import validate_cover_args
 from .faults import Fault, parse_faults
-from .simulator import SimulatedReplica
+from .simulator import MAX_NOISE_SIGMA, SimulatedReplica
 
 __all__ = ["Scenario", "parse_scenario"]
 
@@ -44,7 +47,7 @@ def parse_scenario(obj: object) -> Scenario:
 
     Raises:
         ValueError: naming the bad field (missing, unknown, wrong type, k > n, unknown GPU
-            id, slowdown <= 0, negative sigma, ...).
+            id, slowdown outside [1, 1000], sigma outside [0, 1], ...).
 
     >>> parse_scenario({"gpus": 8, "probe_size": 4, "faults": [{"link": [3, 4], "slowdown": 2}]}).faults
     (LinkFault(link=(3, 4), slowdown=2.0),)
@@ -66,8 +69,8 @@ def parse_scenario(obj: object) -> Scenario:
         if not isinstance(noise, Mapping) or set(noise) - {"sigma"}:
             raise ValueError(f"noise must be an object like {{\"sigma\": 0.02}}, got {noise!r}")
         sigma = noise.get("sigma", 0.0)
-        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) or sigma < 0:
-            raise ValueError(f"noise.sigma must be a finite number >= 0, got {sigma!r}")
+        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) or not 0 <= sigma <= MAX_NOISE_SIGMA:
+            raise ValueError(f"noise.sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {sigma!r}")
     seed = _int(obj.get("seed", 0), "seed", 0)
     return Scenario(n, k, faults, float(sigma), seed)
 

@@ -17,10 +17,13 @@ import numpy as np
 from .faults import Fault, GpuFault, LinkFault
 from .probes import ProbeMeasurement
 
-__all__ = ["SimulatedReplica", "DEFAULT_BASE_MS"]
+__all__ = ["SimulatedReplica", "DEFAULT_BASE_MS", "MAX_NOISE_SIGMA"]
 
 #: Healthy probe latency, ms: the order of a one-layer MoE forward with an all-to-all.
 DEFAULT_BASE_MS = 20.0
+#: The largest lognormal noise sigma: at sigma = 1 one repeat in twenty is already 5x off its
+#: mean (exp(1.645)), far noisier than any replica measured; the fleet file has the same cap.
+MAX_NOISE_SIGMA = 1.0
 
 
 class SimulatedReplica:
@@ -29,7 +32,7 @@ class SimulatedReplica:
     Args:
         gpus: n, GPUs in the replica (>= 1).
         faults: injected faults; ids must lie in ``0..n-1``.
-        noise_sigma: sigma of the lognormal noise per repeat (>= 0; 0 = noise-free).
+        noise_sigma: sigma of the lognormal noise per repeat (0..MAX_NOISE_SIGMA; 0 = noise-free).
         seed: seed of the noise generator.
         base_ms: healthy probe latency, ms (> 0).
 
@@ -54,8 +57,8 @@ class SimulatedReplica:
     ) -> None:
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
             raise ValueError(f"gpus must be an integer >= 1, got {gpus!r}")
-        if not math.isfinite(noise_sigma) or noise_sigma < 0:
-            raise ValueError(f"noise_sigma must be a finite number >= 0, got {noise_sigma!r}")
+        if not math.isfinite(noise_sigma) or not 0 <= noise_sigma <= MAX_NOISE_SIGMA:
+            raise ValueError(f"noise_sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {noise_sigma!r}")
         if not math.isfinite(base_ms) or base_ms <= 0:
             raise ValueError(f"base_ms must be a finite number > 0, got {base_ms!r}")
         for f in faults:
@@ -87,9 +90,16 @@ class SimulatedReplica:
         self.probes_run += 1
         mean = self.base_ms * self.slowdown(probe)
         if self.noise_sigma == 0.0:
-            return ProbeMeasurement(probe, (mean,) * repeats)
-        noise = np.exp(self._rng.normal(0.0, self.noise_sigma, size=repeats))
-        return ProbeMeasurement(probe, tuple(float(mean * x) for x in noise))
+            latencies = np.full(repeats, mean)
+        else:
+            with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
+                latencies = mean * np.exp(self._rng.normal(0.0, self.noise_sigma, size=repeats))
+        if not np.isfinite(latencies).all():
+            raise ValueError(
+                f"simulated latency of probe {list(probe)} overflows: base_ms={self.base_ms!r} x slowdown "
+                f"{self.slowdown(probe)!r} x lognormal noise (sigma {self.noise_sigma!r}) is not a finite number of ms"
+            )
+        return ProbeMeasurement(probe, tuple(float(x) for x in latencies))
 
     def close(self) -> None:
         """Nothing to release; safe to call twice."""

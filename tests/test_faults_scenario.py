@@ -92,3 +92,25 @@ def test_a_slowdown_of_exactly_one_is_accepted_as_a_healthy_no_op() -> None:
     from faultsense_pipelines.faults import GpuFault, parse_fault
 
     assert parse_fault({"gpu": 3, "slowdown": 1}, 8) == GpuFault(3, 1.0)
+
+
+def test_the_simulated_replica_reports_an_overflowing_latency_as_a_value_error_not_inf() -> None:
+    import warnings
+
+    from faultsense_pipelines.faults import GpuFault
+    from faultsense_pipelines.simulator import SimulatedReplica
+
+    replica = SimulatedReplica(8, [GpuFault(1, 1000.0)], noise_sigma=1.0, seed=0, base_ms=1e306)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning either
+        with pytest.raises(ValueError, match=r"^simulated latency of probe \[0, 1, 2\] overflows: base_ms=1e\+306 x slowdown 1000.0"):
+            replica.run([0, 1, 2], repeats=4)
+        assert replica.run([2, 3, 4]).latencies_ms[0] < float("inf")  # 1e306 ms: huge, but finite
+
+
+@pytest.mark.parametrize("sigma", [-0.1, 1.5, float("nan")])
+def test_the_simulated_replica_refuses_noise_outside_the_fleet_cap(sigma: float) -> None:
+    from faultsense_pipelines.simulator import SimulatedReplica
+
+    with pytest.raises(ValueError, match=r"noise_sigma must be a finite number in \[0, 1\]"):
+        SimulatedReplica(8, noise_sigma=sigma)

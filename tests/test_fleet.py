@@ -200,6 +200,8 @@ def test_a_gpu_fault_and_a_link_fault_on_the_same_gpu_are_not_repeats() -> None:
         ({"simulated": {"noise_sigma": float("nan")}}, "replicas[1].simulated.noise_sigma: must be a finite number (NaN and infinity are not allowed), got nan"),
         ({"simulated": {"base_ms": float("inf")}}, "replicas[1].simulated.base_ms: must be a finite number (NaN and infinity are not allowed), got inf"),
         ({"simulated": {"noise_sigma": 1.5}}, "replicas[1].simulated.noise_sigma: Input should be less than or equal to 1, got 1.5"),
+        ({"simulated": {"faults": [{"gpu": 1, "slowdown": 1e307}]}}, "replicas[1].simulated.faults[0].slowdown: must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307"),
+        ({"simulated": {"base_ms": 1e300}}, "replicas[1].simulated.base_ms: Input should be less than or equal to 60000, got 1e+300"),
         ({"simulated": {"seed": True}}, "replicas[1].simulated.seed: Input should be a valid integer, got True (a boolean)"),
         ({"simulated": {"faults": [{"gpu": True, "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].gpu: Input should be a valid integer, got True (a boolean)"),
         ({"simulated": {"faults": [{"gpu": 1, "slowdown": True}]}}, "replicas[1].simulated.faults[0].slowdown: Input should be a valid number, got True (a boolean)"),

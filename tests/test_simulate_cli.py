@@ -104,3 +104,26 @@ def test_a_replica_beyond_max_gpus_is_refused_before_any_planning(tmp_path, comm
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "gpus must be <= 4096" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"noise": {"sigma": 500}}, "noise.sigma must be a finite number in [0, 1], got 500"),
+        ({"noise": {"sigma": 1.01}}, "noise.sigma must be a finite number in [0, 1], got 1.01"),
+        ({"faults": [{"gpu": 9, "slowdown": 1e307}]}, "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307"),
+        ({"faults": [{"link": [3, 21], "slowdown": 1000.5}]}, "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1000.5"),
+    ],
+)
+def test_a_scenario_that_would_overflow_the_latency_is_refused_in_one_line_naming_field_and_value(tmp_path, changes, message):
+    """sigma 500 and slowdown 1e307 once ended in a numpy overflow warning and a traceback."""
+    result = _simulate(tmp_path, {**SCENARIO, **changes}, "--json")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [f"error: scenario {tmp_path / 'scenario.json'}: {message}"]
+
+
+def test_the_bounds_themselves_are_accepted_and_localize_the_slowest_fault(tmp_path):
+    scenario = {**SCENARIO, "faults": [{"gpu": 9, "slowdown": 1000}], "noise": {"sigma": 1.0}, "seed": 3}
+    result = _simulate(tmp_path, scenario, "--json", "--repeats", "5")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["faulty_gpus"] == [9]

@@ -52,7 +52,10 @@ def simulate(
     except ValueError as exc:
         fail(f"{'--alpha' if 'alpha' in str(exc) else f'scenario {scenario}'}: {exc}")
     plan = plan_cover(sc.gpus, sc.probe_size, cover)
-    result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=drilldown)
+    try:
+        result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=drilldown)
+    except ValueError as exc:  # the scenario's bounds leave none, but a simulated latency that overflows says so in one line
+        fail(f"scenario {scenario}: {exc}")
     if as_json:
         typer.echo(json.dumps(result.to_dict()))
     else:
