@@ -56,3 +56,32 @@ def test_plan_bad_input_is_one_stderr_line_naming_the_value_and_exit_2(args, nam
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0]
+
+
+def test_plan_refuses_a_cover_above_the_probe_limit_before_planning_naming_gpus_k_and_the_bound():
+    """n=4096, k=2 once planned 8.4 million probes for minutes at 5.7 GB; every pair is its own
+    probe there, so the Schönheim bound is n(n-1)/2 = 4096 * 4095 / 2 = 8,386,560."""
+    result = runner.invoke(app, ["plan", "--gpus", "4096", "--probe-size", "2", "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: --gpus/--probe-size: a cover of gpus=4096 with probe_size=2 needs at least 8,386,560 probes "
+        "(Schönheim bound), more than the limit of 1,000,000; use a larger probe size"
+    ]
+
+
+def test_the_probe_limit_sits_between_n_1414_and_n_1415_for_pairs():
+    from faultsense_pipelines.cli.errors import MAX_PLAN_PROBES, cover_too_large
+
+    assert MAX_PLAN_PROBES == 1_000_000
+    assert cover_too_large(1414, 2) is None  # 1414 * 1413 / 2 = 998,991 probes
+    assert "needs at least 1,000,405 probes" in cover_too_large(1415, 2)  # 1415 * 1414 / 2
+    assert cover_too_large(4096, 8) is None  # the largest replica with the paper's k = 8: 299,520
+
+
+def test_simulate_refuses_a_scenario_whose_cover_is_above_the_probe_limit(tmp_path):
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"gpus": 4096, "probe_size": 3, "faults": []}))
+    result = runner.invoke(app, ["simulate", "--scenario", str(path), "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"scenario {path}: a cover of gpus=4096 with probe_size=3 needs at least 2,796,203 probes" in lines[0]

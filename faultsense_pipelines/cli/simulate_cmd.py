@@ -15,7 +15,7 @@ from ..drilldown import DRILLDOWN_METHODS
 from ..localize import Localization, localize
 from ..scenario import parse_scenario
 from ..suspects import MedianRatioRule, default_rule
-from .errors import fail
+from .errors import cover_too_large, fail
 
 __all__ = ["register", "simulate"]
 
@@ -51,6 +51,8 @@ def simulate(
         rule = default_rule() if alpha is None else MedianRatioRule(alpha)
     except ValueError as exc:
         fail(f"{'--alpha' if 'alpha' in str(exc) else f'scenario {scenario}'}: {exc}")
+    if problem := cover_too_large(sc.gpus, sc.probe_size):
+        fail(f"scenario {scenario}: {problem}")
     plan = plan_cover(sc.gpus, sc.probe_size, cover)
     try:
         result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=drilldown)
