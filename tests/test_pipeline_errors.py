@@ -164,7 +164,7 @@ def test_sweep_repeats_is_optional_and_at_least_one(tmp_path: Path) -> None:
 
     shown = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
     line = next(line for line in shown.output.splitlines() if "--repeats" in line)
-    assert "default: 0" not in line and "x>=0" not in line and re.search(r"x>=1", line), line
+    assert "default: 0" not in line and "x>=0" not in line and re.search(r"INTEGER.*>= 1", line), line
     fleet, ledger = write_fleet(tmp_path)
     zero = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--repeats", "0", "--hour", HOUR])
     assert zero.exit_code == 2 and "--repeats" in zero.output and not ledger.exists()

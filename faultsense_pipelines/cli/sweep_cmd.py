@@ -230,7 +230,7 @@ def register(app: typer.Typer) -> None:
         fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."),
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
-        repeats: str = typer.Option(None, "--repeats", show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
+        repeats: str = typer.Option(None, "--repeats", metavar="INTEGER", show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
