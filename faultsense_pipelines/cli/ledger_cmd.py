@@ -1,10 +1,18 @@
-"""``faultsense ledger show``: print recent rows of the fault ledger."""
+"""``faultsense ledger show``: print recent rows of the fault ledger.
+
+Filters: ``--status`` must be one of the ledger's statuses and ``--detector`` one of
+:data:`KNOWN_DETECTORS` (a typo is an error, exit 2, not an empty table). ``--replica`` takes
+any name (a replica may have been renamed or retired); when it matches no row, the (empty)
+table is still printed, exit 0, and one ``note:`` line on stderr lists the replicas that do
+have rows in the range.
+"""
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich import box
@@ -13,7 +21,13 @@ from rich.table import Table
 
 from .errors import fail
 
-__all__ = ["register", "default_ledger_uri"]
+if TYPE_CHECKING:
+    from faultsense_pipelines.ledger import LedgerStore
+
+__all__ = ["register", "default_ledger_uri", "KNOWN_DETECTORS"]
+
+#: The detectors that write the fault ledger: the active sweep and the two passive detectors.
+KNOWN_DETECTORS: tuple[str, ...] = ("faultsense", "minder", "flowpulse")
 
 
 def default_ledger_uri(ledger: str | None, fleet: Path | None) -> str:
@@ -36,7 +50,7 @@ def register(app: typer.Typer) -> None:
     def show(
         since: str = typer.Option(None, "--since", help="First day to show, YYYY-MM-DD (default: 7 days ago)."),
         replica: str = typer.Option(None, "--replica", help="Only this replica."),
-        detector: str = typer.Option(None, "--detector", help="Only this detector (faultsense, minder, flowpulse)."),
+        detector: str = typer.Option(None, "--detector", help=f"Only this detector ({', '.join(KNOWN_DETECTORS)})."),
         status: str = typer.Option(None, "--status", help="Only this status (confirmed, suspect, masked, inconclusive)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
         fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."),
@@ -53,6 +67,8 @@ def register(app: typer.Typer) -> None:
             fail(f"--since must be a date YYYY-MM-DD, got {since!r}")
         if status is not None and status not in STATUSES:
             fail(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
+        if detector is not None and detector not in KNOWN_DETECTORS:
+            fail(f"--detector must be one of {', '.join(KNOWN_DETECTORS)}, got {detector!r}")
         try:
             store = LedgerStore(default_ledger_uri(ledger, fleet))
         except (FleetError, ValueError) as exc:
@@ -60,6 +76,8 @@ def register(app: typer.Typer) -> None:
         if (kind := store.root_kind()) != "directory":
             fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
         df = store.read_faults(since=day, replica=replica, detector=detector)
+        if replica is not None and df.empty:
+            _note_unmatched_replica(store, replica, day)
         if status is not None:
             df = df[df["status"] == status]
         shown = df.tail(limit)
@@ -78,3 +96,10 @@ def register(app: typer.Typer) -> None:
         console = Console()
         # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses
         (console if console.is_terminal else Console(width=250)).print(table)
+
+
+def _note_unmatched_replica(store: LedgerStore, replica: str, day: date) -> None:
+    """One stderr line: ``--replica`` matched no row; these replicas have rows since ``day``."""
+    present = sorted(set(store.read_faults(since=day)["replica"]))
+    have = f"replicas with rows: {', '.join(present)}" if present else "no replica has rows"
+    typer.echo(f"note: --replica {replica!r} matches no fault row since {day} ({have})", err=True)
