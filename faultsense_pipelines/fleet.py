@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
+from .cover.bounds import cover_too_large
 from .faults import parse_faults
 from .fleet_sections import (  # the section models are re-exported from here
     Float,
@@ -111,6 +112,8 @@ class Replica(StrictModel):
         gpus = info.data.get("gpus")
         if gpus is not None and v > gpus:
             raise ValueError(f"must be <= gpus (got {v} > {gpus})")
+        if gpus is not None and (problem := cover_too_large(gpus, v)):
+            raise ValueError(problem)
         return v
 
     @field_validator("alpha", "min_slowdown")

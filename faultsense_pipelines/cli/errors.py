@@ -7,16 +7,11 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
+from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the CLI's limit
+
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 __all__ = ["fail", "check_cover_args", "cover_too_large", "MAX_PLAN_PROBES"]
-
-#: The most probes a cover planned by the CLI (``faultsense plan``, ``faultsense simulate``)
-#: may need. A replica whose Schönheim lower bound L(n, k) exceeds it is refused before any
-#: planning: n = 4096, k = 2 needs 8,386,560 probes (minutes and ~5.7 GB to plan, and a
-#: Phase 1 of 8 million probes), while n = 1024, k = 2 (523,776) and n = 4096, k = 8
-#: (299,520) are allowed. See docs/input-limits.md.
-MAX_PLAN_PROBES = 1_000_000
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -41,25 +36,3 @@ def check_cover_args(n: int, k: int, method: str = "best") -> None:
         fail(f"{_FLAGS.get(name, name)}: {exc}")
     if problem := cover_too_large(n, k):
         fail(f"--gpus/--probe-size: {problem}")
-
-
-def cover_too_large(n: int, k: int) -> str | None:
-    """Why a cover of ``n`` GPUs with probe size ``k`` is too large to plan, or None.
-
-    The cover needs at least Schönheim's bound L(n, k) probes (computed in O(1), before any
-    planning); above :data:`MAX_PLAN_PROBES` the plan is refused.
-
-    >>> cover_too_large(4096, 8) is None
-    True
-    >>> cover_too_large(4096, 2)
-    'a cover of gpus=4096 with probe_size=2 needs at least 8,386,560 probes (Schönheim bound), more than the limit of 1,000,000; use a larger probe size'
-    """
-    from ..cover.bounds import schonheim_bound
-
-    bound = schonheim_bound(n, k)
-    if bound <= MAX_PLAN_PROBES:
-        return None
-    return (
-        f"a cover of gpus={n} with probe_size={k} needs at least {bound:,} probes (Schönheim bound), "
-        f"more than the limit of {MAX_PLAN_PROBES:,}; use a larger probe size"
-    )

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from math import ceil
 
-__all__ = ["schonheim_bound", "all_pairs"]
+__all__ = ["schonheim_bound", "all_pairs", "cover_too_large", "MAX_PLAN_PROBES"]
+
+#: The most probes a cover may need to be planned at all (``faultsense plan``, ``simulate`` and
+#: every fleet replica). A replica whose Schönheim lower bound L(n, k) exceeds it is refused
+#: before any planning: n = 4096, k = 2 needs 8,386,560 probes (minutes and ~5.7 GB to plan, and a
+#: Phase 1 of 8 million probes), while n = 1024, k = 2 (523,776) and n = 4096, k = 8
+#: (299,520) are allowed. See docs/input-limits.md.
+MAX_PLAN_PROBES = 1_000_000
 
 
 def schonheim_bound(n: int, k: int) -> int:
@@ -37,3 +44,23 @@ def schonheim_bound(n: int, k: int) -> int:
 def all_pairs(n: int) -> int:
     """Number of probes for testing every GPU pair separately, n(n-1)/2 (the paper's baseline)."""
     return n * (n - 1) // 2
+
+
+def cover_too_large(n: int, k: int) -> str | None:
+    """Why a cover of ``n`` GPUs with probe size ``k`` is too large to plan, or None.
+
+    The cover needs at least Schönheim's bound L(n, k) probes (computed in O(1), before any
+    planning); above :data:`MAX_PLAN_PROBES` the plan is refused.
+
+    >>> cover_too_large(4096, 8) is None
+    True
+    >>> cover_too_large(4096, 2)
+    'a cover of gpus=4096 with probe_size=2 needs at least 8,386,560 probes (Schönheim bound), more than the limit of 1,000,000; use a larger probe size'
+    """
+    bound = schonheim_bound(n, k)
+    if bound <= MAX_PLAN_PROBES:
+        return None
+    return (
+        f"a cover of gpus={n} with probe_size={k} needs at least {bound:,} probes (Schönheim bound), "
+        f"more than the limit of {MAX_PLAN_PROBES:,}; use a larger probe size"
+    )
