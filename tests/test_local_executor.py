@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import statistics
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +72,22 @@ def test_pool_is_a_probe_executor_with_one_process_per_gpu(healthy):
     m = healthy.run([0, 1, 2, 3], repeats=2)
     assert m.ok and m.gpus == (0, 1, 2, 3) and len(m.latencies_ms) == 2
     assert all(v > 0 for v in m.latencies_ms)
+
+
+def _ignores_sigint(pid: int) -> bool:
+    """From the kernel's own record (/proc/PID/status SigIgn, a hex mask; SIGINT is bit 1)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    raise AssertionError(f"no SigIgn line for pid {pid}")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_workers_ignore_ctrl_c_and_the_driver_keeps_its_handler(healthy):
+    # a Ctrl-C in a terminal goes to the whole process group: only the driver may act on it
+    assert all(_ignores_sigint(pid) for pid in healthy.worker_pids)
+    assert not _ignores_sigint(os.getpid())
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
 
 
 def test_injected_3x_straggler_is_localized_by_phase1_and_phase2(healthy):

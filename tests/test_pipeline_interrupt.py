@@ -186,7 +186,9 @@ def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_
         while time.monotonic() < deadline and proc.poll() is None:
             if any(scratch.glob("faultsense-local-*")):
                 workers = _children(proc.pid)
-                if len(workers) >= 4:
+                # all 4 spawned workers (not counting multiprocessing's resource tracker), so
+                # the interrupt lands while they boot and join the group, after every start
+                if sum("--multiprocessing-fork" in _cmdline(w) for w in workers) >= 4:
                     break
             time.sleep(0.05)
         assert proc.poll() is None and len(workers) >= 4, "the sweep never started its workers"

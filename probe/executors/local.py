@@ -92,17 +92,32 @@ def _reason(exc: BaseException) -> str:
 
 
 @contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """Block ``SIGINT`` in this thread while the block runs (a pending one is delivered after).
+def _workers_ignore_sigint() -> Iterator[None]:
+    """Start worker processes inside this block so that they ignore ``SIGINT`` for life.
 
-    A process started meanwhile inherits the blocked signal, so a Ctrl-C sent to the whole
-    process group reaches only the driver, which then reaps its workers.
+    A Ctrl-C in a terminal reaches the whole process group; it belongs to the driver, which
+    then reaps its workers. A blocked signal mask is not enough: with torch imported, a spawned
+    worker starts with an empty mask and a Ctrl-C during its bootstrap printed a
+    ``KeyboardInterrupt`` traceback. An *ignored* ``SIGINT`` survives ``exec``, and Python then
+    never installs its handler, so in the main thread the disposition is ``SIG_IGN`` while the
+    block runs (with the signal also blocked, and a Ctrl-C already pending re-raised after).
+    A Ctrl-C sent during the block itself (a few ms per worker) is dropped by the kernel.
+    Outside the main thread (where ``signal.signal`` is not allowed) only the mask is set.
     """
+    import threading
+
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    main = threading.current_thread() is threading.main_thread()
+    pending = main and signal.SIGINT in signal.sigpending()
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
         yield
     finally:
+        if main:  # None: a handler installed outside Python; Python's own is the closest
+            signal.signal(signal.SIGINT, signal.default_int_handler if handler is None else handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if pending:
+            signal.raise_signal(signal.SIGINT)
 
 
 def _reap(processes: list, conns: list, store_dir: str, how: dict) -> None:
@@ -187,7 +202,7 @@ class LocalExecutor(WorkerPoolExecutor):
             p = ctx.Process(target=_worker_main, name=f"faultsense-gpu{rank}", daemon=True,
                             args=(rank, self.shape, self.backend, init_method, pg_timeout_s,
                                   self.injections, child))
-            with _sigint_blocked():  # the worker inherits the blocked SIGINT: Ctrl-C is the driver's
+            with _workers_ignore_sigint():  # the worker inherits an ignored SIGINT: Ctrl-C is the driver's
                 p.start()
             child.close()
             self._processes.append(p)
