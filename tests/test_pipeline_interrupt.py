@@ -203,7 +203,7 @@ def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_
             proc.communicate()
     assert proc.returncode == 130, (out, err)
     lines = [line for line in err.splitlines() if line.strip()]
-    assert lines == ["error: interrupted during local-4's run; its ledger partition is unchanged; no further replica was swept"], err
+    assert lines == ["error: interrupted during local-4's run; its ledger partition holds its last completed sweep; no further replica was swept"], err
     assert "sim-after" not in out
     assert ledger_state(ledger) == before  # nothing written, nothing left behind, not even a hidden file
     # every child of the sweep (workers, multiprocessing's resource tracker) exits; an orphan
@@ -213,3 +213,21 @@ def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_
         time.sleep(0.1)
     assert not [_cmdline(w) for w in workers if _alive(w)]
     assert not any(scratch.glob("faultsense-local-*"))
+
+
+def test_a_ctrl_c_that_another_handler_swallows_still_stops_the_sweep() -> None:
+    # Dagster may turn a SIGINT into a plain run failure (one landing while the executor's
+    # workers shut down); the sweep notices it through the signal wakeup fd all the same
+    from faultsense_pipelines.cli.sweep_cmd import _SigintWatch
+
+    swallowed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signo, _frame: swallowed.append(signo))
+    try:
+        with _SigintWatch() as watch:
+            assert not watch.fired()
+            signal.raise_signal(signal.SIGINT)
+            assert swallowed == [signal.SIGINT]
+            assert watch.fired()
+            assert not watch.fired()  # each interrupt is reported once
+    finally:
+        signal.signal(signal.SIGINT, previous)

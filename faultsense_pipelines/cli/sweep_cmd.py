@@ -27,7 +27,8 @@ __all__ = ["register", "run_sweep", "ReplicaSweep", "SweepInterrupted"]
 
 class SweepInterrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C (``SIGINT``); ``replica`` is the one whose run it stopped
-    (its ledger partition is unchanged), or empty between runs."""
+    (its ledger partition is whole: its last completed sweep, or this run's if the interrupt
+    came while the run was committing it), or empty between runs."""
 
     def __init__(self, replica: str = "") -> None:
         super().__init__(replica)
@@ -74,6 +75,53 @@ def _failure_message(result) -> str:
             outer, cause = data.error.message.strip().splitlines()[-1], _innermost(data.error)
             return outer if cause == outer else f"{outer}: {cause}"
     return "run failed"
+
+
+class _SigintWatch:
+    """Notices every ``SIGINT`` the process receives while it is active, whichever Python
+    handler (ours, Dagster's) took it -- through the signal wakeup fd, which Python's C-level
+    handler writes the signal number to before any Python handler runs. A Ctrl-C that Dagster
+    turns into a plain run failure (e.g. one landing while an executor's workers shut down
+    after the run's last step) is still an interrupt of the sweep. Main thread only (where
+    ``signal.set_wakeup_fd`` is allowed); elsewhere it notices nothing.
+    """
+
+    def __enter__(self) -> "_SigintWatch":
+        import signal
+        import socket
+        import threading
+
+        self._sock = None
+        if threading.current_thread() is threading.main_thread():
+            self._sock, write = socket.socketpair()
+            for end in (self._sock, write):
+                end.setblocking(False)
+            self._write = write
+            self._previous = signal.set_wakeup_fd(write.fileno(), warn_on_full_buffer=False)
+        return self
+
+    def fired(self) -> bool:
+        """Whether a ``SIGINT`` arrived since the last call."""
+        import signal
+
+        got = b""
+        while self._sock is not None:
+            try:
+                chunk = self._sock.recv(4096)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        return signal.SIGINT in got
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._sock is not None:
+            signal.set_wakeup_fd(self._previous)
+            self._sock.close()
+            self._write.close()
 
 
 def _interrupted(result) -> bool:
@@ -133,7 +181,8 @@ def run_sweep(
     Raises:
         SweepInterrupted: Ctrl-C (``SIGINT``) stopped a replica's run: no further replica is
             swept, the analytics are not refreshed, and the interrupted replica's ledger
-            partition is as it was before its run began.
+            partition is whole: as it was before its run, or (an interrupt during the run's
+            final write waits for it) this run's completed sweep -- never a mix.
         FleetError: malformed fleet file. KeyError: unknown replica name. ValueError: ``hour``
             is malformed or outside the sweep partitions, ``repeats`` < 1, or the ledger path
             is a file (checked before any run starts).
@@ -170,20 +219,23 @@ def run_sweep(
             instance.add_dynamic_partitions(REPLICAS.name, missing)
         job = defs.resolve_job_def(SWEEP_JOB)
         outcomes = []
-        for name in names:
-            on_start and on_start(name)
-            outcome, t0 = ReplicaSweep(name, fleet.replica(name).executor), time.monotonic()
-            key = dg.MultiPartitionKey({"hour": hour, "replica": name})
-            try:
-                result = job.execute_in_process(instance=instance, partition_key=key, run_config=config, raise_on_error=False)
-            except KeyboardInterrupt:
-                raise SweepInterrupted(name) from None
-            if _interrupted(result):
-                raise SweepInterrupted(name)
-            outcome = _summarize(outcome, result)
-            outcome.seconds = time.monotonic() - t0
-            outcomes.append(outcome)
-            on_done and on_done(outcome)
+        with _SigintWatch() as sigint:
+            for name in names:
+                on_start and on_start(name)
+                outcome, t0 = ReplicaSweep(name, fleet.replica(name).executor), time.monotonic()
+                key = dg.MultiPartitionKey({"hour": hour, "replica": name})
+                try:
+                    result = job.execute_in_process(instance=instance, partition_key=key, run_config=config, raise_on_error=False)
+                except KeyboardInterrupt:
+                    raise SweepInterrupted(name) from None
+                if sigint.fired() or _interrupted(result):
+                    raise SweepInterrupted(name)
+                outcome = _summarize(outcome, result)
+                outcome.seconds = time.monotonic() - t0
+                outcomes.append(outcome)
+                on_done and on_done(outcome)
+            if sigint.fired():
+                raise SweepInterrupted()
         defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
     finally:
         if own:
@@ -267,7 +319,7 @@ def register(app: typer.Typer) -> None:
             except KeyboardInterrupt as exc:
                 progress.stop()
                 which = getattr(exc, "replica", "")
-                where = f" during {which}'s run; its ledger partition is unchanged" if which else ""
+                where = f" during {which}'s run; its ledger partition holds its last completed sweep" if which else ""
                 fail(f"interrupted{where}; no further replica was swept", code=130)
             except FleetError as exc:
                 progress.stop()
