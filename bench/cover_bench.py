@@ -153,6 +153,8 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
         "  system D extended by e GPUs that share ceil(v/(k-e)) new probes.",
         "- `resolvable` is a small cover annealed in fixed rounds (`faultsense_pipelines/cover/resolvable_covers.json`);",
         "  `AG(2,7)+1` is the affine plane plus one GPU on the lines through a point (8 parallel classes = 8 rounds).",
+        "- `cyclic` is one base round of disjoint probes on Z_m x {0..c-1} developed over Z_m into m rounds",
+        "  (`faultsense_pipelines/cover/cyclic_covers.json`; n=75, k=8: Z_15 x 5, 135 probes in 15 rounds).",
         "- Rounds above 1.5x come from transversal designs with infinite GPUs (e > 0): those GPUs sit in every",
         "  group's sub-cover (a high floor when e is large), and their probes cannot share a round with a full",
         "  parallel class of the TD, which leaves no GPU of a group idle; tabu search breaks up some classes but",
