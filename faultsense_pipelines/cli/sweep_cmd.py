@@ -9,7 +9,10 @@ table shows what each replica's sweep found.
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,10 +90,6 @@ class _SigintWatch:
     """
 
     def __enter__(self) -> "_SigintWatch":
-        import signal
-        import socket
-        import threading
-
         self._sock = None
         if threading.current_thread() is threading.main_thread():
             self._sock, write = socket.socketpair()
@@ -102,8 +101,6 @@ class _SigintWatch:
 
     def fired(self) -> bool:
         """Whether a ``SIGINT`` arrived since the last call."""
-        import signal
-
         got = b""
         while self._sock is not None:
             try:
@@ -116,8 +113,6 @@ class _SigintWatch:
         return signal.SIGINT in got
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         if self._sock is not None:
             signal.set_wakeup_fd(self._previous)
             self._sock.close()

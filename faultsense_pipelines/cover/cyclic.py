@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import table
+from .resolvable import valid_rounds
 
 __all__ = ["CYCLIC_PATH", "develop", "unmet_differences", "cyclic_cover"]
 
@@ -110,13 +111,13 @@ def _load() -> dict[tuple[int, int], Rounds]:
     for key, entry in json.loads(CYCLIC_PATH.read_text()).items():
         k, n = (int(t) for t in key.split(","))
         m, classes = int(entry["m"]), int(entry["classes"])
-        if m * classes != n or any(len(b) > k for b in entry["base"]):
+        if m * classes != n:
             continue
         try:
             rounds = develop(entry["base"], m, classes)
         except ValueError:
             continue
-        if table._is_cover(tuple(b for r in rounds for b in r), n, k):
+        if valid_rounds(rounds, n, k):  # the check every stored cover in rounds passes
             out[(n, k)] = rounds
     return out
 

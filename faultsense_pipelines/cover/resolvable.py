@@ -33,7 +33,7 @@ from pathlib import Path
 from . import table
 from .bounds import schonheim_bound
 
-__all__ = ["RESOLVABLE_PATH", "RESOLVABLE_SEARCHED", "anneal_resolvable", "resolvable_cover", "regenerate_resolvable"]
+__all__ = ["RESOLVABLE_PATH", "RESOLVABLE_SEARCHED", "anneal_resolvable", "resolvable_cover", "regenerate_resolvable", "valid_rounds"]
 
 RESOLVABLE_PATH = Path(__file__).with_name("resolvable_covers.json")
 # (k, GPU counts searched, annealing moves per attempted number of rounds, most rounds tried above the floor)
@@ -163,7 +163,7 @@ def _floor_rounds(s: int, k: int) -> int:
     return max(-(-(s - 1) // (k - 1)), -(-schonheim_bound(s, k) // (s // k)))
 
 
-def _valid(rounds: Rounds, s: int, k: int) -> bool:
+def valid_rounds(rounds: Rounds, s: int, k: int) -> bool:
     """A pair cover of ``s`` GPUs (:func:`.table._is_cover`) whose rounds are GPU-disjoint."""
     disjoint = all(len({g for b in r for g in b}) == sum(len(b) for b in r) for r in rounds)
     return disjoint and table._is_cover(tuple(b for r in rounds for b in r), s, k)
@@ -177,7 +177,7 @@ def _load() -> dict[tuple[int, int], Rounds]:
     for key, rounds in json.loads(RESOLVABLE_PATH.read_text()).items():
         k, s = (int(t) for t in key.split(","))
         cover = tuple(tuple(tuple(int(g) for g in b) for b in r) for r in rounds)
-        if _valid(cover, s, k):
+        if valid_rounds(cover, s, k):
             out[(s, k)] = cover
     return out
 

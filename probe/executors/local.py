@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -104,8 +105,6 @@ def _workers_ignore_sigint() -> Iterator[None]:
     A Ctrl-C sent during the block itself (a few ms per worker) is dropped by the kernel.
     Outside the main thread (where ``signal.signal`` is not allowed) only the mask is set.
     """
-    import threading
-
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     main = threading.current_thread() is threading.main_thread()
     pending = main and signal.SIGINT in signal.sigpending()
