@@ -1,4 +1,4 @@
-"""Large stored covers (k = 8, n = 112..176 and 300): every pair covered, within 1.10 x Schönheim, used by ``best``."""
+"""Large stored covers (k = 8, n = 112..176, 275 and 300): every pair covered, within 1.10 x Schönheim, used by ``best``."""
 
 from __future__ import annotations
 
@@ -100,3 +100,11 @@ def test_the_n300_cover_keeps_the_probe_count_and_meets_the_rounds_target():
     probes = table.decode_probes(entry["probes"], entry["id_bytes"])
     assert len(probes) <= 1681
     assert _rounds_of_first_fit(probes, 300) <= 1.5 * ceil(299 / 7)
+
+
+def test_the_n275_cover_meets_the_probe_and_the_rounds_targets():
+    # issue 2: probes <= 1.10 x L(275, 8) = 1512.5 and rounds <= 1.5 x ceil(274 / 7) = 60
+    entry = RAW["8"]["275"]
+    probes = table.decode_probes(entry["probes"], entry["id_bytes"])
+    assert len(probes) <= 1.10 * _schonheim(275, 8)
+    assert _rounds_of_first_fit(probes, 275) <= 1.5 * ceil(274 / 7)

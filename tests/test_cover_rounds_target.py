@@ -1,9 +1,8 @@
 """Issue 2's rounds target at the benchmark sizes: rounds <= 1.5 x ceil((n-1)/(k-1)).
 
 A property of the deterministic plan (no timing). Slow tier: planning all 26 sizes takes
-about a minute on 2 cores. Sizes whose cover is a transversal design with "infinite" GPUs
-still miss the target at n=275, and so does n=175 (see docs/cover.md): they are listed as expected
-failures, strict, so that a fix shows up as an unexpected pass.
+about a minute on 2 cores. n=175 still misses the target (see docs/cover.md): it is listed as
+an expected failure, strict, so that a fix shows up as an unexpected pass.
 """
 
 from __future__ import annotations
@@ -13,13 +12,12 @@ import pytest
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.cover.rounds import rounds_lower_bound
 
-# k=8: n=275 (TD(8,32)+19): the infinite GPUs are in every group's sub-cover and the TD's
-# parallel classes leave no group GPU idle (n=275 has too many infinite GPUs for the aligned
-# cover); n=175: an annealed table cover of 595 probes whose floor is 37 (<= 37.5), but no
-# schedule found below 49. n=75 is met by a cyclic cover (135 probes in 15 rounds,
-# faultsense_pipelines/cover/cyclic.py), n=300 by a stored cover (1678 probes in 64 rounds,
-# docs/cover_large.md).
-OPEN = {(8, 175), (8, 275)}
+# k=8, n=175: an annealed table cover of 595 probes whose floor is 37 (<= 37.5), but no
+# schedule found below 49, and no cover of <= 601 probes (1.10 x L) in 37 rounds found yet
+# (docs/cover_large.md). n=75 is met by a cyclic cover (135 probes in 15 rounds,
+# faultsense_pipelines/cover/cyclic.py), n=275 and n=300 by stored covers (1512 probes in 60
+# rounds, 1678 in 64; docs/cover_large.md).
+OPEN = {(8, 175)}
 
 CASES = [
     pytest.param(n, k, marks=pytest.mark.xfail(strict=True, reason="open: see OPEN")) if (k, n) in OPEN

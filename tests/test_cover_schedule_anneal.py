@@ -1,0 +1,67 @@
+"""Offline round squeezing (cover/schedule_anneal.py, numba): fewer rounds, or fewer probes, still a cover.
+
+Every result is checked here by brute force (pairs) and by a first-fit written out here
+(rounds), not by the module's own checks.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import pytest
+
+from faultsense_pipelines.cover.greedy import greedy_cover
+
+pytest.importorskip("numba")
+
+from faultsense_pipelines.cover.schedule_anneal import squeeze_rounds  # noqa: E402
+
+
+def _uncovered(probes, n: int) -> set[tuple[int, int]]:
+    covered = {pair for p in probes for pair in combinations(sorted(set(p)), 2)}
+    return set(combinations(range(n), 2)) - covered
+
+
+def _first_fit_rounds(probes) -> int:
+    busy: list[set[int]] = []
+    for p in probes:
+        for used in busy:
+            if used.isdisjoint(p):
+                used.update(p)
+                break
+        else:
+            busy.append(set(p))
+    return len(busy)
+
+
+def test_greedy_cover_is_squeezed_into_fewer_rounds_with_the_same_probe_budget():
+    n, k = 40, 8
+    start = greedy_cover(n, k)  # 42 probes; first fit 18 rounds, the tabu schedule 17
+    assert _first_fit_rounds(start) >= 17  # the premise
+    found = squeeze_rounds(start, n, 14, len(start), seed=0, moves=2_000_000, reheats=3)
+    assert found is not None
+    assert _uncovered(found, n) == set()
+    assert all(len(set(p)) == len(p) == k for p in found)
+    assert len(found) <= len(start)
+    assert _first_fit_rounds(found) <= 14
+
+
+def test_probes_above_the_cap_are_shed_and_the_cover_repaired():
+    n, k = 40, 8
+    start = greedy_cover(n, k)
+    found = squeeze_rounds(start, n, 17, len(start) - 2, seed=0, moves=2_000_000, reheats=3)
+    assert found is not None
+    assert len(found) <= len(start) - 2
+    assert _uncovered(found, n) == set()
+    assert _first_fit_rounds(found) <= 17
+
+
+def test_an_impossible_squeeze_returns_none():
+    n, k = 40, 8
+    # a GPU meets at most 7 others per probe, so it needs ceil(39 / 7) = 6 probes: 5 rounds cannot work
+    assert squeeze_rounds(greedy_cover(n, k), n, 5, 25, seed=0, moves=200_000) is None
+
+
+def test_a_cap_the_rounds_cannot_hold_is_refused():
+    with pytest.raises(ValueError, match="cap=26: 5 rounds hold 1..25 probes"):
+        squeeze_rounds(greedy_cover(40, 8), 40, 5, 26)
