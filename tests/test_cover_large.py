@@ -108,3 +108,11 @@ def test_the_n275_cover_meets_the_probe_and_the_rounds_targets():
     probes = table.decode_probes(entry["probes"], entry["id_bytes"])
     assert len(probes) <= 1.10 * _schonheim(275, 8)
     assert _rounds_of_first_fit(probes, 275) <= 1.5 * ceil(274 / 7)
+
+
+def test_the_n175_cover_meets_the_probe_and_the_rounds_targets():
+    # issue 2: probes <= 1.10 x L(175, 8) = 601.7 and rounds <= 1.5 x ceil(174 / 7) = 37.5
+    entry = RAW["8"]["175"]
+    probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
+    assert len(probes) <= 1.10 * _schonheim(175, 8)
+    assert _rounds_of_first_fit(probes, 175) <= 1.5 * ceil(174 / 7)

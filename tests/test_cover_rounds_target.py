@@ -1,8 +1,8 @@
 """Issue 2's rounds target at the benchmark sizes: rounds <= 1.5 x ceil((n-1)/(k-1)).
 
 A property of the deterministic plan (no timing). Slow tier: planning all 26 sizes takes
-about a minute on 2 cores. n=175 still misses the target (see docs/cover.md): it is listed as
-an expected failure, strict, so that a fix shows up as an unexpected pass.
+about a minute on 2 cores. A size that misses the target goes in OPEN, with its reason, as a
+strict expected failure, so that a fix shows up as an unexpected pass; none is open now.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import pytest
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.cover.rounds import rounds_lower_bound
 
-# k=8, n=175: an annealed table cover of 595 probes whose floor is 37 (<= 37.5), but no
-# schedule found below 49, and no cover of <= 601 probes (1.10 x L) in 37 rounds found yet
-# (docs/cover_large.md). n=75 is met by a cyclic cover (135 probes in 15 rounds,
-# faultsense_pipelines/cover/cyclic.py), n=275 and n=300 by stored covers (1512 probes in 60
-# rounds, 1678 in 64; docs/cover_large.md).
-OPEN = {(8, 175)}
+# k=8: n=75 is met by a cyclic cover (135 probes in 15 rounds, faultsense_pipelines/cover/cyclic.py),
+# n=175, 275 and 300 by stored covers (601 probes in 37 rounds, 1512 in 60, 1678 in 64;
+# docs/cover_large.md); the covers they replace missed it (595 probes in 49 rounds, 1459 in 77,
+# 1681 in 76).
+OPEN: set[tuple[int, int]] = set()
 
 CASES = [
     pytest.param(n, k, marks=pytest.mark.xfail(strict=True, reason="open: see OPEN")) if (k, n) in OPEN

@@ -5,21 +5,24 @@ TD(8, m) + e covers at n = 175 and 275 put their "infinite" GPUs in 37 and 64 pr
 (targets 37.5 and 60). Here the probes themselves change. With R rounds fixed:
 
 1. the tabu search of :mod:`.round_search` gives every probe a round with the fewest clashes
-   (a GPU in two probes of one round);
+   (a GPU in two probes of one round); a round over floor(n / k) probes passes the rest on;
 2. each clash is repaired by giving all but one of the clashing probes an idle GPU of that
-   round instead (so every round is GPU-disjoint from here on), and up to ``cap`` minus the
-   cover's probes new probes of idle GPUs are added to the emptiest rounds;
+   round instead (so every round is GPU-disjoint from here on), probes move from the fullest
+   rounds to emptier ones where they fit (idle GPUs give the annealing room), short probes are
+   filled, and up to ``cap`` minus the cover's probes new probes of idle GPUs are added to the
+   emptiest rounds -- or, above ``cap``, probes are shed one at a time (the one covering the
+   fewest pairs alone), annealing after each;
 3. simulated annealing restores coverage without ever breaking a round: a move takes an
    uncovered pair {x, y} and a round r where x is in a probe, and swaps y (in another probe of
-   r, or idle in r) with another GPU of x's probe (Nurmela-Östergård's move restricted to one
-   round, as in :mod:`.resolvable`, here started from an almost-covering schedule instead
-   of random rounds).
+   r, or idle in r) with another GPU z of x's probe -- Nurmela-Östergård's move restricted to
+   one round, as in :mod:`.resolvable`, here started from an almost-covering schedule instead
+   of random rounds. z is random, or with ``pick_best`` the best of the k - 1 choices.
 
-The result is listed round by round, so first fit in the stored order (what ``best`` does
-with a table cover) uses at most R rounds. Run (writes ``large_covers.json`` only with
-``--write``; seeded, so the same arguments give the same cover):
-
-    nice -n 10 .venv/bin/python -m faultsense_pipelines.cover.schedule_anneal 175 37 601 [--write]
+Measured (docs/cover_large.md): n = 275 from TD(8,32)+19 (1459 probes, 77 rounds) to 1512
+probes in 60 rounds, lowering R 66 -> 60; n = 175 from the resolvable truncated TD(8,23)
+(616 probes, 29 rounds) to 601 probes in 37 rounds by shedding. The result is listed round by
+round, so first fit in the stored order (what ``best`` does with a table cover) uses at most
+R rounds. Seeded: the same arguments give the same cover (commands in :func:`main`).
 
 References:
     K. J. Nurmela, P. R. J. Östergård, "Upper bounds for covering designs by simulated
@@ -313,9 +316,14 @@ def squeeze_rounds(
 
 
 def main(argv: list[str]) -> int:
-    """``N R1,R2,... CAP [--resolvable] [--seeds=S] [--moves=M] [--reheats=H] [--write]``: from
-    ``best``'s transversal-design cover of N GPUs (k = 8; ``--resolvable``: its resolvable one),
-    squeeze into R1 rounds, then R2, ... each from the last cover found (seeds 0..S-1 per R)."""
+    """``N R1,R2,... CAP [--resolvable] [--seeds=S] [--moves=M] [--reheats=H] [--pick-best] [--write]``:
+    from ``best``'s transversal-design cover of N GPUs (k = 8; ``--resolvable``: its resolvable
+    one), squeeze into R1 rounds, then R2, ... each from the last cover found (seeds 0..S-1 per R).
+
+    The stored covers:
+    ``275 66,64,63,62,61,60 1512 --reheats=20 --write`` (~5 minutes on one core) and
+    ``175 37 601 --resolvable --moves=1e8 --reheats=12 --pick-best --write`` (~3 minutes).
+    """
     from . import best, table
 
     opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
@@ -328,7 +336,8 @@ def main(argv: list[str]) -> int:
     print(f"n={n}: start {td.source}, {len(found)} probes", file=sys.stderr)
     for R in (int(r) for r in argv[1].split(",")):
         seeds = range(int(opts.get("seeds", 4)))
-        kw = dict(moves=int(float(opts.get("moves", 2e8))), reheats=int(opts.get("reheats", 1)))
+        kw = dict(moves=int(float(opts.get("moves", 2e8))), reheats=int(opts.get("reheats", 1)),
+                  pick_best="--pick-best" in argv)
         nxt = next((f for s in seeds if (f := squeeze_rounds(found, n, R, cap, seed=s, **kw))), None)
         if nxt is None:
             print(f"n={n}: no cover in {R} rounds with <= {cap} probes", file=sys.stderr)
