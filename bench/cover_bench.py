@@ -155,10 +155,14 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
         "  `AG(2,7)+1` is the affine plane plus one GPU on the lines through a point (8 parallel classes = 8 rounds).",
         "- `cyclic` is one base round of disjoint probes on Z_m x {0..c-1} developed over Z_m into m rounds",
         "  (`faultsense_pipelines/cover/cyclic_covers.json`; n=75, k=8: Z_15 x 5, 135 probes in 15 rounds).",
+        "- `table` for k=8 at n >= 100 is a stored large cover (`faultsense_pipelines/cover/large_covers.json`,",
+        "  docs/cover_large.md); at n=175 and 275 it is a transversal-design cover whose probes were changed",
+        "  offline with the rounds fixed (`cover/schedule_anneal.py`): 601 probes in 37 rounds, 1512 in 60.",
         "- Rounds above 1.5x come from transversal designs with infinite GPUs (e > 0): those GPUs sit in every",
         "  group's sub-cover (a high floor when e is large), and their probes cannot share a round with a full",
         "  parallel class of the TD, which leaves no GPU of a group idle; tabu search breaks up some classes but",
-        "  stays well above the floor. Where the floor itself is above 1.5x, only another cover can help.",
+        "  stays well above the floor. Where the floor itself is above 1.5x, only another cover can help",
+        "  (as at n=175 and 275, where a squeezed cover replaced it).",
     ]
     return "\n".join(lines) + "\n"
 
