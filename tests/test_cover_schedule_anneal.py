@@ -62,6 +62,22 @@ def test_an_impossible_squeeze_returns_none():
     assert squeeze_rounds(greedy_cover(n, k), n, 5, 25, seed=0, moves=200_000) is None
 
 
-def test_a_cap_the_rounds_cannot_hold_is_refused():
-    with pytest.raises(ValueError, match="cap=26: 5 rounds hold 1..25 probes"):
-        squeeze_rounds(greedy_cover(40, 8), 40, 5, 26)
+def test_a_cap_below_one_is_refused_and_one_above_what_the_rounds_hold_is_lowered():
+    with pytest.raises(ValueError, match="cap=0"):
+        squeeze_rounds(greedy_cover(40, 8), 40, 5, 0)
+    # 5 rounds hold 25 probes of 8 on 40 GPUs; a cap of 60 means 25 (and 5 rounds are still too few)
+    assert squeeze_rounds(greedy_cover(40, 8), 40, 5, 60, seed=0, moves=200_000) is None
+
+
+def test_the_command_writes_the_cover_round_by_round_to_the_given_file(tmp_path):
+    import json
+
+    from faultsense_pipelines.cover import table
+    from faultsense_pipelines.cover.schedule_anneal import main
+
+    out = tmp_path / "covers.json"
+    assert main(["104", "17,16", "210", "--moves=2e6", "--write", f"--out={out}"]) == 0  # TD(8,13): 17 rounds
+    entry = json.loads(out.read_text())["8"]["104"]
+    probes = table.decode_probes(entry["probes"], entry["id_bytes"])
+    assert _uncovered(probes, 104) == set()
+    assert len(probes) <= 210 and _first_fit_rounds(probes) <= entry["rounds"] <= 16

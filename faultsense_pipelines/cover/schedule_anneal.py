@@ -22,7 +22,8 @@ Measured (docs/cover_large.md): n = 275 from TD(8,32)+19 (1459 probes, 77 rounds
 probes in 60 rounds, lowering R 66 -> 60; n = 175 from the resolvable truncated TD(8,23)
 (616 probes, 29 rounds) to 601 probes in 37 rounds by shedding. The result is listed round by
 round, so first fit in the stored order (what ``best`` does with a table cover) uses at most
-R rounds. Seeded: the same arguments give the same cover (commands in :func:`main`).
+R rounds. Seeded: the same arguments give the same cover (:data:`RECIPES`; regenerate all with
+``python -m faultsense_pipelines.cover.schedule_anneal --all --write``).
 
 References:
     K. J. Nurmela, P. R. J. Östergård, "Upper bounds for covering designs by simulated
@@ -35,6 +36,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -277,14 +279,16 @@ def squeeze_rounds(
         probes no other probe needs removed, or None if pairs were still uncovered.
 
     Raises:
-        ValueError: if ``cap`` is not in 1 .. R * floor(n / k) (what R rounds can hold).
+        ValueError: if ``cap`` or ``R`` is below 1. A cap above what R rounds hold
+            (R * floor(n / k) probes) is lowered to it.
     """
     from .refine import remove_redundant
     from .table import _is_cover
 
     k = max(len(b) for b in probes)
-    if not 1 <= cap <= R * (n // k):
-        raise ValueError(f"cap={cap}: {R} rounds hold 1..{R * (n // k)} probes of {k} of {n} GPUs")
+    if cap < 1 or R < 1:
+        raise ValueError(f"need cap >= 1 and R >= 1; got cap={cap}, R={R}")
+    cap = min(cap, R * (n // k))  # what R rounds can hold
     start = time.time()
     rng = np.random.default_rng(seed)
     pool = [[list(b) for b in probes]]
@@ -315,41 +319,58 @@ def squeeze_rounds(
     return out
 
 
-def main(argv: list[str]) -> int:
-    """``N R1,R2,... CAP [--resolvable] [--seeds=S] [--moves=M] [--reheats=H] [--pick-best] [--write]``:
-    from ``best``'s transversal-design cover of N GPUs (k = 8; ``--resolvable``: its resolvable
-    one), squeeze into R1 rounds, then R2, ... each from the last cover found (seeds 0..S-1 per R).
+#: The stored squeezed covers: the arguments of :func:`main` that regenerate each (k = 8).
+RECIPES: tuple[str, ...] = (
+    "275 66,64,63,62,61,60 1512 --reheats=20",  # ~5 minutes on one core
+    "175 37 601 --resolvable --moves=1e8 --reheats=12 --pick-best",  # ~3 minutes
+)
 
-    The stored covers:
-    ``275 66,64,63,62,61,60 1512 --reheats=20 --write`` (~5 minutes on one core) and
-    ``175 37 601 --resolvable --moves=1e8 --reheats=12 --pick-best --write`` (~3 minutes).
+
+def main(argv: list[str]) -> int:
+    """``N R1,R2,... CAP [--resolvable | --from-stored] [--seeds=S] [--moves=M] [--reheats=H]
+    [--pick-best] [--write] [--out=PATH]``, or ``--all [--write] [--out=PATH]`` for every recipe
+    of :data:`RECIPES`.
+
+    From ``best``'s transversal-design cover of N GPUs (``--resolvable``: its resolvable one;
+    ``--from-stored``: the cover the large table holds for N), squeeze into R1 rounds, then R2,
+    ... each from the last cover found (seeds 0..S-1 per R), at most CAP probes. ``--write``
+    stores the result in ``large_covers.json`` (or ``--out``), listed round by round.
     """
     from . import best, table
 
     opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+    tail = [a for a in argv if a == "--write" or a.startswith("--out=")]
+    if "--all" in argv:
+        return max(main(recipe.split() + tail) for recipe in RECIPES)
     n, cap = int(argv[0]), int(argv[2])
-    td = best._best_td(n, 8, resolvable_only="--resolvable" in argv)
-    if td is None:
-        print(f"n={n}: no transversal-design cover to start from", file=sys.stderr)
+    if "--from-stored" in argv:
+        stored = table.large_cover(n, 8)
+        start, source = (None, "") if stored is None else (list(stored), "the stored cover")
+    else:
+        td = best._best_td(n, 8, resolvable_only="--resolvable" in argv)
+        start, source = (None, "") if td is None else (list(td.blocks), td.source)
+    if start is None:
+        print(f"n={n}: no cover to start from", file=sys.stderr)
         return 1
-    found: list[Block] = list(td.blocks)
-    print(f"n={n}: start {td.source}, {len(found)} probes", file=sys.stderr)
+    found: list[Block] = start
+    print(f"n={n}: start {source}, {len(found)} probes", file=sys.stderr)
+    kw = dict(moves=int(float(opts.get("moves", 2e8))), reheats=int(opts.get("reheats", 1)),
+              pick_best="--pick-best" in argv)
     for R in (int(r) for r in argv[1].split(",")):
         seeds = range(int(opts.get("seeds", 4)))
-        kw = dict(moves=int(float(opts.get("moves", 2e8))), reheats=int(opts.get("reheats", 1)),
-                  pick_best="--pick-best" in argv)
         nxt = next((f for s in seeds if (f := squeeze_rounds(found, n, R, cap, seed=s, **kw))), None)
         if nxt is None:
             print(f"n={n}: no cover in {R} rounds with <= {cap} probes", file=sys.stderr)
             return 1
         found = nxt
     rounds = len(ordered_rounds(found, n))
-    print(f"n={n}, k=8: {len(found)} probes, {rounds} rounds (first fit in stored order)")
+    print(f"n={n}, k=8: {len(found)} probes, {rounds} rounds (first fit in stored order)", flush=True)
     if "--write" in argv:
-        raw = json.loads(table.LARGE_TABLE_PATH.read_text())
+        path = Path(opts["out"]) if "out" in opts else table.LARGE_TABLE_PATH
+        raw = json.loads(path.read_text()) if path.exists() else {}
         idb = 1 if n <= 256 else 2
         raw.setdefault("8", {})[str(n)] = {"rounds": rounds, "id_bytes": idb, "probes": table.encode_probes(found, idb)}
-        table.LARGE_TABLE_PATH.write_text(json.dumps(raw, separators=(",", ":")) + "\n")
+        path.write_text(json.dumps(raw, separators=(",", ":")) + "\n")
     return 0
 
 
