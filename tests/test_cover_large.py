@@ -116,3 +116,20 @@ def test_the_n175_cover_meets_the_probe_and_the_rounds_targets():
     probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
     assert len(probes) <= 1.10 * _schonheim(175, 8)
     assert _rounds_of_first_fit(probes, 175) <= 1.5 * ceil(174 / 7)
+
+
+
+SQUEEZED = sorted(int(n) for n, entry in RAW["8"].items() if "recipe" in entry)
+
+
+def test_the_squeezed_covers_include_the_benchmark_sizes_175_and_275():
+    assert {175, 275} <= set(SQUEEZED)
+
+
+@pytest.mark.parametrize("n", SQUEEZED)
+def test_a_squeezed_cover_meets_the_rounds_target_and_names_its_own_size_in_its_recipe(n):
+    # cover/schedule_anneal.py stores a cover only for the rounds target: <= 1.5 x ceil((n-1)/(k-1))
+    entry = RAW["8"][str(n)]
+    probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
+    assert _rounds_of_first_fit(probes, n) <= 1.5 * ceil((n - 1) / 7)
+    assert entry["recipe"].split()[0] == str(n)

@@ -22,8 +22,9 @@ Measured (docs/cover_large.md): n = 275 from TD(8,32)+19 (1459 probes, 77 rounds
 probes in 60 rounds, lowering R 66 -> 60; n = 175 from the resolvable truncated TD(8,23)
 (616 probes, 29 rounds) to 601 probes in 37 rounds by shedding. The result is listed round by
 round, so first fit in the stored order (what ``best`` does with a table cover) uses at most
-R rounds. Seeded: the same arguments give the same cover (:data:`RECIPES`; regenerate all with
-``python -m faultsense_pipelines.cover.schedule_anneal --all --write``).
+R rounds. Seeded: the same arguments give the same cover; each stored entry keeps its
+arguments as ``recipe``, and ``python -m faultsense_pipelines.cover.schedule_anneal --all --write``
+reruns them all.
 
 References:
     K. J. Nurmela, P. R. J. Östergård, "Upper bounds for covering designs by simulated
@@ -44,7 +45,7 @@ from numba import njit
 from .rounds import ordered_rounds
 from .round_search import _tabu
 
-__all__ = ["squeeze_rounds"]
+__all__ = ["main", "squeeze_rounds"]
 
 Block = tuple[int, ...]
 
@@ -319,29 +320,25 @@ def squeeze_rounds(
     return out
 
 
-#: The stored squeezed covers: the arguments of :func:`main` that regenerate each (k = 8).
-RECIPES: tuple[str, ...] = (
-    "275 66,64,63,62,61,60 1512 --reheats=20",  # ~5 minutes on one core
-    "175 37 601 --resolvable --moves=1e8 --reheats=12 --pick-best",  # ~3 minutes
-)
-
-
 def main(argv: list[str]) -> int:
     """``N R1,R2,... CAP [--resolvable | --from-stored] [--seeds=S] [--moves=M] [--reheats=H]
-    [--pick-best] [--write] [--out=PATH]``, or ``--all [--write] [--out=PATH]`` for every recipe
-    of :data:`RECIPES`.
+    [--pick-best] [--write] [--out=PATH]``, or ``--all [--write] [--out=PATH]`` to rerun the
+    ``recipe`` of every entry of the large table that has one.
 
     From ``best``'s transversal-design cover of N GPUs (``--resolvable``: its resolvable one;
     ``--from-stored``: the cover the large table holds for N), squeeze into R1 rounds, then R2,
     ... each from the last cover found (seeds 0..S-1 per R), at most CAP probes. ``--write``
-    stores the result in ``large_covers.json`` (or ``--out``), listed round by round.
+    stores the result in ``large_covers.json`` (or ``--out``), listed round by round, with the
+    arguments as its ``recipe``.
     """
     from . import best, table
 
     opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
     tail = [a for a in argv if a == "--write" or a.startswith("--out=")]
     if "--all" in argv:
-        return max(main(recipe.split() + tail) for recipe in RECIPES)
+        stored = json.loads(table.LARGE_TABLE_PATH.read_text()).get("8", {})
+        return max([main(e["recipe"].split() + tail) for e in stored.values() if "recipe" in e], default=0)
+    recipe = " ".join(a for a in argv if a not in tail)
     n, cap = int(argv[0]), int(argv[2])
     if "--from-stored" in argv:
         stored = table.large_cover(n, 8)
@@ -369,7 +366,8 @@ def main(argv: list[str]) -> int:
         path = Path(opts["out"]) if "out" in opts else table.LARGE_TABLE_PATH
         raw = json.loads(path.read_text()) if path.exists() else {}
         idb = 1 if n <= 256 else 2
-        raw.setdefault("8", {})[str(n)] = {"rounds": rounds, "id_bytes": idb, "probes": table.encode_probes(found, idb)}
+        raw.setdefault("8", {})[str(n)] = {
+            "rounds": rounds, "id_bytes": idb, "recipe": recipe, "probes": table.encode_probes(found, idb)}
         path.write_text(json.dumps(raw, separators=(",", ":")) + "\n")
     return 0
 
