@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.fleet import FleetError, Replica
+from faultsense_pipelines.fleet import MAX_REPEATS, FleetError, Replica
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
@@ -60,8 +60,8 @@ def _replica(fleet: FleetResource, name: str) -> Replica:
 
 
 def _repeats(config: SweepConfig, replica: Replica) -> int:
-    if config.repeats < 0:
-        raise dg.Failure(description=f"repeats must be >= 0, got {config.repeats}")
+    if not 0 <= config.repeats <= MAX_REPEATS:
+        raise dg.Failure(description=f"repeats must be in 0..{MAX_REPEATS} (0: the fleet's), got {config.repeats}")
     return config.repeats or replica.repeats or DEFAULT_REPEATS
 
 

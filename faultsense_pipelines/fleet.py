@@ -39,8 +39,10 @@ from .fleet_sections import (  # the section models are re-exported from here
     VllmOptions,
     redact_url,
 )
+from .textfile import TextFileError, read_text
 
 __all__ = [
+    "MAX_REPEATS",
     "Fleet",
     "FleetError",
     "Replica",
@@ -63,6 +65,8 @@ DEFAULT_FLEET_PATH = Path(__file__).resolve().parent / "data" / "fleet.yaml"
 
 EXECUTORS: tuple[str, ...] = ("simulated", "local", "ray", "vllm")
 NAME_PATTERN = r"[a-z0-9_-]+"
+#: Most measurements per probe a sweep or a simulation takes (fleet ``repeats``, ``--repeats``).
+MAX_REPEATS = 100
 _URI_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 
 
@@ -92,7 +96,7 @@ class Replica(StrictModel):
     executor: Literal["simulated", "local", "ray", "vllm"]
     alpha: Float | None = None
     min_slowdown: Float | None = None
-    repeats: Annotated[Int, Field(ge=1, le=100)] | None = None
+    repeats: Annotated[Int, Field(ge=1, le=MAX_REPEATS)] | None = None
     gpus_per_node: Annotated[Int, Field(ge=1)] | None = None
     simulated: SimulatedOptions | None = Field(default=None, validate_default=True)
     local: LocalOptions | None = Field(default=None, validate_default=True)
@@ -313,11 +317,10 @@ def load_fleet(path: str | Path | None = None) -> Fleet:
     """
     p = fleet_path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FleetError(f"{p}: cannot read fleet file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise FleetError(f"{p}: not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+        text = read_text(p)
+    except TextFileError as exc:
+        why = str(exc).replace("cannot read (", "cannot read fleet file (", 1)
+        raise FleetError(f"{p}: {why}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

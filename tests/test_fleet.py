@@ -237,3 +237,22 @@ def test_a_fleet_file_that_is_not_utf8_is_named_in_the_error(tmp_path: Path) -> 
     with pytest.raises(FleetError) as err:
         load_fleet(path)
     assert str(err.value) == f"{path}: not a UTF-8 text file (byte 0xff at offset 1)"
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/tmp"])
+def test_a_fleet_path_that_is_not_a_regular_file_is_refused_before_reading(path: str) -> None:
+    """/dev/zero used to be read until memory ran out."""
+    with pytest.raises(FleetError) as err:
+        load_fleet(path)
+    assert str(err.value) == f"{path}: not a regular file"
+
+
+def test_a_fleet_file_larger_than_any_fleet_is_refused(tmp_path: Path, monkeypatch) -> None:
+    from faultsense_pipelines import textfile
+
+    path = tmp_path / "huge.yaml"
+    path.write_text("replicas: []\n" + "#" * 2048)
+    monkeypatch.setattr(textfile, "MAX_TEXT_BYTES", 1024)
+    with pytest.raises(FleetError) as err:
+        load_fleet(path)
+    assert str(err.value) == f"{path}: larger than 1,024 bytes: not an input file"

@@ -168,7 +168,7 @@ def test_sweep_repeats_is_optional_and_at_least_one(tmp_path: Path) -> None:
     fleet, ledger = write_fleet(tmp_path)
     zero = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--repeats", "0", "--hour", HOUR])
     assert zero.exit_code == 2 and "--repeats" in zero.output and not ledger.exists()
-    with pytest.raises(ValueError, match=r"repeats must be an integer >= 1 or None \(the fleet's\), got 0"):
+    with pytest.raises(ValueError, match=r"repeats must be an integer in 1..100 or None \(the fleet's\), got 0"):
         run_sweep(fleet, ["sim-faulty"], hour=HOUR, repeats=0)
 
 

@@ -94,8 +94,9 @@ def test_a_failed_first_sweep_of_an_hour_writes_its_error_rows_and_no_fault_file
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["--repeats", "0"], "error: --repeats must be an integer >= 1, got '0'"),
-    (["--repeats", "abc"], "error: --repeats must be an integer >= 1, got 'abc'"),
+    (["--repeats", "0"], "error: --repeats must be an integer in 1..100, got '0'"),
+    (["--repeats", "abc"], "error: --repeats must be an integer in 1..100, got 'abc'"),
+    (["--repeats", "101"], "error: --repeats must be an integer in 1..100, got '101'"),
     (["--ledger", ""], "error: --ledger must be a path or URI, got ''"),
 ])
 def test_a_bad_repeats_or_an_empty_ledger_gets_one_line_and_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:

@@ -84,7 +84,8 @@ def test_bad_scenarios_exit_2_with_one_line_naming_the_field(tmp_path, scenario,
 
 
 @pytest.mark.parametrize("flags, name", [(("--cover", "magic"), "--cover"), (("--drilldown", "x"), "--drilldown"),
-                                         (("--repeats", "0"), "--repeats"), (("--alpha", "0.9"), "alpha")])
+                                         (("--repeats", "0"), "--repeats"), (("--repeats", "101"), "--repeats must be in 1..100, got 101"),
+                                         (("--alpha", "0.9"), "alpha")])
 def test_bad_flags_exit_2_naming_the_flag(tmp_path, flags, name):
     result = _simulate(tmp_path, SCENARIO, "--json", *flags)
     assert result.exit_code == 2 and name in result.stderr
@@ -127,3 +128,28 @@ def test_the_bounds_themselves_are_accepted_and_localize_the_slowest_fault(tmp_p
     result = _simulate(tmp_path, scenario, "--json", "--repeats", "5")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["faulty_gpus"] == [9]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\xff\xfe{}", "not a UTF-8 text file (byte 0xff at offset 0)"),
+        ('{"gpus": 32, "note": "caf\u00e9"}'.encode("latin-1"), "not a UTF-8 text file (byte 0xe9 at offset 25)"),
+        (('{"gpus": ' + "[" * 100_000 + "]" * 100_000 + "}").encode(), "malformed JSON: nested too deeply"),
+    ],
+)
+def test_an_unreadable_scenario_is_one_line_naming_the_file_not_a_traceback(tmp_path, content, message):
+    """A newcomer's break-it pass: these ended in UnicodeDecodeError / RecursionError tracebacks, exit 1."""
+    path = tmp_path / "scenario.json"
+    path.write_bytes(content)
+    result = runner.invoke(app, ["simulate", "--scenario", str(path), "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [f"error: --scenario {path}: {message}"]
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "."])
+def test_a_scenario_path_that_is_not_a_regular_file_is_refused_before_reading(path):
+    """/dev/zero used to be read until memory ran out."""
+    result = runner.invoke(app, ["simulate", "--scenario", path, "--json"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"error: --scenario {path}: not a regular file"]

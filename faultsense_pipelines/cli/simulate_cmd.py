@@ -12,9 +12,11 @@ from rich.table import Table
 
 from ..cover import COVER_METHODS, plan_cover
 from ..drilldown import DRILLDOWN_METHODS
+from ..fleet import MAX_REPEATS
 from ..localize import Localization, localize
 from ..scenario import parse_scenario
 from ..suspects import MedianRatioRule, default_rule
+from ..textfile import TextFileError, read_text
 from .errors import cover_too_large, fail
 
 __all__ = ["register", "simulate"]
@@ -36,16 +38,18 @@ def simulate(
         fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {cover!r}")
     if drilldown not in DRILLDOWN_METHODS:
         fail(f"--drilldown must be one of {', '.join(DRILLDOWN_METHODS)}, got {drilldown!r}")
-    if repeats < 1:
-        fail(f"--repeats must be >= 1, got {repeats}")
+    if not 1 <= repeats <= MAX_REPEATS:
+        fail(f"--repeats must be in 1..{MAX_REPEATS}, got {repeats}")
     try:
-        text = scenario.read_text()
-    except OSError as exc:
-        fail(f"--scenario {scenario}: cannot read ({exc.strerror or exc})")
+        text = read_text(scenario)
+    except TextFileError as exc:
+        fail(f"--scenario {scenario}: {exc}")
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         fail(f"--scenario {scenario}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+    except RecursionError:
+        fail(f"--scenario {scenario}: malformed JSON: nested too deeply")
     try:
         sc = parse_scenario(obj)
         rule = default_rule() if alpha is None else MedianRatioRule(alpha)

@@ -165,7 +165,7 @@ def run_sweep(
         fleet_path: fleet YAML (default ``faultsense_pipelines/data/fleet.yaml``).
         replicas: names to sweep (default: all).
         ledger_uri: overrides the fleet's ledger.
-        repeats: measurements per probe, >= 1 (None: the fleet's, else 3).
+        repeats: measurements per probe, 1..100 (None: the fleet's, else 3).
         hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
         instance: a Dagster instance (default: ``$DAGSTER_HOME``'s, else ephemeral).
         on_start, on_done: progress callbacks, called with the replica name / its result.
@@ -179,20 +179,20 @@ def run_sweep(
             partition is whole: as it was before its run, or (an interrupt during the run's
             final write waits for it) this run's completed sweep -- never a mix.
         FleetError: malformed fleet file. KeyError: unknown replica name. ValueError: ``hour``
-            is malformed or outside the sweep partitions, ``repeats`` < 1, or the ledger path
+            is malformed or outside the sweep partitions, ``repeats`` outside 1..100, or the ledger path
             is a file (checked before any run starts).
     """
     import dagster as dg
 
     from assets.partitions import REPLICAS, check_hour_key, current_hour_key
     from faultsense_pipelines.definitions import ANALYTICS_JOB, SWEEP_JOB, build_definitions
-    from faultsense_pipelines.fleet import load_fleet
+    from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
 
     hour = check_hour_key(hour) if hour is not None else current_hour_key()
     if ledger_uri is not None and not str(ledger_uri).strip():
         raise ValueError(f"ledger must be a path or URI, got {ledger_uri!r}")
-    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
-        raise ValueError(f"repeats must be an integer >= 1 or None (the fleet's), got {repeats!r}")
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS):
+        raise ValueError(f"repeats must be an integer in 1..{MAX_REPEATS} or None (the fleet's), got {repeats!r}")
     fleet = load_fleet(fleet_path)
     names = replicas or fleet.names
     for name in names:
@@ -257,15 +257,17 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
 
 
 def _repeats_option(text: str | None) -> int | None:
-    """``--repeats`` as an integer >= 1 (None: not given); one line + exit 2 otherwise."""
+    """``--repeats`` as an integer in 1..MAX_REPEATS (None: not given); one line + exit 2 otherwise."""
+    from faultsense_pipelines.fleet import MAX_REPEATS
+
     if text is None:
         return None
     try:
         value = int(text.strip())
     except ValueError:
         value = 0
-    if value < 1:
-        fail(f"--repeats must be an integer >= 1, got {text!r}")
+    if not 1 <= value <= MAX_REPEATS:
+        fail(f"--repeats must be an integer in 1..{MAX_REPEATS}, got {text!r}")
     return value
 
 
