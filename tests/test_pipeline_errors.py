@@ -15,7 +15,7 @@ from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.definitions import build_definitions
 from faultsense_pipelines.fleet import FleetError
 from faultsense_pipelines.ledger import LedgerStore
-from tests.pipeline_helpers import HOUR, write_fleet
+from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 
@@ -188,3 +188,15 @@ def test_faultsense_fleet_names_the_fleet_when_no_fleet_option_is_given(tmp_path
     monkeypatch.setenv("FAULTSENSE_FLEET", str(tmp_path / "missing.yaml"))
     missing = CliRunner().invoke(app, ["sweep"])
     assert missing.exit_code == 2 and "missing.yaml: cannot read fleet file" in missing.stderr
+
+
+@pytest.mark.parametrize("repeats", [-1, 101])
+def test_a_run_config_repeats_outside_the_bound_fails_the_run_naming_it(tmp_path, repeats) -> None:
+    """A backfill launched from the UI with repeats 99999999999 would probe without end."""
+    defs, ledger = new_defs(tmp_path)
+    with dg.DagsterInstance.ephemeral() as instance:
+        add_replicas(instance, defs)
+        result = sweep(defs, instance, "sim-faulty", repeats=repeats)
+    assert not result.success
+    failures = [e for e in result.all_events if e.is_step_failure]
+    assert any(f"repeats must be in 0..100 (0: the fleet's), got {repeats}" in str(e.event_specific_data.error) for e in failures)
