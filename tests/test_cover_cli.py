@@ -40,6 +40,24 @@ def test_plan_table_names_probes_bound_and_rounds():
         assert word in result.stdout
 
 
+@pytest.mark.parametrize("n, k, listed", [(8, 4, 6), (175, 8, 12)])
+def test_plan_table_lists_the_first_probes_one_per_line_by_round_as_in_the_json(n, k, listed):
+    """The probe list used to be a caption that wrapped in the middle of a probe."""
+    text = runner.invoke(app, ["plan", "--gpus", str(n), "--probe-size", str(k)], env={"COLUMNS": "60"}).stdout
+    obj = json.loads(runner.invoke(app, ["plan", "--gpus", str(n), "--probe-size", str(k), "--json"]).stdout)
+    round_of = {i: r for r, ids in enumerate(obj["rounds"]) for i in ids}
+    lines = [line for line in text.splitlines() if line.startswith("round ")]
+    assert len(lines) == listed
+    seen = []
+    for line in lines:
+        head, gpus = line.split(": ", 1)
+        r, i = int(head.split()[1]), int(head.split()[3])
+        assert round_of[i] == r and json.loads(gpus) == obj["probes"][i]
+        seen.append((r, i))
+    assert seen == sorted(seen)
+    assert (f"... {len(obj['probes']) - listed} more probes; --json for all" in text) == (len(obj["probes"]) > listed)
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [

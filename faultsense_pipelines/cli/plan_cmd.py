@@ -31,7 +31,10 @@ def plan(
     if as_json:
         typer.echo(json.dumps(cover.to_dict()))
     else:
-        Console().print(_table(cover))
+        console = Console()
+        console.print(_table(cover))
+        for line in _first_probes(cover):
+            console.print(line, soft_wrap=True, highlight=False)
 
 
 def _integer(flag: str, text: str) -> int:
@@ -53,10 +56,17 @@ def _table(cover: Cover) -> Table:
     table.add_row("probes / bound", f"{len(cover.probes) / cover.lower_bound:.3f}", "1.000 is optimal")
     table.add_row("all pairs / probes", f"{cover.all_pairs / len(cover.probes):.1f}x", f"all pairs {cover.all_pairs}")
     table.add_row("rounds", str(len(cover.rounds)), f"ceil((n-1)/(k-1)) = {rounds_bound}")
-    shown = ", ".join(str(list(p)) for p in cover.probes[:_SHOWN_PROBES])
-    more = f" ... (+{len(cover.probes) - _SHOWN_PROBES} more; --json for all)" if len(cover.probes) > _SHOWN_PROBES else ""
-    table.caption = f"probes: {shown}{more}"
     return table
+
+
+def _first_probes(cover: Cover) -> list[str]:
+    """One line per probe (GPU ids) for the first rounds' probes, then how to get them all."""
+    round_of = {i: r for r, ids in enumerate(cover.rounds) for i in ids}
+    order = sorted(range(len(cover.probes)), key=lambda i: (round_of[i], i))[:_SHOWN_PROBES]
+    lines = [f"round {round_of[i]:>3}  probe {i:>5}: {list(cover.probes[i])}" for i in order]
+    if len(cover.probes) > _SHOWN_PROBES:
+        lines.append(f"... {len(cover.probes) - _SHOWN_PROBES} more probes; --json for all")
+    return lines
 
 
 def register(app: typer.Typer) -> None:
