@@ -1,4 +1,4 @@
-"""Large stored covers (k = 8, n = 112..176, 275 and 300): every pair covered, within 1.10 x Schönheim, used by ``best``."""
+"""Large stored covers (k = 8, n = 112..312): every pair covered, within 1.10 x Schönheim, used by ``best``."""
 
 from __future__ import annotations
 
