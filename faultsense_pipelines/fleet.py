@@ -312,8 +312,9 @@ def load_fleet(path: str | Path | None = None) -> Fleet:
     definitions and the ledger commands).
 
     Raises:
-        FleetError: the file is missing, is not YAML, or a field is invalid; the message
-            names the file and the field.
+        FleetError: the file is missing, not a regular file, over 16 MiB
+            (:data:`.textfile.MAX_TEXT_BYTES`), not UTF-8, not YAML, or a field is invalid;
+            the message names the file and the field.
     """
     p = fleet_path(path)
     try:
