@@ -156,13 +156,14 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
         "- `cyclic` is one base round of disjoint probes on Z_m x {0..c-1} developed over Z_m into m rounds",
         "  (`faultsense_pipelines/cover/cyclic_covers.json`; n=75, k=8: Z_15 x 5, 135 probes in 15 rounds).",
         "- `table` for k=8 at n >= 100 is a stored large cover (`faultsense_pipelines/cover/large_covers.json`,",
-        "  docs/cover_large.md); at n=175 and 275 it is a transversal-design cover whose probes were changed",
-        "  offline with the rounds fixed (`cover/schedule_anneal.py`): 601 probes in 37 rounds, 1512 in 60.",
+        "  docs/cover_large.md); at n=175 and 275, and at the 8-GPU-node sizes 144, 160, 176, 192, 264, 304",
+        "  and 312, it is a transversal-design cover whose probes were changed offline with the rounds fixed",
+        "  (`cover/schedule_anneal.py`; n=175: 601 probes in 37 rounds, n=275: 1512 in 60).",
         "- Rounds above 1.5x come from transversal designs with infinite GPUs (e > 0): those GPUs sit in every",
         "  group's sub-cover (a high floor when e is large), and their probes cannot share a round with a full",
         "  parallel class of the TD, which leaves no GPU of a group idle; tabu search breaks up some classes but",
         "  stays well above the floor. Where the floor itself is above 1.5x, only another cover can help",
-        "  (as at n=175 and 275, where a squeezed cover replaced it).",
+        "  (as at n=175, 275 and the node sizes above, where a squeezed cover replaced it).",
     ]
     return "\n".join(lines) + "\n"
 
