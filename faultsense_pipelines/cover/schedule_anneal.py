@@ -296,7 +296,7 @@ def squeeze_rounds(
     while len(pool[0]) > R * (n // k):  # more probes than the rounds can hold: shed first
         _shed(pool, n)
     rounds, clashes = _start([tuple(b) for b in pool[0]], n, k, R, seed, 300_000)
-    _add(rounds, n, k, cap - len(probes), rng)
+    _add(rounds, n, k, cap - sum(map(len, rounds)), rng)
     while True:
         if sum(map(len, rounds)) > cap:
             _shed(rounds, n)
