@@ -118,7 +118,6 @@ def test_the_n175_cover_meets_the_probe_and_the_rounds_targets():
     assert _rounds_of_first_fit(probes, 175) <= 1.5 * ceil(174 / 7)
 
 
-
 SQUEEZED = sorted(int(n) for n, entry in RAW["8"].items() if "recipe" in entry)
 
 
