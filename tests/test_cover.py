@@ -11,17 +11,12 @@ from hypothesis import strategies as st
 from faultsense_pipelines.cover import plan_cover, schonheim_bound
 from faultsense_pipelines.cover.best import best_cover, clear_caches
 from faultsense_pipelines.cover.greedy import greedy_cover
-
-
-def _uncovered(probes, n: int) -> set[tuple[int, int]]:
-    """Brute force: the GPU pairs no probe contains."""
-    covered = {pair for p in probes for pair in combinations(sorted(set(p)), 2)}
-    return set(combinations(range(n), 2)) - covered
+from tests.cover_checks import uncovered
 
 
 def _assert_valid(cover) -> None:
     n, k = cover.gpus, cover.probe_size
-    assert _uncovered(cover.probes, n) == set()
+    assert uncovered(cover.probes, n) == set()
     assert set().union(*map(set, cover.probes)) == set(range(n))
     for p in cover.probes:
         assert len(set(p)) == len(p) <= k
@@ -38,7 +33,7 @@ def test_greedy_n8_k4_is_six_probes_covering_all_28_pairs():
     probes = greedy_cover(8, 4)
     assert len(probes) == 6
     assert len(set(combinations(range(8), 2))) == 28
-    assert _uncovered(probes, 8) == set()
+    assert uncovered(probes, 8) == set()
     assert schonheim_bound(8, 4) == 6
 
 

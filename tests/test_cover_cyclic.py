@@ -7,18 +7,13 @@ difference bookkeeping that the search and the loader use.
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.cover.cyclic import cyclic_cover, develop, unmet_differences
-
-
-def _uncovered(probes, n):
-    covered = {p for b in probes for p in itertools.combinations(sorted(b), 2)}
-    return set(itertools.combinations(range(n), 2)) - covered
+from tests.cover_checks import uncovered
 
 
 def _random_base(rng, m, classes, k, b):
@@ -50,11 +45,11 @@ def test_each_unmet_difference_leaves_exactly_its_orbit_of_pairs_uncovered(seed)
     b = rng.randint(1, m * classes // k)
     base = _random_base(rng, m, classes, k, b)
     unmet = unmet_differences(base, m, classes)
-    uncovered = _uncovered([p for r in develop(base, m, classes) for p in r], m * classes)
+    missing = uncovered([p for r in develop(base, m, classes) for p in r], m * classes)
     # an orbit has m pairs, but m / 2 for the difference m / 2 inside a class (d = -d)
     orbit = [m // 2 if j == jj and 2 * d == m else m for j, jj, d in unmet]
-    assert len(uncovered) == sum(orbit)
-    for x, y in uncovered:  # and those pairs are the unmet ones
+    assert len(missing) == sum(orbit)
+    for x, y in missing:  # and those pairs are the unmet ones
         jx, jy, d = x // m, y // m, (y % m - x % m) % m
         assert (jx, jy, min(d, m - d) if jx == jy else d) in unmet
 
@@ -64,7 +59,7 @@ def test_stored_n75_k8_cover_covers_every_pair_in_15_disjoint_rounds():
     assert rounds is not None and len(rounds) == 15
     probes = [b for r in rounds for b in r]
     assert len(probes) == 135 and all(len(b) == 8 for b in probes)
-    assert _uncovered(probes, 75) == set()
+    assert uncovered(probes, 75) == set()
     for r in rounds:
         assert len({g for b in r for g in b}) == 8 * len(r)
 
@@ -73,7 +68,7 @@ def test_best_plans_n75_k8_within_the_rounds_target_and_below_greedy():
     best, greedy = plan_cover(75, 8, "best"), plan_cover(75, 8, "greedy")
     assert len(best.rounds) <= 1.5 * -(-74 // 7)  # 16.5: the rounds target
     assert len(best.probes) < len(greedy.probes) == 136  # the paper's Algorithm 1 needs 136
-    assert _uncovered(best.probes, 75) == set()
+    assert uncovered(best.probes, 75) == set()
 
 
 def test_search_finds_a_small_base_round_whose_development_covers_every_pair():
@@ -82,6 +77,6 @@ def test_search_finds_a_small_base_round_whose_development_covers_every_pair():
 
     unmet, base = search_base_round(7, 2, 4, 3, moves=200_000, seed=0)  # 14 GPUs, 7 rounds
     assert unmet == 0 == len(unmet_differences(base, 7, 2))
-    assert _uncovered([p for r in develop(base, 7, 2) for p in r], 14) == set()
+    assert uncovered([p for r in develop(base, 7, 2) for p in r], 14) == set()
     with pytest.raises(ValueError, match="b="):
         search_base_round(7, 2, 4, 4, moves=10)  # 4 probes of 4 do not fit on 14 GPUs

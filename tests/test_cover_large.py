@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from itertools import combinations
 from math import ceil
 
 import pytest
 
 from faultsense_pipelines.cover import plan_cover, table
 from faultsense_pipelines.cover.rounds import ordered_rounds
+from tests.cover_checks import first_fit_rounds, uncovered
 
 RAW = json.loads(table.LARGE_TABLE_PATH.read_text())
 STORED = sorted((int(k), int(n)) for k, by_n in RAW.items() for n in by_n)
@@ -18,12 +18,6 @@ STORED = sorted((int(k), int(n)) for k, by_n in RAW.items() for n in by_n)
 def _schonheim(n: int, k: int) -> int:
     """L(n, k) computed here, independently of cover.bounds."""
     return ceil(n / k * ceil((n - 1) / (k - 1)))
-
-
-def _uncovered(probes, n: int) -> set[tuple[int, int]]:
-    """Brute force: GPU pairs that no probe holds."""
-    covered = {pair for p in probes for pair in combinations(sorted(set(p)), 2)}
-    return set(combinations(range(n), 2)) - covered
 
 
 def test_the_large_table_holds_the_sizes_where_constructions_missed_the_target():
@@ -36,29 +30,16 @@ def test_a_stored_large_cover_covers_every_pair_within_the_probe_target(k, n):
     entry = RAW[str(k)][str(n)]
     probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
     assert all(len(set(p)) == len(p) <= k and 0 <= min(p) and max(p) < n for p in probes)
-    assert _uncovered(probes, n) == set()
+    assert uncovered(probes, n) == set()
     assert len(probes) <= 1.10 * _schonheim(n, k)
-
-
-def _rounds_of_first_fit(probes, n: int) -> int:
-    """First fit in the given order, written out here: each probe joins the first round it is disjoint from."""
-    busy: list[set[int]] = []
-    for p in probes:
-        for used in busy:
-            if used.isdisjoint(p):
-                used.update(p)
-                break
-        else:
-            busy.append(set(p))
-    return len(busy)
 
 
 @pytest.mark.parametrize("k,n", STORED)
 def test_a_stored_large_cover_is_listed_round_by_round_within_its_stored_rounds(k, n):
     entry = RAW[str(k)][str(n)]
     probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
-    assert _rounds_of_first_fit(probes, n) <= entry["rounds"]
-    assert len(ordered_rounds(probes, n)) == _rounds_of_first_fit(probes, n)
+    assert first_fit_rounds(probes) <= entry["rounds"]
+    assert len(ordered_rounds(probes, n)) == first_fit_rounds(probes)
 
 
 @pytest.mark.parametrize("k,n", STORED)
@@ -67,7 +48,7 @@ def test_best_plans_no_more_probes_or_rounds_than_the_stored_large_cover(k, n):
     entry = RAW[str(k)][str(n)]
     assert len(cover.probes) <= len(entry["probes"])
     assert len(cover.rounds) <= entry["rounds"]
-    assert _uncovered(cover.probes, n) == set()
+    assert uncovered(cover.probes, n) == set()
     for r in cover.rounds:  # GPU-disjoint rounds
         gpus = [g for i in r for g in cover.probes[i]]
         assert len(gpus) == len(set(gpus))
@@ -81,7 +62,7 @@ def test_a_corrupted_large_cover_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setattr(table, "LARGE_TABLE_PATH", path)
     table.large_cover.cache_clear()
     try:
-        assert _uncovered(table.decode_probes(probes[:-1]), 112)  # the premise: it is not a cover
+        assert uncovered(table.decode_probes(probes[:-1]), 112)  # the premise: it is not a cover
         assert table.large_cover(112, 8) is None
     finally:
         table.large_cover.cache_clear()
@@ -99,7 +80,7 @@ def test_the_n300_cover_keeps_the_probe_count_and_meets_the_rounds_target():
     entry = RAW["8"]["300"]
     probes = table.decode_probes(entry["probes"], entry["id_bytes"])
     assert len(probes) <= 1681
-    assert _rounds_of_first_fit(probes, 300) <= 1.5 * ceil(299 / 7)
+    assert first_fit_rounds(probes) <= 1.5 * ceil(299 / 7)
 
 
 def test_the_n275_cover_meets_the_probe_and_the_rounds_targets():
@@ -107,7 +88,7 @@ def test_the_n275_cover_meets_the_probe_and_the_rounds_targets():
     entry = RAW["8"]["275"]
     probes = table.decode_probes(entry["probes"], entry["id_bytes"])
     assert len(probes) <= 1.10 * _schonheim(275, 8)
-    assert _rounds_of_first_fit(probes, 275) <= 1.5 * ceil(274 / 7)
+    assert first_fit_rounds(probes) <= 1.5 * ceil(274 / 7)
 
 
 def test_the_n175_cover_meets_the_probe_and_the_rounds_targets():
@@ -115,7 +96,7 @@ def test_the_n175_cover_meets_the_probe_and_the_rounds_targets():
     entry = RAW["8"]["175"]
     probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
     assert len(probes) <= 1.10 * _schonheim(175, 8)
-    assert _rounds_of_first_fit(probes, 175) <= 1.5 * ceil(174 / 7)
+    assert first_fit_rounds(probes) <= 1.5 * ceil(174 / 7)
 
 
 SQUEEZED = sorted(int(n) for n, entry in RAW["8"].items() if "recipe" in entry)
@@ -130,5 +111,5 @@ def test_a_squeezed_cover_meets_the_rounds_target_and_names_its_own_size_in_its_
     # cover/schedule_anneal.py stores a cover only for the rounds target: <= 1.5 x ceil((n-1)/(k-1))
     entry = RAW["8"][str(n)]
     probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
-    assert _rounds_of_first_fit(probes, n) <= 1.5 * ceil((n - 1) / 7)
+    assert first_fit_rounds(probes) <= 1.5 * ceil((n - 1) / 7)
     assert entry["recipe"].split()[0] == str(n)

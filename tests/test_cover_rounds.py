@@ -14,6 +14,7 @@ from faultsense_pipelines.cover.aligned import aligned_td_cover
 from faultsense_pipelines.cover.designs import affine_plus_one
 from faultsense_pipelines.cover.resolvable import anneal_resolvable, resolvable_cover
 from faultsense_pipelines.cover.rounds import ordered_rounds, plan_rounds, rounds_lower_bound, tabu_rounds
+from tests.cover_checks import uncovered
 
 
 def _assert_schedule(probes, rounds) -> None:
@@ -32,11 +33,6 @@ def _fewest_rounds_brute_force(probes, n) -> int:
                    for i, j in combinations(range(len(probes)), 2)):
                 return colours
     return 0
-
-
-def _uncovered(probes, n):
-    covered = {pair for p in probes for pair in combinations(sorted(p), 2)}
-    return set(combinations(range(n), 2)) - covered
 
 
 def test_a_four_cycle_of_pairs_runs_in_two_rounds_after_tabu_search():
@@ -95,7 +91,7 @@ def test_tabu_search_never_returns_more_rounds_and_is_deterministic():
 @pytest.mark.parametrize("q", [2, 3, 4, 5, 7])
 def test_affine_plane_plus_one_point_is_a_cover_whose_classes_are_disjoint_rounds(q):
     D = affine_plus_one(q)
-    assert _uncovered(D.blocks, D.points) == set()
+    assert uncovered(D.blocks, D.points) == set()
     assert len(D.classes) == q + 1
     _assert_schedule(D.blocks, D.classes)
 
@@ -104,7 +100,7 @@ def test_annealed_rounds_are_disjoint_and_cover_every_pair():
     found = anneal_resolvable(17, 8, 4, iterations=200_000, seed=1)
     assert found is not None and len(found) == 4
     probes = [b for r in found for b in r]
-    assert _uncovered(probes, 17) == set()
+    assert uncovered(probes, 17) == set()
     for r in found:
         assert len({g for b in r for g in b}) == sum(len(b) for b in r)
     with pytest.raises(ValueError, match="probes"):
@@ -116,7 +112,7 @@ def test_stored_resolvable_covers_cover_every_pair_in_disjoint_rounds(s):
     stored = resolvable_cover(s, 8)
     assert stored is not None
     probes = [b for r in stored for b in r]
-    assert _uncovered(probes, s) == set()
+    assert uncovered(probes, s) == set()
     assert all(len(b) <= 8 for b in probes)
     starts = np.cumsum([0] + [len(r) for r in stored])
     _assert_schedule(probes, [list(range(starts[j], starts[j + 1])) for j in range(len(stored))])
@@ -127,7 +123,7 @@ def test_aligned_infinite_gpus_bring_n300_k8_within_the_rounds_target_and_probe_
     probes, _ = aligned_td_cover(300, 8, spread=True)
     rounds = plan_rounds(probes, 300)
     _assert_schedule(probes, rounds)
-    assert _uncovered(probes, 300) == set()
+    assert uncovered(probes, 300) == set()
     assert len(rounds) <= 1.5 * 43  # 1.5 x ceil(299/7)
     assert len(probes) <= 1.10 * 1613  # Schönheim's L(300, 8)
     # best keeps the plain TD+4 there: 4% more probes would cost the 25x Phase 1 + 2 target
@@ -147,7 +143,7 @@ def test_small_replicas_trade_a_few_probes_for_rounds():
 @pytest.mark.parametrize("n", [75, 105, 300])
 def test_aligned_td_plus_infinite_gpus_is_a_cover_whose_class_rounds_are_disjoint(n):
     probes, rounds = aligned_td_cover(n, 8)
-    assert _uncovered(probes, n) == set()
+    assert uncovered(probes, n) == set()
     assert all(len(set(p)) == len(p) <= 8 for p in probes)
     _assert_schedule(probes, rounds)
     assert aligned_td_cover(100, 8) is None  # 100 = 8 * 12 + 4, but 12 is no prime power

@@ -6,8 +6,6 @@ Every result is checked here by brute force (pairs) and by a first-fit written o
 
 from __future__ import annotations
 
-from itertools import combinations
-
 import pytest
 
 from faultsense_pipelines.cover.greedy import greedy_cover
@@ -15,35 +13,19 @@ from faultsense_pipelines.cover.greedy import greedy_cover
 pytest.importorskip("numba")
 
 from faultsense_pipelines.cover.schedule_anneal import squeeze_rounds  # noqa: E402
-
-
-def _uncovered(probes, n: int) -> set[tuple[int, int]]:
-    covered = {pair for p in probes for pair in combinations(sorted(set(p)), 2)}
-    return set(combinations(range(n), 2)) - covered
-
-
-def _first_fit_rounds(probes) -> int:
-    busy: list[set[int]] = []
-    for p in probes:
-        for used in busy:
-            if used.isdisjoint(p):
-                used.update(p)
-                break
-        else:
-            busy.append(set(p))
-    return len(busy)
+from tests.cover_checks import first_fit_rounds, uncovered  # noqa: E402
 
 
 def test_greedy_cover_is_squeezed_into_fewer_rounds_with_the_same_probe_budget():
     n, k = 40, 8
     start = greedy_cover(n, k)  # 42 probes; first fit 18 rounds, the tabu schedule 17
-    assert _first_fit_rounds(start) >= 17  # the premise
+    assert first_fit_rounds(start) >= 17  # the premise
     found = squeeze_rounds(start, n, 14, len(start), seed=0, moves=2_000_000, reheats=3)
     assert found is not None
-    assert _uncovered(found, n) == set()
+    assert uncovered(found, n) == set()
     assert all(len(set(p)) == len(p) == k for p in found)
     assert len(found) <= len(start)
-    assert _first_fit_rounds(found) <= 14
+    assert first_fit_rounds(found) <= 14
 
 
 def test_probes_above_the_cap_are_shed_and_the_cover_repaired():
@@ -52,8 +34,8 @@ def test_probes_above_the_cap_are_shed_and_the_cover_repaired():
     found = squeeze_rounds(start, n, 17, len(start) - 2, seed=0, moves=2_000_000, reheats=3)
     assert found is not None
     assert len(found) <= len(start) - 2
-    assert _uncovered(found, n) == set()
-    assert _first_fit_rounds(found) <= 17
+    assert uncovered(found, n) == set()
+    assert first_fit_rounds(found) <= 17
 
 
 def test_an_impossible_squeeze_returns_none():
@@ -79,5 +61,5 @@ def test_the_command_writes_the_cover_round_by_round_to_the_given_file(tmp_path)
     assert main(["104", "17,16", "210", "--moves=2e6", "--write", f"--out={out}"]) == 0  # TD(8,13): 17 rounds
     entry = json.loads(out.read_text())["8"]["104"]
     probes = table.decode_probes(entry["probes"], entry["id_bytes"])
-    assert _uncovered(probes, 104) == set()
-    assert len(probes) <= 210 and _first_fit_rounds(probes) <= entry["rounds"] <= 16
+    assert uncovered(probes, 104) == set()
+    assert len(probes) <= 210 and first_fit_rounds(probes) <= entry["rounds"] <= 16

@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from .rounds import ordered_rounds
 from .round_search import _tabu
+from .rounds import ordered_rounds
 
 __all__ = ["main", "squeeze_rounds"]
 
