@@ -45,11 +45,16 @@ class SweepConfig(dg.Config):
             file, else 3.
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
         drilldown_method: ``adaptive`` or ``paper`` (Algorithm 2).
+        recheck: adaptive drill-down only: re-check the links hidden behind a slow GPU or
+            link (exact, the default). False spends about (n-1)/(k-1) fewer Phase 2 probes
+            per slow GPU but can miss a slow link hidden there; the Phase 2 metadata counts
+            what was left as ``unjudged_links``.
     """
 
     repeats: int = 0
     cover_method: str = "best"
     drilldown_method: str = "adaptive"
+    recheck: bool = True
 
 
 def _replica(fleet: FleetResource, name: str) -> Replica:
@@ -180,7 +185,9 @@ def phase2_drilldown(
     common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor}
     scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
     executor = probe_executors.executor_for(replica)
-    loc: Localization = run_phase2(executor, phase1, method=config.drilldown_method, repeats=repeats, rule=_rule(replica))
+    loc: Localization = run_phase2(
+        executor, phase1, method=config.drilldown_method, repeats=repeats, rule=_rule(replica), recheck_explained=config.recheck
+    )
     errors = [r for r in loc.phase2_records if r.outcome == "error"]
     if errors:
         rows = probe_rows([*phase1.records, *loc.phase2_records], scrub=scrub, **common)
@@ -194,6 +201,7 @@ def phase2_drilldown(
             "probes_phase2": loc.probes_phase2,
             "confirmed_gpus": dg.MetadataValue.json(loc.faulty_gpus),
             "confirmed_links": dg.MetadataValue.json(loc.faulty_links),
+            "unjudged_links": loc.unjudged_links,
             "verdicts": dg.MetadataValue.md(verdicts_markdown(loc.verdicts, loc.probes_phase1)),
             "latency_plot": latency_plot(loc.phase2_records, phase1.baseline_ms, phase1.threshold_ms, f"{replica.name} Phase 2, {key.hour}"),
             "ledger": store.display_uri,

@@ -19,7 +19,10 @@ Frozen, picklable dataclasses that map one-to-one onto the ledger:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
+
+import numpy as np
 
 from .suspects import probe_latency_ms
 from .topology import Link
@@ -188,6 +191,37 @@ class Localization:
     def replica_degraded(self) -> bool:
         return self.phase1.replica_degraded
 
+    @property
+    def unjudged_links(self) -> int | None:
+        """Links the sweep left unjudged: in no passing probe, not found faulty, and between
+        two GPUs not found faulty. ``None`` for a degraded replica (nothing was localized).
+
+        Links of a faulty GPU cannot be judged (they are masked), so they are not counted.
+        Every other link is judged healthy only by a passing probe (Phase 1 or 2) that holds
+        both ends; the rest -- links hidden behind a slow GPU or link that the drill-down did
+        not re-check (``recheck=False``, or the paper's Algorithm 2), links of probes that
+        errored, inconclusive ones -- are counted here. With the default adaptive re-check a
+        noise-free sweep leaves none. O(n^2) memory (n x n booleans; 16 MiB at n=4096).
+        """
+        if self.replica_degraded:
+            return None
+        n = self.phase1.gpus
+        cleared = np.zeros((n, n), dtype=bool)
+        by_size: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+        for r in (*self.phase1.records, *self.phase2_records):
+            if r.outcome == "pass" and len(r.gpus) >= 2:
+                by_size[len(r.gpus)].append(r.gpus)
+        for size, rows in by_size.items():
+            gpus, (i, j) = np.asarray(rows), np.triu_indices(size, 1)
+            cleared[gpus[:, i].ravel(), gpus[:, j].ravel()] = True
+        cleared |= cleared.T
+        for a, b in self.faulty_links:
+            cleared[a, b] = cleared[b, a] = True
+        healthy = np.ones(n, dtype=bool)
+        healthy[self.faulty_gpus] = False
+        open_ = ~cleared[np.ix_(healthy, healthy)]
+        return int(np.triu(open_, 1).sum())
+
     def to_dict(self) -> dict:
         """The ``faultsense simulate --json`` contract (plain JSON types)."""
         inconclusive = [
@@ -209,6 +243,7 @@ class Localization:
             "baseline_ms": self.phase1.baseline_ms,
             "threshold_ms": self.phase1.threshold_ms,
             "replica_degraded": self.replica_degraded,
+            "unjudged_links": self.unjudged_links,
             "anchored": self.phase1.anchored,
             "errors": self.phase1.errors + sum(r.outcome == "error" for r in self.phase2_records),
         }

@@ -32,6 +32,15 @@ def simulate(
         float | None,
         typer.Option("--alpha", help="Use the paper's rule T_i > alpha * median(T) instead of the robust rule."),
     ] = None,
+    recheck: Annotated[
+        bool,
+        typer.Option(
+            "--recheck/--no-recheck",
+            help="Adaptive drill-down: re-check the links hidden behind a slow GPU or link (exact). "
+            "--no-recheck spends ~(n-1)/(k-1) fewer probes per slow GPU but can miss a slow link "
+            "hidden there; the output counts them as unjudged_links.",
+        ),
+    ] = True,
 ) -> None:
     """Localize the faults of a simulated replica (FaultSense Phase 1 + Phase 2)."""
     if cover not in COVER_METHODS:
@@ -59,7 +68,7 @@ def simulate(
         fail(f"scenario {scenario}: {problem}")
     plan = plan_cover(sc.gpus, sc.probe_size, cover)
     try:
-        result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=drilldown)
+        result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=drilldown, recheck_explained=recheck)
     except ValueError as exc:  # the scenario's bounds leave none, but a simulated latency that overflows says so in one line
         fail(f"scenario {scenario}: {exc}")
     if as_json:
@@ -79,9 +88,10 @@ def _table(result: Localization, method: str) -> Table:
         name = f"GPU {v.gpu}" if v.peer_gpu is None else f"link {v.gpu}-{v.peer_gpu}"
         table.add_row(name, v.status, "" if v.slowdown is None else f"{v.slowdown:.2f}x", str(v.probes_used))
     degraded = "  REPLICA DEGRADED (most probes slow): no localization" if result.replica_degraded else ""
+    unjudged = f"; unjudged links {result.unjudged_links}" if result.unjudged_links else ""
     table.caption = (
         f"probes: Phase 1 {result.probes_phase1}, Phase 2 {result.probes_phase2}; "
-        f"suspect probes {len(p1.suspect_probes)}{degraded}"
+        f"suspect probes {len(p1.suspect_probes)}{unjudged}{degraded}"
     )
     return table
 

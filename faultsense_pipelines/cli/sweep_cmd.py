@@ -52,6 +52,7 @@ class ReplicaSweep:
     drilldown: bool = False
     degraded: bool = False
     confirmed: list[str] = field(default_factory=list)
+    unjudged_links: int = 0
     error: str = ""
     seconds: float = 0.0
 
@@ -145,6 +146,7 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
         loc = result.output_for_node("phase2_drilldown")
         outcome.probes_phase2 = loc.probes_phase2
         outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == "confirmed"]
+        outcome.unjudged_links = loc.unjudged_links or 0
     return outcome
 
 
@@ -154,6 +156,7 @@ def run_sweep(
     ledger_uri: str | None = None,
     *,
     repeats: int | None = None,
+    recheck: bool = True,
     hour: str | None = None,
     instance=None,
     on_start=None,
@@ -166,6 +169,8 @@ def run_sweep(
         replicas: names to sweep (default: all).
         ledger_uri: overrides the fleet's ledger.
         repeats: measurements per probe, 1..100 (None: the fleet's, else 3).
+        recheck: re-check the links hidden behind a slow GPU or link in Phase 2 (exact);
+            False is cheaper and can miss a slow link hidden there (see ``SweepConfig``).
         hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
         instance: a Dagster instance (default: ``$DAGSTER_HOME``'s, else ephemeral).
         on_start, on_done: progress callbacks, called with the replica name / its result.
@@ -204,8 +209,14 @@ def run_sweep(
         raise ValueError(f"ledger {ledger} is a file, not a directory")
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     config = dict(quiet)
+    ops: dict[str, dict] = {op: {} for op in ("phase1_probe_run", "phase2_drilldown")}
     if repeats is not None:
-        config["ops"] = {op: {"config": {"repeats": repeats}} for op in ("phase1_probe_run", "phase2_drilldown")}
+        for op in ops:
+            ops[op]["repeats"] = repeats
+    if not recheck:
+        ops["phase2_drilldown"]["recheck"] = False
+    if any(ops.values()):
+        config["ops"] = {op: {"config": values} for op, values in ops.items() if values}
     own = instance is None
     instance = instance or (dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral())
     try:
@@ -281,6 +292,10 @@ def register(app: typer.Typer) -> None:
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
         repeats: str = typer.Option(None, "--repeats", metavar="INTEGER", show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
+        recheck: bool = typer.Option(
+            True, "--recheck/--no-recheck",
+            help="Phase 2 re-checks the links hidden behind a slow GPU or link (exact); --no-recheck is cheaper and can miss one.",
+        ),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
         from assets.partitions import check_hour_key, current_hour_key
@@ -312,7 +327,9 @@ def register(app: typer.Typer) -> None:
                 from faultsense_pipelines.fleet import load_fleet
 
                 progress.update(task, total=len(replica or load_fleet(fleet).names))
-                outcomes, ledger_at = run_sweep(fleet, replica or None, ledger, repeats=count, hour=hour, on_start=on_start, on_done=on_done)
+                outcomes, ledger_at = run_sweep(
+                    fleet, replica or None, ledger, repeats=count, recheck=recheck, hour=hour, on_start=on_start, on_done=on_done
+                )
             except KeyboardInterrupt as exc:
                 progress.stop()
                 which = getattr(exc, "replica", "")
@@ -331,6 +348,8 @@ def register(app: typer.Typer) -> None:
         out = Console()
         out.print(_table(outcomes, hour, ledger_at))
         for o in outcomes:
+            if o.unjudged_links:
+                out.print(f"{o.replica}: {o.unjudged_links} links unjudged (hidden behind a fault, not re-checked)", highlight=False)
             if not o.success:
                 out.print(f"[red]{o.replica} failed[/red] (run {o.run_id}): {o.error}", soft_wrap=True, markup=True, highlight=False)
         if not all(o.success for o in outcomes):
