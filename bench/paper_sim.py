@@ -93,6 +93,7 @@ def noise_free_rows(ns: list[int], seeds: int) -> list[dict]:
                             row[f"exact_{tag}"] = int(tp == truth and fp == 0)
                             row[f"degraded_{tag}"] = int(loc.replica_degraded)
                             row[f"anchored_{tag}"] = int(loc.phase1.anchored)
+                            row[f"unjudged_{tag}"] = loc.unjudged_links or 0
                         rows.append(row)
     return rows
 
@@ -177,6 +178,15 @@ def markdown(summary: pd.DataFrame, noise: pd.DataFrame, df: pd.DataFrame, seeds
                   f"{(df[f'anchored_{tag}'] & df[f'exact_{tag}']).sum()})"
              for *_, tag in PIPELINES}
     missed = df[df.exact_best_adaptive == 0][["n", "k", "d", "kind", "seed", "degraded_best_adaptive"]]
+    # what each pipeline left unjudged (Localization.unjudged_links), and whether every
+    # non-exact, non-degraded run said so (unjudged > 0)
+    unjudged = {}
+    for *_, tag in PIPELINES:
+        inexact = df[(df[f"exact_{tag}"] == 0) & (df[f"degraded_{tag}"] == 0)]
+        unjudged[tag] = (f"{(df[f'unjudged_{tag}'] > 0).sum()}/{len(df)} runs left links unjudged "
+                         f"(mean {df[f'unjudged_{tag}'].mean():.0f}, max {df[f'unjudged_{tag}'].max()}); "
+                         f"of the {len(inexact)} inexact runs (not degraded), {(inexact[f'unjudged_{tag}'] > 0).sum()} "
+                         "reported unjudged links")
     lines = [
         "# FaultSense simulation (paper §5, Figures 3-4) reproduced",
         "",
@@ -194,6 +204,11 @@ def markdown(summary: pd.DataFrame, noise: pd.DataFrame, df: pd.DataFrame, seeds
         "## Exactness (reported faults == injected faults)",
         "",
         *[f"- {tag}: {v}" for tag, v in exact.items()],
+        "",
+        "Unjudged links (links between two GPUs not found faulty that no passing probe held; "
+        "`unjudged_links` in the JSON output):",
+        "",
+        *[f"- {tag}: {v}" for tag, v in unjudged.items()],
         "",
         "Degraded: most Phase 1 probes were slow and no fast cluster of probes could speak for the replica "
         "(docs/localization.md), so nothing was localized. Anchored: most probes were slow, and the sweep was "
