@@ -58,7 +58,7 @@ WITH probes AS (
     FROM faults WHERE status = 'confirmed' GROUP BY ALL
 ), degraded AS (
     SELECT replica, date, count(DISTINCT sweep_id) AS degraded_sweeps
-    FROM faults WHERE component_kind = 'replica' GROUP BY ALL
+    FROM faults WHERE component_kind = 'replica' AND status = 'suspect' GROUP BY ALL
 )
 SELECT coalesce(s.replica, f.replica) AS replica, coalesce(s.date, f.date) AS date,
        coalesce(s.sweeps, 0) AS sweeps, coalesce(s.probes_measured, 0) AS probes_measured,

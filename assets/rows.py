@@ -36,7 +36,13 @@ def error_rows(probes: Sequence[Sequence[int]], message: str, *, sweep_id: str, 
 
 
 def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: datetime) -> list[FaultRow]:
-    """One ledger row per verdict; ``probes_used`` = Phase 1 probes + Phase 2 probes spent on it."""
+    """One ledger row per verdict; ``probes_used`` = Phase 1 probes + Phase 2 probes spent on it.
+
+    A sweep that left links unjudged (``loc.unjudged_links``: no re-check, Algorithm 2,
+    inconclusive components) adds one row ``replica:<name>``, status ``inconclusive``, Phase 2,
+    ``probes_used`` = all its probes: the ledger then shows that the sweep did not vouch for
+    every link (the count is in the ``phase2_drilldown`` metadata).
+    """
     rows = []
     for v in loc.verdicts:
         component = component_of(v)
@@ -57,6 +63,9 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
                 probes_used=loc.probes_phase1 + v.probes_used,
             )
         )
+    if loc.unjudged_links:
+        probes = loc.probes_phase1 + loc.probes_phase2
+        rows.append(_replica_row(key, sweep_id, detected_at, status="inconclusive", slowdown=None, phase=2, probes_used=probes))
     return rows
 
 
@@ -81,6 +90,13 @@ def degraded_slowdown(records: Sequence[ProbeRecord]) -> float | None:
 def degraded_row(result: Phase1Result, *, key: SweepKey, sweep_id: str, detected_at: datetime) -> FaultRow:
     """The one ledger row of a sweep judged replica-wide degraded (``result.replica_degraded``):
     component ``replica:<name>``, status ``suspect``, Phase 1, no GPU; see :func:`degraded_slowdown`."""
+    slowdown = degraded_slowdown(result.records)
+    return _replica_row(key, sweep_id, detected_at, status="suspect", slowdown=slowdown, phase=1, probes_used=len(result.records))
+
+
+def _replica_row(key: SweepKey, sweep_id: str, detected_at: datetime, **verdict) -> FaultRow:
+    """A row about the whole replica (``replica:<name>``); one per sweep at most, so its
+    ``fault_id`` (detector, replica, hour, component) is unique in the partition."""
     component = replica_component(key.replica)
     return FaultRow(
         fault_id=make_fault_id(DETECTOR, key.replica, key.hour, component),
@@ -90,8 +106,5 @@ def degraded_row(result: Phase1Result, *, key: SweepKey, sweep_id: str, detected
         detector=DETECTOR,
         component_kind="replica",
         component=component,
-        status="suspect",
-        slowdown=degraded_slowdown(result.records),
-        phase=1,
-        probes_used=len(result.records),
+        **verdict,
     )

@@ -199,28 +199,31 @@ class Localization:
         Links of a faulty GPU cannot be judged (they are masked), so they are not counted.
         Every other link is judged healthy only by a passing probe (Phase 1 or 2) that holds
         both ends; the rest -- links hidden behind a slow GPU or link that the drill-down did
-        not re-check (``recheck=False``, or the paper's Algorithm 2), links of probes that
-        errored, inconclusive ones -- are counted here. With the default adaptive re-check a
-        noise-free sweep leaves none. O(n^2) memory (n x n booleans; 16 MiB at n=4096).
+        not re-check (adaptive with ``recheck_explained=False``, or the paper's Algorithm 2),
+        links of probes that errored, inconclusive ones -- are counted here. With the default
+        adaptive re-check a noise-free sweep leaves none. A Phase 1 of fewer than two measured
+        probes (k = n) vouches for nothing: a probe passes by comparison with the others, and
+        there are none. Memory: a few n x n boolean arrays (16 MiB each at n=4096).
         """
         if self.replica_degraded:
             return None
         n = self.phase1.gpus
         cleared = np.zeros((n, n), dtype=bool)
-        by_size: dict[int, list[tuple[int, ...]]] = defaultdict(list)
-        for r in (*self.phase1.records, *self.phase2_records):
-            if r.outcome == "pass" and len(r.gpus) >= 2:
-                by_size[len(r.gpus)].append(r.gpus)
-        for size, rows in by_size.items():
-            gpus, (i, j) = np.asarray(rows), np.triu_indices(size, 1)
-            cleared[gpus[:, i].ravel(), gpus[:, j].ravel()] = True
+        if sum(r.outcome != "error" for r in self.phase1.records) >= 2:
+            by_size: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+            for r in (*self.phase1.records, *self.phase2_records):
+                if r.outcome == "pass" and len(r.gpus) >= 2:
+                    by_size[len(r.gpus)].append(r.gpus)
+            for size, rows in by_size.items():
+                gpus = np.asarray(rows, dtype=np.int32)
+                for i, j in zip(*np.triu_indices(size, 1)):  # one column pair at a time: O(probes) memory
+                    cleared[gpus[:, i], gpus[:, j]] = True
         cleared |= cleared.T
         for a, b in self.faulty_links:
             cleared[a, b] = cleared[b, a] = True
         healthy = np.ones(n, dtype=bool)
         healthy[self.faulty_gpus] = False
-        open_ = ~cleared[np.ix_(healthy, healthy)]
-        return int(np.triu(open_, 1).sum())
+        return int(np.triu(~cleared[np.ix_(healthy, healthy)], 1).sum())
 
     def to_dict(self) -> dict:
         """The ``faultsense simulate --json`` contract (plain JSON types)."""

@@ -13,11 +13,13 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
+from assets.analytics import DAILY_HEALTH_SQL, run_sql
 from bench.recheck_bound import hidden_links
 from faultsense_pipelines.cli import app
 from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault
+from faultsense_pipelines.ledger import LedgerStore
 from faultsense_pipelines.localization import Localization, Phase1Result, ProbeRecord, Verdict
 from faultsense_pipelines.localize import localize
 from faultsense_pipelines.simulator import SimulatedReplica
@@ -59,6 +61,14 @@ def test_hand_worked_figure_2_cover_with_gpu_3_slow():
     assert _localization().unjudged_links == 6 + 7
     assert _localization(verdicts=[slow], degraded=True).unjudged_links is None
     assert _localization(verdicts=[slow]).to_dict()["unjudged_links"] == 6
+
+
+def test_a_single_probe_sweep_vouches_for_nothing():
+    # k = n: the one probe is compared with itself and passes, even with GPU 3 at 2x; it must
+    # not vouch for the 28 links of 8 GPUs
+    loc = localize(SimulatedReplica(8, [GpuFault(3, 2.0)]), plan_cover(8, 8))
+    assert len(loc.phase1.records) == 1 and loc.faulty_gpus == []
+    assert loc.unjudged_links == 8 * 7 // 2
 
 
 @pytest.mark.parametrize("g", [0, 150, 299])
@@ -103,6 +113,16 @@ def test_the_sweep_run_config_recheck_false_skips_the_recheck_and_says_so(tmp_pa
     assert exact.unjudged_links == 0 and fast.unjudged_links > 0
     assert meta["unjudged_links"].value == fast.unjudged_links
     assert fast.probes_phase2 < exact.probes_phase2
+    # the ledger says the sweep did not vouch for every link; that is not a degraded replica
+    faults = LedgerStore(ledger).read_faults()
+    assert sorted(zip(faults.component, faults.status)) == [
+        ("gpu:5", "confirmed"), ("replica:sim-faulty", "inconclusive")]
+    health = run_sql(DAILY_HEALTH_SQL, faults=faults, runs=LedgerStore(ledger).read_probe_runs())
+    assert health[["health", "degraded_sweeps"]].values.tolist() == [["faulty", 0]]
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", HOUR, "--no-recheck"])
     assert result.exit_code == 0, result.output
     assert f"sim-faulty: {fast.unjudged_links} links unjudged" in result.stdout
+    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", HOUR])
+    assert result.exit_code == 0 and "unjudged" not in result.stdout
+    faults = LedgerStore(ledger).read_faults()  # the exact re-run replaces the partition
+    assert sorted(zip(faults.component, faults.status)) == [("gpu:5", "confirmed"), ("link:1-9", "confirmed")]

@@ -38,7 +38,7 @@ def simulate(
             "--recheck/--no-recheck",
             help="Adaptive drill-down: re-check the links hidden behind a slow GPU or link (exact). "
             "--no-recheck spends ~(n-1)/(k-1) fewer probes per slow GPU but can miss a slow link "
-            "hidden there; the output counts them as unjudged_links.",
+            "hidden there; the output counts what it left unjudged (unjudged_links).",
         ),
     ] = True,
 ) -> None:

@@ -294,7 +294,8 @@ def register(app: typer.Typer) -> None:
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
         recheck: bool = typer.Option(
             True, "--recheck/--no-recheck",
-            help="Phase 2 re-checks the links hidden behind a slow GPU or link (exact); --no-recheck is cheaper and can miss one.",
+            help="Adaptive drill-down: re-check the links hidden behind a slow GPU or link (exact). --no-recheck is cheaper, "
+            "can miss a slow link there, and prints how many links it left unjudged.",
         ),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
@@ -349,7 +350,7 @@ def register(app: typer.Typer) -> None:
         out.print(_table(outcomes, hour, ledger_at))
         for o in outcomes:
             if o.unjudged_links:
-                out.print(f"{o.replica}: {o.unjudged_links} links unjudged (hidden behind a fault, not re-checked)", highlight=False)
+                out.print(f"{o.replica}: {o.unjudged_links} links unjudged (no passing probe held them)", highlight=False)
             if not o.success:
                 out.print(f"[red]{o.replica} failed[/red] (run {o.run_id}): {o.error}", soft_wrap=True, markup=True, highlight=False)
         if not all(o.success for o in outcomes):
