@@ -116,6 +116,11 @@ class Replica(StrictModel):
         gpus = info.data.get("gpus")
         if gpus is not None and v > gpus:
             raise ValueError(f"must be <= gpus (got {v} > {gpus})")
+        if gpus is not None and v == gpus:  # one probe of every GPU: nothing to compare it with
+            raise ValueError(
+                f"must be < gpus (got {v} = gpus): the cover would be one probe of every GPU, which a "
+                "sweep cannot judge (a probe is slow only relative to the others) nor localize in"
+            )
         if gpus is not None and (problem := cover_too_large(gpus, v)):
             raise ValueError(problem)
         return v
