@@ -118,8 +118,8 @@ class Replica(StrictModel):
             raise ValueError(f"must be <= gpus (got {v} > {gpus})")
         if gpus is not None and v == gpus:  # one probe of every GPU: nothing to compare it with
             raise ValueError(
-                f"must be < gpus (got {v} = gpus): the cover would be one probe of every GPU, which a "
-                "sweep cannot judge (a probe is slow only relative to the others) nor localize in"
+                f"must be < gpus (got {v} = gpus): a cover of one probe holding every GPU cannot be judged "
+                "(a probe is slow only relative to the others)"
             )
         if gpus is not None and (problem := cover_too_large(gpus, v)):
             raise ValueError(problem)

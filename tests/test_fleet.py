@@ -72,7 +72,7 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
     [
         ({"probe_size": 9}, "replicas[1].probe_size: must be <= gpus (got 9 > 8)"),
         # k = n: a cover of one probe, which passes by comparison with itself
-        ({"probe_size": 8}, "replicas[1].probe_size: must be < gpus (got 8 = gpus): the cover would be one probe"),
+        ({"probe_size": 8}, "replicas[1].probe_size: must be < gpus (got 8 = gpus): a cover of one probe holding every GPU cannot be judged"),
         # L(4096, 2) = 4096 * 4095 / 2 = 8,386,560 probes: refused at load, not after minutes of planning
         ({"gpus": 4096, "probe_size": 2}, "replicas[1].probe_size: a cover of gpus=4096 with probe_size=2 needs at least 8,386,560 probes"),
         ({"name": "../escape"}, "replicas[1].name: must be 1-64 of a-z, 0-9"),
