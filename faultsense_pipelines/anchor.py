@@ -195,10 +195,12 @@ def refutes_anchor(
 
     Under the hypothesis only a slow link between two exonerated GPUs can slow a cross probe,
     and one slow link slows every cross probe holding it. The fast cluster is refuted when
-    more than half of the measured cross probes are slow and no single candidate link
-    (a pair of their GPUs in no passing probe, Phase 1 or cross) is in all of them, or when
-    a slow one has no candidate link at all. A baseline taken from the fast tail of noisy
-    measurements makes most of them slow, each for no shared reason.
+    a slow one has no candidate link at all (a pair of its GPUs in no passing probe, Phase 1
+    or cross), or when more than half of the measured cross probes are slow and explaining
+    them takes more candidate links than half their number (a greedy hitting set; for two
+    or three slow probes: no single link in all of them). A baseline taken from the fast tail
+    of noisy measurements makes most of them slow, each for its own reason; a few real slow
+    links each slow several cross probes (the cross probes' cover repeats pairs).
 
     Args:
         passed: GPU ids of the fast (passing) Phase 1 probes.
@@ -213,6 +215,9 @@ def refutes_anchor(
     True
     >>> refutes_anchor([(0, 1, 2), (3, 4, 5)], [(0, 3, 6), (0, 3, 7), (1, 4, 5)], [True, True, False])  # (0, 3)
     False
+    >>> cross = [(0, 3, 6), (0, 3, 7), (1, 4, 8), (1, 4, 9), (2, 5, 6)]
+    >>> refutes_anchor([(0, 1, 2), (3, 4, 5)], cross, [True, True, True, True, False])  # (0, 3) and (1, 4)
+    False
     """
     if len(cross) != len(outcomes):
         raise ValueError(f"{len(cross)} cross probes but {len(outcomes)} outcomes")
@@ -222,4 +227,14 @@ def refutes_anchor(
     slow = [{e for e in combinations(sorted(set(p)), 2) if e not in ok} for p, o in zip(cross, outcomes) if o]
     if any(not pairs for pairs in slow):  # slow, with every link exonerated: not explainable
         return True
-    return 2 * len(slow) > measured and not set.intersection(*slow)
+    return 2 * len(slow) > measured and 2 * _hitting_links(slow) > len(slow)
+
+
+def _hitting_links(sets: list[set[tuple[int, int]]]) -> int:
+    """Links a greedy hitting set needs to meet every set (each round: the link in most sets)."""
+    left, count = list(sets), 0
+    while left:
+        best = max(sorted(set().union(*left)), key=lambda e: sum(e in s for s in left))
+        left = [s for s in left if best not in s]
+        count += 1
+    return count

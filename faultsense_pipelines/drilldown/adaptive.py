@@ -331,6 +331,17 @@ def _confirm_link(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
     """
     if any(kn.recheck_gpu(g, context) for g in e if kn.doubtful(g)):
         return
+    if e in kn.confirming:  # widening led back to this link: no clean verdict is to be had
+        kn.give_up(set(e))
+        return
+    kn.confirming.add(e)
+    try:
+        _confirm_link_once(kn, e, context)
+    finally:
+        kn.confirming.discard(e)
+
+
+def _confirm_link_once(kn: Knowledge, e: tuple[int, int], context: set[int]) -> None:
     last = kn.last_fail
     if last is not None and last[1] and _only_candidate(kn, last[0], e):
         evidence = last[2]

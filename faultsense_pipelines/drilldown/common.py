@@ -74,6 +74,7 @@ class Knowledge:
         self.unsure_gpu: set[int] = set()
         self.unsure_link: set[Link] = set()
         self.findings: list[Finding] = []
+        self.confirming: set[Link] = set()  # links whose confirmation is in progress (no re-entry)
         self.probes: list[tuple[int, ...]] = []  # every Phase 2 probe run, in order
         self.tests = 0
         self._since_last = 0
@@ -236,10 +237,14 @@ class Knowledge:
         padding = self.padding({a, b}, avoid)
         if padding is None or padding[1]:
             return None
-        around_b = self.padding({b}, set(avoid) | {a})
+        # never next to a known slow link of a: the probe would fail for that known reason
+        partners = {x for f in self.bad_link | self.unsure_link if a in f for x in f}
+        around_b = self.padding({b}, set(avoid) | {a}, must_avoid=partners | {a})
         if around_b is None or not around_b[1]:
             return None
         probe = {a, *around_b[0]}
+        if self.known_fault_inside(probe) is not None:
+            return None
         return probe if self.test(probe) and self.last_clean else None
 
     def doubtful(self, g: int) -> bool:
