@@ -15,6 +15,7 @@ verdict. :attr:`Phase1Result.errors` counts them.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import replace
 
 from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
@@ -203,8 +204,27 @@ def run_phase2(
     result = drilldown(
         phase1.gpus, phase1.probe_size, passed, failed, oracle, method, recheck_explained=recheck_explained
     )
+    if _fast_minority(records, math.log(threshold / baseline)):
+        return Localization(_degraded(phase1), tuple(records), ())
     verdicts = tuple(_verdict(f, records[first:], baseline) for f in result.findings)
     return Localization(phase1, tuple(records), verdicts)
+
+
+def _fast_minority(records: list[ProbeRecord], t: float) -> bool:
+    """Two passing Phase 2 probes as far below the others as a suspect is above the baseline.
+
+    Phase 1's rule applied to Phase 2 (:meth:`RobustRule.judge`): Phase 2 probes are padded
+    with GPUs Phase 1 called healthy, so their passing ones sit at the healthy latency.
+    When some of them are faster than the median of the passing ones by ``t`` (the slow
+    threshold, log), most "healthy" GPUs were slow too: Phase 1 took a slow majority
+    (several GPUs a little slow) for the baseline. Measured in one phase, so machine load
+    that drifted since Phase 1 moves them all alike.
+    """
+    x = [math.log(r.latency_ms) for r in records if r.outcome == "pass" and r.latency_ms]
+    if len(x) < 3:
+        return False
+    middle = statistics.median(x)
+    return sum(v < middle - t for v in x) >= 2
 
 
 def localize(

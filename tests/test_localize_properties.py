@@ -89,24 +89,25 @@ def test_sparse_gpu_faults_that_slow_most_probes_of_a_small_replica_are_localize
     faults = [GpuFault(g, rnd.uniform(1.3, 3.0)) for g in rnd.sample(range(n), d)]
     loc = _run(n, k, faults, "adaptive")
     if not _identifiable(n, k, faults):
-        # Phase 1 cannot tell: nothing innocent is blamed (usually the sweep is degraded and
-        # blames nothing; see the strict xfail below for a sweep that names only some)
-        assert set(loc.faulty_gpus) <= {f.gpu for f in faults} and loc.faulty_links == []
+        # Phase 1 cannot tell: the sweep is degraded and blames nothing, or finds them all
+        assert loc.verdicts == () or loc.faulty_gpus == sorted(f.gpu for f in faults)
         return
     assert not loc.replica_degraded
     assert loc.faulty_gpus == sorted(f.gpu for f in faults) and loc.faulty_links == []
 
 
-@pytest.mark.xfail(strict=True, reason="known limitation: a slow majority of mildly slow GPUs becomes the baseline")
-def test_found_by_hypothesis_a_slow_majority_at_several_levels_is_reported_degraded_or_exactly():
+def test_found_by_hypothesis_a_slow_majority_at_several_levels_is_reported_degraded():
     # 26 GPUs, greedy cover of 17 probes: one probe holds no slow GPU (20 ms); 7 hold only the
     # 1.5x / 1.57x GPUs (30-31.5 ms) and become the robust rule's healthy cluster, whose spread
-    # the one fast probe inflates (it sits 1.47 thresholds below, the rule wants 1.5); GPUs 7
-    # and 13 are confirmed, 1 and 19 judged healthy. Wanted: degraded, or all four.
+    # the one fast probe inflates (it sits 1.47 thresholds below, the rule wants 1.5). Phase 2
+    # then confirmed GPUs 7 and 13 and judged 1 and 19 healthy; its passing probes padded with
+    # truly healthy GPUs read 20 ms, five of them, far below the others: the baseline was a
+    # slow majority, and the sweep is degraded (no guess).
     faults = [GpuFault(19, 1.5), GpuFault(7, 2.6153509649155673), GpuFault(1, 1.5732351982774935), GpuFault(13, 2.0)]
     assert not _identifiable(26, 8, faults)
     loc = _run(26, 8, faults, "adaptive")
-    assert loc.verdicts == () or loc.faulty_gpus == [1, 7, 13, 19]
+    assert loc.replica_degraded and loc.verdicts == ()
+    assert sum(r.outcome == "pass" and r.latency_ms == pytest.approx(20.0) for r in loc.phase2_records) >= 2
 
 
 @SETTINGS
@@ -188,3 +189,15 @@ def test_found_by_hypothesis_two_slow_gpus_and_two_slow_links_at_25_gpus_are_exa
     faults = [GpuFault(12, 2.0), GpuFault(22, 2.0), *(LinkFault(e, 2.0) for e in links)]
     assert _identifiable(25, 8, faults)
     _assert_exact_unless_unidentifiable(25, 8, faults, "adaptive")
+
+
+@pytest.mark.xfail(strict=True, reason="known limitation: a GPU at two slow links can fail both confirming probes")
+def test_found_by_hypothesis_two_slow_links_at_one_gpu_are_not_taken_for_a_slow_gpu():
+    # best cover, n=30, k=8: GPU 20 is in no passing probe (all five of its probes hold slow
+    # GPU 17); every Phase 2 probe of it holds GPU 1 or GPU 7 and fails through the slow links
+    # (1, 20) or (7, 20); the two confirming paddings hold one each, so GPU 20 is confirmed
+    # slow (its links then masked). A third padding away from both would pass: one more probe
+    # per slow GPU.
+    faults = [GpuFault(17, 2.0), GpuFault(8, 2.0), GpuFault(9, 2.0), LinkFault((1, 20), 2.0), LinkFault((7, 20), 2.0)]
+    loc = localize(SimulatedReplica(30, faults), plan_cover(30, 8))
+    assert loc.faulty_gpus == [8, 9, 17] and loc.faulty_links == [[1, 20], [7, 20]]
