@@ -57,9 +57,10 @@ def test_hand_built_partial_cliques_are_rechecked_two_pieces_per_probe():
     log: list = []
     r = adaptive_drilldown(N, K, _passed(), GROUPS, _oracle({0}, set(), log))
     assert [(f.kind, f.gpu, f.status) for f in r.findings] == [("gpu", 0, "confirmed")]
-    confirm, recheck = log[:2], log[2:]
-    assert all(0 in p for p in confirm)  # GPU 0 alone with two disjoint paddings
-    assert set(confirm[0]).isdisjoint(set(confirm[1]) - {0})
+    confirm, recheck = log[:3], log[3:]
+    assert all(0 in p for p in confirm)  # GPU 0 alone with three pairwise disjoint paddings
+    pads = [set(p) - {0} for p in confirm]
+    assert all(pads[i].isdisjoint(pads[j]) for i in range(3) for j in range(i + 1, 3))
     assert sorted(recheck[:2]) == [(1, 2, 4, 5), (7, 8, 10, 11)]
     assert len(recheck) == 3 and {13, 14} <= set(recheck[2]) and 0 not in recheck[2]
     assert len(recheck) < len(GROUPS)  # no more than the old one-probe-per-group re-check
@@ -70,7 +71,7 @@ def test_a_slow_link_in_a_packed_recheck_probe_is_found_and_blames_nothing_else(
     r = adaptive_drilldown(N, K, _passed(), GROUPS, _oracle({0}, {(7, 8)}, log))
     found = sorted((f.kind, f.gpu, f.peer_gpu, f.status) for f in r.findings)
     assert found == [("gpu", 0, None, "confirmed"), ("link", 7, 8, "confirmed")]
-    assert all(0 not in p for p in log[2:])  # re-check probes avoid the slow GPU
+    assert all(0 not in p for p in log[3:])  # re-check probes avoid the slow GPU
 
 
 def test_without_recheck_the_hidden_slow_link_is_missed():

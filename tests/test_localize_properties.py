@@ -89,8 +89,12 @@ def test_sparse_gpu_faults_that_slow_most_probes_of_a_small_replica_are_localize
     faults = [GpuFault(g, rnd.uniform(1.3, 3.0)) for g in rnd.sample(range(n), d)]
     loc = _run(n, k, faults, "adaptive")
     if not _identifiable(n, k, faults):
-        # Phase 1 cannot tell: the sweep is degraded and blames nothing, or finds them all
-        assert loc.verdicts == () or loc.faulty_gpus == sorted(f.gpu for f in faults)
+        # Phase 1 cannot tell. Usually the sweep is degraded and blames nothing; but when every
+        # probe holds a slow GPU nothing measures the healthy latency, and probes holding only
+        # the least slow GPU (say 1.3x) look like a healthy majority: the sweep then names the
+        # GPUs slower than that one (e.g. n=25, k=8, GPUs 0, 8, 16, 24 at 1.5x, 2x, 1.3x, 2x:
+        # 0, 8 and 24). What must hold is that nothing innocent is blamed.
+        assert set(loc.faulty_gpus) <= {f.gpu for f in faults} and loc.faulty_links == []
         return
     assert not loc.replica_degraded
     assert loc.faulty_gpus == sorted(f.gpu for f in faults) and loc.faulty_links == []
@@ -191,13 +195,11 @@ def test_found_by_hypothesis_two_slow_gpus_and_two_slow_links_at_25_gpus_are_exa
     _assert_exact_unless_unidentifiable(25, 8, faults, "adaptive")
 
 
-@pytest.mark.xfail(strict=True, reason="known limitation: a GPU at two slow links can fail both confirming probes")
 def test_found_by_hypothesis_two_slow_links_at_one_gpu_are_not_taken_for_a_slow_gpu():
     # best cover, n=30, k=8: GPU 20 is in no passing probe (all five of its probes hold slow
     # GPU 17); every Phase 2 probe of it holds GPU 1 or GPU 7 and fails through the slow links
-    # (1, 20) or (7, 20); the two confirming paddings hold one each, so GPU 20 is confirmed
-    # slow (its links then masked). A third padding away from both would pass: one more probe
-    # per slow GPU.
+    # (1, 20) or (7, 20); the two confirming paddings held one each, and GPU 20 was confirmed
+    # slow (its links then masked). A third padding away from both passes.
     faults = [GpuFault(17, 2.0), GpuFault(8, 2.0), GpuFault(9, 2.0), LinkFault((1, 20), 2.0), LinkFault((7, 20), 2.0)]
     loc = localize(SimulatedReplica(30, faults), plan_cover(30, 8))
     assert loc.faulty_gpus == [8, 9, 17] and loc.faulty_links == [[1, 20], [7, 20]]

@@ -73,8 +73,9 @@ def adaptive_drilldown(
         fault is split until one fault is found; then the packed re-check.
         Every Phase 2 probe is padded to k GPUs with exonerated GPUs whose links among
         themselves and to the test's exonerated GPUs are exonerated, so a failure can only
-        come from candidates. A GPU is confirmed only when it fails with two disjoint
-        paddings (a slow link to one padding GPU cannot explain both), a link with two
+        come from candidates. A GPU is confirmed only when it fails with three disjoint
+        paddings (two where too few GPUs are exonerated; slow links to one padding GPU each
+        cannot explain all three), a link with two
         cleanly padded probes (one noisy probe cannot explain both). Probes per fault:
         about 2 log2 k + 3; a suspect group with nothing left to find costs one probe.
 
@@ -299,10 +300,13 @@ def _isolate_cross(kn: Knowledge, a: set[int], b: set[int]) -> set[int]:
 
 
 def _confirm_gpu(kn: Knowledge, g: int, context: set[int]) -> None:
-    """Confirm GPU ``g`` with two cleanly padded probes over disjoint paddings.
+    """Confirm GPU ``g`` with three cleanly padded probes over disjoint paddings.
 
-    A slow link from ``g`` to one padding GPU cannot fail both; if either passes, ``g`` is
-    exonerated and a slow link of it is found when the group is re-tested.
+    A slow link from ``g`` to one padding GPU cannot fail two of them, nor two slow links
+    all three (two slow links at a healthy GPU, one in each of two paddings, would fail
+    two); if one passes, ``g`` is exonerated and its slow links are found when the group is
+    re-tested. Where too few exonerated GPUs leave no third disjoint padding (small
+    replicas), two failures confirm ``g``.
     """
     last = kn.last_fail
     if last is not None and last[0] == {g} and last[1]:
@@ -316,7 +320,13 @@ def _confirm_gpu(kn: Knowledge, g: int, context: set[int]) -> None:
         evidence = kn.tests - 1
     verdict = kn.second_opinion(g, evidence, avoid=context)
     if verdict:
-        kn.confirm_gpu(g, evidence)
+        used = (set(kn.probes[evidence]) | set(kn.probes[-1])) - {g}
+        try:
+            third = kn.test({g}, avoid=context, must_avoid=used)
+        except Unmeasurable:  # no third disjoint padding: two failures decide
+            third = True
+        if third:
+            kn.confirm_gpu(g, evidence)
     elif verdict is None:
         kn.give_up({g})
 
