@@ -179,6 +179,8 @@ def run_phase2(
         when their slowness needs too many slow links (:func:`~faultsense_pipelines.anchor.refutes_anchor`)
         the fast cluster was not a healthy baseline, and the result is Phase 1 judged
         ``replica_degraded`` (not anchored, no suspect) with those probes and no verdict.
+        So is a sweep whose passing Phase 2 probes show a fast minority
+        (:func:`_fast_minority`): Phase 1 took a slow majority for its baseline.
     """
     del rule
     _check(executor, phase1.gpus, repeats)
