@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -191,7 +192,7 @@ class Localization:
     def replica_degraded(self) -> bool:
         return self.phase1.replica_degraded
 
-    @property
+    @cached_property
     def unjudged_links(self) -> int | None:
         """Links the sweep left unjudged: in no passing probe, not found faulty, and between
         two GPUs not found faulty. ``None`` for a degraded replica (nothing was localized).
@@ -203,7 +204,8 @@ class Localization:
         links of probes that errored, inconclusive ones -- are counted here. With the default
         adaptive re-check a noise-free sweep leaves none. A Phase 1 of fewer than two measured
         probes (k = n) vouches for nothing: a probe passes by comparison with the others, and
-        there are none. Memory: a few n x n boolean arrays (16 MiB each at n=4096).
+        there are none. Memory: a few n x n boolean arrays (16 MiB each at n=4096). Computed once
+        per object (cached; the cache travels with the pickled result between Dagster steps).
         """
         if self.replica_degraded:
             return None

@@ -242,9 +242,7 @@ class Knowledge:
         around_b = self.padding({b}, set(avoid) | {a}, must_avoid=partners | {a})
         if around_b is None or not around_b[1]:
             return None
-        probe = {a, *around_b[0]}
-        if self.known_fault_inside(probe) is not None:
-            return None
+        probe = {a, *around_b[0]}  # clean padding and no partner of a: no known fault inside
         return probe if self.test(probe) and self.last_clean else None
 
     def doubtful(self, g: int) -> bool:
