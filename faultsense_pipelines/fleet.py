@@ -3,7 +3,7 @@
 A *fleet* is a list of replicas, each with its GPU count n, probe size k and the executor
 that runs its probes (``simulated``, ``local``, ``ray`` or ``vllm``), plus the URI of the
 fault ledger. The file is YAML, validated once here (pydantic); every error names the field
-and the bad value, e.g. ``replicas[1].probe_size: must be <= gpus (got 9 > 8)`` or
+and the bad value, e.g. ``replicas[1].probe_size: must be < gpus (got 9 > 8)`` or
 ``replicas[0].gpus: Input should be a valid integer, got True (a boolean)``, and nothing runs
 on a bad file. Integers must be integers (not ``true`` or ``8.0``), numbers must be finite.
 
@@ -115,7 +115,7 @@ class Replica(StrictModel):
     def _probe_size_fits(cls, v: int, info: ValidationInfo) -> int:
         gpus = info.data.get("gpus")
         if gpus is not None and v > gpus:
-            raise ValueError(f"must be <= gpus (got {v} > {gpus})")
+            raise ValueError(f"must be < gpus (got {v} > {gpus})")
         if gpus is not None and v == gpus:  # one probe of every GPU: nothing to compare it with
             raise ValueError(
                 f"must be < gpus (got {v} = gpus): a cover of one probe holding every GPU cannot be judged "

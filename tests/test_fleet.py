@@ -70,7 +70,7 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"probe_size": 9}, "replicas[1].probe_size: must be <= gpus (got 9 > 8)"),
+        ({"probe_size": 9}, "replicas[1].probe_size: must be < gpus (got 9 > 8)"),
         # k = n: a cover of one probe, which passes by comparison with itself
         ({"probe_size": 8}, "replicas[1].probe_size: must be < gpus (got 8 = gpus): a cover of one probe holding every GPU cannot be judged"),
         # L(4096, 2) = 4096 * 4095 / 2 = 8,386,560 probes: refused at load, not after minutes of planning

@@ -90,12 +90,12 @@ replicas:
 
 def test_a_malformed_fleet_stops_everything_with_one_line_naming_the_field(tmp_path: Path) -> None:
     fleet, ledger = write_fleet(tmp_path, BAD_FLEET)
-    with pytest.raises(FleetError, match=r"replicas\[1\]\.probe_size: must be <= gpus \(got 9 > 8\)"):
+    with pytest.raises(FleetError, match=r"replicas\[1\]\.probe_size: must be < gpus \(got 9 > 8\)"):
         build_definitions(fleet)
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet)])
     assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if line.strip() and "error:" in line]
-    assert len(lines) == 1 and "replicas[1].probe_size: must be <= gpus" in lines[0], result.stderr
+    assert len(lines) == 1 and "replicas[1].probe_size: must be < gpus (got 9 > 8)" in lines[0], result.stderr
     assert not ledger.exists()
 
 
