@@ -11,17 +11,23 @@ Only ``confirmed`` rows count as faults here; ``suspect``, ``masked`` and ``inco
 in the ledger for inspection.
 """
 
-
+import dagster as dg
 import duckdb
 import pandas as pd
 
-import dagster as dg
-from resources.ledger import LedgerResource
+from faultsense_pipelines.resources.ledger import LedgerResource
 
 from .ledger import fault_ledger
 from .report import frame_markdown
 
-__all__ = ["gpu_fault_counts", "replica_daily_health", "repeat_offenders", "GPU_FAULT_COUNTS_SQL", "DAILY_HEALTH_SQL", "REPEAT_OFFENDERS_SQL"]
+__all__ = [
+    "DAILY_HEALTH_SQL",
+    "GPU_FAULT_COUNTS_SQL",
+    "REPEAT_OFFENDERS_SQL",
+    "gpu_fault_counts",
+    "repeat_offenders",
+    "replica_daily_health",
+]
 
 GPU_FAULT_COUNTS_SQL = """
 WITH per_gpu AS (

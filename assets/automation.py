@@ -9,16 +9,15 @@ shape, the sensor says a reload is needed, and sweeps still run (they plan cover
 themselves).
 """
 
-
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from faultsense_pipelines.fleet import FleetError
-from resources.fleet import FleetResource
+from faultsense_pipelines.resources.fleet import FleetResource
 
 from .partitions import REPLICAS, current_hour_key
 
-__all__ = ["build_hourly_schedule", "build_nightly_schedule", "build_replica_sensor", "NIGHTLY_REPEATS"]
+__all__ = ["NIGHTLY_REPEATS", "build_hourly_schedule", "build_nightly_schedule", "build_replica_sensor"]
 
 #: Measurements per probe in the nightly sweep (the hourly one uses the fleet's or 3).
 NIGHTLY_REPEATS = 10
@@ -27,7 +26,10 @@ NIGHTLY_REPEATS = 10
 def build_hourly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition") -> dg.ScheduleDefinition:
     """Phase 1 sweep (plus drill-down when needed) of every replica, at minute 5 of each hour."""
     return dg.build_schedule_from_partitioned_job(
-        job, name="hourly_sweep", minute_of_hour=5, description="Sweep every replica of the fleet each hour (one run per replica)."
+        job,
+        name="hourly_sweep",
+        minute_of_hour=5,
+        description="Sweep every replica of the fleet each hour (one run per replica).",
     )
 
 
@@ -84,7 +86,9 @@ def build_replica_sensor(cover_shapes: list[str]) -> dg.SensorDefinition:
         remove = [n for n in have if n not in wanted]
         new_shapes = [s for s in current_fleet.shapes if s not in cover_shapes]
         if new_shapes:
-            context.log.warning(f"fleet has new replica shapes {new_shapes}: reload the code location to add probe_cover partitions")
+            context.log.warning(
+                f"fleet has new replica shapes {new_shapes}: reload the code location to add probe_cover partitions"
+            )
         if not add and not remove:
             return dg.SkipReason(f"replica partitions match the fleet ({len(wanted)} replicas)")
         requests = []

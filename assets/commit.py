@@ -29,7 +29,7 @@ from faultsense_pipelines.ledger import PROBE_RUNS, FaultRow, LedgerStore, Probe
 from .partitions import SweepKey
 from .rows import DETECTOR
 
-__all__ = ["fault_batch", "failed_batch", "commit_sweep", "record_failed_attempt", "interrupts_deferred"]
+__all__ = ["commit_sweep", "failed_batch", "fault_batch", "interrupts_deferred", "record_failed_attempt"]
 
 
 def fault_batch(key: SweepKey) -> str:
@@ -100,4 +100,3 @@ def record_failed_attempt(store: LedgerStore, key: SweepKey, rows: Sequence[Prob
     """
     with interrupts_deferred():
         return store.write_probe_runs(list(rows), day=key.day, batch=failed_batch(key)).path
-

@@ -1,6 +1,5 @@
 """``probe_cover``: the Phase 1 plan of each replica shape (n GPUs, probe size k) in the fleet."""
 
-
 import re
 
 import dagster as dg

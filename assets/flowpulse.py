@@ -20,9 +20,9 @@ from faultsense_pipelines.flowpulse.counters import load_counters
 from faultsense_pipelines.flowpulse.scan import LinkFault, ScanConfig, scan
 from faultsense_pipelines.flowpulse.topology import load_topology
 from faultsense_pipelines.ledger import append_passive_faults
-from resources.ledger import LedgerResource
+from faultsense_pipelines.resources.ledger import LedgerResource
 
-__all__ = ["FlowPulseScanConfig", "flowpulse_faults", "fabric_link_component"]
+__all__ = ["FlowPulseScanConfig", "fabric_link_component", "flowpulse_faults"]
 
 # in the package, so a non-editable install has it; written by
 # `faultsense flowpulse simulate --out <dir> --iterations 80 --start 40` (a 1% loss on leaf01-spine02)
@@ -51,8 +51,10 @@ def fabric_link_component(fault: LinkFault) -> str:
 
 def _faults_markdown(faults: list[LinkFault]) -> str:
     lines = ["| switch | port | peer | first iteration | detected | loss estimate |", "|---|---|---|---|---|---|"]
-    lines += [f"| {f.switch} | {f.port} | {f.peer} | {f.first_iteration} | {f.detected_iteration} | "
-              f"{100 * f.loss_estimate:.2f}% |" for f in faults]
+    lines += [
+        f"| {f.switch} | {f.port} | {f.peer} | {f.first_iteration} | {f.detected_iteration} | {100 * f.loss_estimate:.2f}% |"
+        for f in faults
+    ]
     return "\n".join(lines) if faults else "no lossy link"
 
 
@@ -62,10 +64,18 @@ def _faults_markdown(faults: list[LinkFault]) -> str:
     description="Lossy fabric links found by FlowPulse in switch-port counters, as fault ledger rows "
     "(detector=flowpulse, component_kind=fabric_link).",
 )
-def flowpulse_faults(context: dg.AssetExecutionContext, config: FlowPulseScanConfig, ledger: LedgerResource) -> dg.MaterializeResult:
-    settings = ScanConfig(model=config.model, traffic=config.traffic, reference=config.reference, lag=config.lag,
-                          design_loss=config.design_loss, false_alarm_rate=config.false_alarm_rate,
-                          threshold=config.threshold)
+def flowpulse_faults(
+    context: dg.AssetExecutionContext, config: FlowPulseScanConfig, ledger: LedgerResource
+) -> dg.MaterializeResult:
+    settings = ScanConfig(
+        model=config.model,
+        traffic=config.traffic,
+        reference=config.reference,
+        lag=config.lag,
+        design_loss=config.design_loss,
+        false_alarm_rate=config.false_alarm_rate,
+        threshold=config.threshold,
+    )
     frame = load_counters(config.counters)
     faults = scan(frame, load_topology(config.topology), settings)
     first, last = int(frame["iteration"].min()), int(frame["iteration"].max())

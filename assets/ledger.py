@@ -9,7 +9,6 @@ Checks (each scoped to the run's ``date=`` partition of the ledger):
   a failure stops the drill-down (and so the commit) of that run.
 """
 
-
 import math
 import warnings
 from datetime import UTC, datetime
@@ -18,13 +17,13 @@ import dagster as dg
 
 from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA, LedgerStore
 from faultsense_pipelines.localize import Localization, Phase1Result
-from resources.executors import redact_secrets
-from resources.fleet import FleetResource
-from resources.ledger import LedgerResource
+from faultsense_pipelines.resources.executors import redact_secrets
+from faultsense_pipelines.resources.fleet import FleetResource
+from faultsense_pipelines.resources.ledger import LedgerResource
 
+from .commit import commit_sweep
 from .partitions import SWEEP_PARTITIONS, sweep_key
 from .report import verdicts_markdown
-from .commit import commit_sweep
 from .rows import fault_rows, probe_rows
 from .sweep import phase1_probe_run
 
@@ -38,14 +37,23 @@ __all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "p
     description="The sweep's verdicts as fault rows under <ledger>/fault_ledger/date=YYYY-MM-DD/ (one file per partition, replaced on re-run), "
     "committed together with both phases' probe rows.",
 )
-def fault_ledger(context: dg.AssetExecutionContext, phase2_drilldown: Localization, fleet: FleetResource, ledger: LedgerResource) -> dg.MaterializeResult:
+def fault_ledger(
+    context: dg.AssetExecutionContext, phase2_drilldown: Localization, fleet: FleetResource, ledger: LedgerResource
+) -> dg.MaterializeResult:
     key = sweep_key(context)
     store = ledger.store()
     loc = phase2_drilldown
     replica = fleet.replica(key.replica)
-    common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor, "scrub": lambda text: redact_secrets(text, replica)}
+    common = {
+        "sweep_id": context.run.run_id,
+        "replica": replica.name,
+        "executor": replica.executor,
+        "scrub": lambda text: redact_secrets(text, replica),
+    }
     rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
-    _, path = commit_sweep(store, key, phase1=probe_rows(loc.phase1.records, **common), phase2=probe_rows(loc.phase2_records, **common), faults=rows)
+    _, path = commit_sweep(
+        store, key, phase1=probe_rows(loc.phase1.records, **common), phase2=probe_rows(loc.phase2_records, **common), faults=rows
+    )
     confirmed = [r.component for r in rows if r.status == "confirmed"]
     return dg.MaterializeResult(
         metadata={
@@ -88,11 +96,17 @@ def fault_ledger_unique_rows(context: dg.AssetCheckExecutionContext, ledger: Led
     dup = df[df["fault_id"].duplicated(keep=False)]
     return dg.AssetCheckResult(
         passed=dup.empty,
-        metadata={"rows_checked": len(df), "duplicate_rows": len(dup), "duplicate_ids": dg.MetadataValue.json(sorted(set(dup["fault_id"]))[:20])},
+        metadata={
+            "rows_checked": len(df),
+            "duplicate_rows": len(dup),
+            "duplicate_ids": dg.MetadataValue.json(sorted(set(dup["fault_id"]))[:20]),
+        },
     )
 
 
-def _probe_latencies_valid(context: dg.AssetCheckExecutionContext, phase1_probe_run: Phase1Result, ledger: LedgerResource) -> dg.AssetCheckResult:
+def _probe_latencies_valid(
+    context: dg.AssetCheckExecutionContext, phase1_probe_run: Phase1Result, ledger: LedgerResource
+) -> dg.AssetCheckResult:
     # this sweep's own rows are not in the ledger yet when a drill-down follows (a sweep commits at its end)
     own = [v for r in phase1_probe_run.records for v in r.latencies_ms]
     own_bad = sum(1 for v in own if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0))
@@ -106,7 +120,11 @@ def _probe_latencies_valid(context: dg.AssetCheckExecutionContext, phase1_probe_
     errors_with_latency = int(df[df["error"].notna()]["latency_ms"].notna().sum())
     return dg.AssetCheckResult(
         passed=bad + own_bad == 0 and errors_with_latency == 0,
-        metadata={"rows_checked": len(df) + len(own), "bad_latencies": bad + own_bad, "error_rows_with_latency": errors_with_latency},
+        metadata={
+            "rows_checked": len(df) + len(own),
+            "bad_latencies": bad + own_bad,
+            "error_rows_with_latency": errors_with_latency,
+        },
     )
 
 

@@ -19,7 +19,7 @@ import dagster as dg
 import faultsense_pipelines
 from faultsense_pipelines.ledger import append_passive_faults
 from faultsense_pipelines.minder import Fault, MinderSettings, load_metrics, load_model, scan, train_minder
-from resources.ledger import LedgerResource
+from faultsense_pipelines.resources.ledger import LedgerResource
 
 __all__ = ["MinderScanConfig", "machine_component", "minder_faults"]
 

@@ -18,10 +18,10 @@ __all__ = [
     "REPLICAS",
     "SWEEP_PARTITIONS",
     "SweepKey",
-    "sweep_key",
-    "current_hour_key",
     "check_hour_key",
     "cover_partitions",
+    "current_hour_key",
+    "sweep_key",
 ]
 
 #: First hour a sweep can be backfilled for.

@@ -15,7 +15,7 @@ import dagster as dg
 from faultsense_pipelines.ledger import gpu_component, link_component
 from faultsense_pipelines.localize import Phase1Result, ProbeRecord, Verdict
 
-__all__ = ["frame_markdown", "suspects_markdown", "verdicts_markdown", "latency_plot", "component_of"]
+__all__ = ["component_of", "frame_markdown", "latency_plot", "suspects_markdown", "verdicts_markdown"]
 
 _MAX_ROWS = 50
 
@@ -66,7 +66,9 @@ def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
     return _table(("component", "status", "slowdown", "phase", "probes used"), rows, "No faults found.")
 
 
-def latency_plot(records: Sequence[ProbeRecord], baseline_ms: float | None, threshold_ms: float | None, title: str) -> dg.MetadataValue:
+def latency_plot(
+    records: Sequence[ProbeRecord], baseline_ms: float | None, threshold_ms: float | None, title: str
+) -> dg.MetadataValue:
     """A PNG (embedded in markdown) of every probe's repeats against the suspect threshold."""
     import matplotlib
 

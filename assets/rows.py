@@ -12,20 +12,27 @@ from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecor
 from .partitions import SweepKey
 from .report import component_of
 
-__all__ = ["probe_rows", "error_rows", "fault_rows", "degraded_row", "degraded_slowdown", "DETECTOR"]
+__all__ = ["DETECTOR", "degraded_row", "degraded_slowdown", "error_rows", "fault_rows", "probe_rows"]
 
 DETECTOR = "faultsense"
 
 
-def probe_rows(records: Sequence[ProbeRecord], *, sweep_id: str, replica: str, executor: str, scrub=lambda s: s) -> list[ProbeRunRow]:
+def probe_rows(
+    records: Sequence[ProbeRecord], *, sweep_id: str, replica: str, executor: str, scrub=lambda s: s
+) -> list[ProbeRunRow]:
     """One row per repeat of each measured probe, one error row per probe that failed."""
     rows: list[ProbeRunRow] = []
     for r in records:
         if r.error is not None or not r.latencies_ms:
-            rows.append(ProbeRunRow(sweep_id, replica, r.phase, r.probe_index, r.gpus, None, None, executor, scrub(r.error or "no measurement")))
+            rows.append(
+                ProbeRunRow(
+                    sweep_id, replica, r.phase, r.probe_index, r.gpus, None, None, executor, scrub(r.error or "no measurement")
+                )
+            )
             continue
         rows.extend(
-            ProbeRunRow(sweep_id, replica, r.phase, r.probe_index, r.gpus, float(v), i, executor) for i, v in enumerate(r.latencies_ms)
+            ProbeRunRow(sweep_id, replica, r.phase, r.probe_index, r.gpus, float(v), i, executor)
+            for i, v in enumerate(r.latencies_ms)
         )
     return rows
 

@@ -21,17 +21,17 @@ from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.fleet import MAX_REPEATS, FleetError, Replica
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
+from faultsense_pipelines.resources.executors import ProbeExecutorResource, redact_secrets
+from faultsense_pipelines.resources.fleet import FleetResource
+from faultsense_pipelines.resources.ledger import LedgerResource
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
-from resources.executors import ProbeExecutorResource, redact_secrets
-from resources.fleet import FleetResource
-from resources.ledger import LedgerResource
 
 from .commit import commit_sweep, fault_batch, record_failed_attempt
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import latency_plot, suspects_markdown, verdicts_markdown
 from .rows import degraded_row, error_rows, probe_rows
 
-__all__ = ["SweepConfig", "phase1_probe_run", "phase2_drilldown", "DEFAULT_REPEATS", "fault_batch"]
+__all__ = ["DEFAULT_REPEATS", "SweepConfig", "fault_batch", "phase1_probe_run", "phase2_drilldown"]
 
 #: Measurements per probe when neither the run config nor the fleet file says otherwise.
 DEFAULT_REPEATS = 3
@@ -76,7 +76,9 @@ def _rule(replica: Replica) -> SuspectRule:
     return RobustRule(min_slowdown=replica.min_slowdown) if replica.min_slowdown is not None else default_rule()
 
 
-def _fail_with_errors(store: LedgerStore, key: SweepKey, phase: int, rows: list[ProbeRunRow], errors: int, total: int, first: str) -> dg.Failure:
+def _fail_with_errors(
+    store: LedgerStore, key: SweepKey, phase: int, rows: list[ProbeRunRow], errors: int, total: int, first: str
+) -> dg.Failure:
     path = record_failed_attempt(store, key, rows)
     return dg.Failure(
         description=f"replica {key.replica}: {errors} of {total} Phase {phase} probes could not be measured "
@@ -107,7 +109,7 @@ def phase1_probe_run(
     common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor}
     try:
         executor = probe_executors.executor_for(replica)
-    except Exception as exc:  # noqa: BLE001 -- any failure to start is an error row, never a fault
+    except Exception as exc:
         message = redact_secrets(f"{replica.executor} executor could not start: {exc}", replica)
         rows = error_rows(cover.probes, message, **common)
         raise _fail_with_errors(store, key, 1, rows, len(cover.probes), len(cover.probes), message) from None
@@ -124,19 +126,26 @@ def phase1_probe_run(
     if not result.needs_drilldown:
         # Final after Phase 1: commit the probe rows and the partition's fault batch -- empty, or
         # one replica-wide row when the sweep is degraded -- and clear a stale Phase 2 file.
-        faults = [degraded_row(result, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))] if result.replica_degraded else []
+        faults = (
+            [degraded_row(result, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))]
+            if result.replica_degraded
+            else []
+        )
         written, path = commit_sweep(store, key, phase1=rows, phase2=None, faults=faults)
         context.log_event(
             dg.AssetMaterialization(
                 asset_key="fault_ledger",
                 partition=context.partition_key,
-                description="Replica-wide degradation: one replica row (Phase 2 skipped)." if faults
+                description="Replica-wide degradation: one replica row (Phase 2 skipped)."
+                if faults
                 else "Phase 1 found no suspect: no fault rows (Phase 2 skipped).",
                 metadata={"rows": len(faults), "path": dg.MetadataValue.path(path), "replica_degraded": result.replica_degraded},
             )
         )
         if result.replica_degraded:
-            context.log.warning(f"replica {replica.name}: most probes are slow (replica-wide degradation); one replica row, no component blamed")
+            context.log.warning(
+                f"replica {replica.name}: most probes are slow (replica-wide degradation); one replica row, no component blamed"
+            )
 
     return dg.Output(
         result,
@@ -152,7 +161,9 @@ def phase1_probe_run(
             "replica_degraded": result.replica_degraded,
             "needs_drilldown": result.needs_drilldown,
             "suspects": dg.MetadataValue.md(suspects_markdown(result)),
-            "latency_plot": latency_plot(result.records, result.baseline_ms, result.threshold_ms, f"{replica.name} Phase 1, {key.hour}"),
+            "latency_plot": latency_plot(
+                result.records, result.baseline_ms, result.threshold_ms, f"{replica.name} Phase 1, {key.hour}"
+            ),
             "probe_runs_file": dg.MetadataValue.path(written) if written else "written with the verdicts by fault_ledger",
             "ledger": store.display_uri,
         },
@@ -203,7 +214,9 @@ def phase2_drilldown(
             "confirmed_links": dg.MetadataValue.json(loc.faulty_links),
             "unjudged_links": loc.unjudged_links,
             "verdicts": dg.MetadataValue.md(verdicts_markdown(loc.verdicts, loc.probes_phase1)),
-            "latency_plot": latency_plot(loc.phase2_records, phase1.baseline_ms, phase1.threshold_ms, f"{replica.name} Phase 2, {key.hour}"),
+            "latency_plot": latency_plot(
+                loc.phase2_records, phase1.baseline_ms, phase1.threshold_ms, f"{replica.name} Phase 2, {key.hour}"
+            ),
             "ledger": store.display_uri,
         },
     )

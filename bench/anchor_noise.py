@@ -53,10 +53,22 @@ def rows(sweeps: int) -> list[dict]:
                         blamed += bool(loc.faulty_gpus or loc.faulty_links)
                         exact += loc.faulty_gpus == truth and not loc.faulty_links
                         wrong += bool(set(loc.faulty_gpus) - set(truth) or loc.faulty_links)
-                    out.append({"case": case, "n": n, "k": k, "sigma": sigma, "repeats": repeats,
-                                "anchoring": anchoring, "sweeps": sweeps, "degraded": degraded,
-                                "anchored": anchored, "blamed_any": blamed, "exact": exact,
-                                "wrong_component": wrong})
+                    out.append(
+                        {
+                            "case": case,
+                            "n": n,
+                            "k": k,
+                            "sigma": sigma,
+                            "repeats": repeats,
+                            "anchoring": anchoring,
+                            "sweeps": sweeps,
+                            "degraded": degraded,
+                            "anchored": anchored,
+                            "blamed_any": blamed,
+                            "exact": exact,
+                            "wrong_component": wrong,
+                        }
+                    )
     return out
 
 
@@ -69,19 +81,21 @@ def main() -> None:
     seconds = time.perf_counter() - t0
     RESULTS.mkdir(exist_ok=True)
     df.to_csv(RESULTS / "anchor_noise.csv", index=False)
-    text = "\n".join([
-        "# Anchoring on the fast probes under noise",
-        "",
-        f"Measured by `bench/anchor_noise.py`: {args.sweeps} seeded sweeps per cell, best cover, default rule "
-        f"(RobustRule), adaptive drill-down; slow GPUs x U[1.5, 3.0]; anchoring off = the rule's verdict alone "
-        f"(the code before anchoring); {seconds:.0f} s.",
-        "Columns count sweeps: degraded (replica_degraded), anchored (re-judged against the fast cluster), "
-        "blamed_any (reported any faulty component), exact (reported exactly the injected GPUs), "
-        "wrong_component (reported a component that was not injected).",
-        "",
-        df.to_markdown(index=False),
-        "",
-    ])
+    text = "\n".join(
+        [
+            "# Anchoring on the fast probes under noise",
+            "",
+            f"Measured by `bench/anchor_noise.py`: {args.sweeps} seeded sweeps per cell, best cover, default rule "
+            f"(RobustRule), adaptive drill-down; slow GPUs x U[1.5, 3.0]; anchoring off = the rule's verdict alone "
+            f"(the code before anchoring); {seconds:.0f} s.",
+            "Columns count sweeps: degraded (replica_degraded), anchored (re-judged against the fast cluster), "
+            "blamed_any (reported any faulty component), exact (reported exactly the injected GPUs), "
+            "wrong_component (reported a component that was not injected).",
+            "",
+            df.to_markdown(index=False),
+            "",
+        ]
+    )
     (RESULTS / "anchor_noise.md").write_text(text)
     print(text)
 

@@ -33,8 +33,14 @@ TARGET = {4: 1.05, 8: 1.10}
 def _clear_caches() -> None:
     plan_cover.cache_clear()
     best.clear_caches()
-    for f in (designs.projective_geometry, designs.affine_geometry, designs.denniston_design,
-              designs.transversal_design, fields.galois_field, fields.macneish_ring):
+    for f in (
+        designs.projective_geometry,
+        designs.affine_geometry,
+        designs.denniston_design,
+        designs.transversal_design,
+        fields.galois_field,
+        fields.macneish_ring,
+    ):
         f.cache_clear()
 
 
@@ -57,24 +63,37 @@ def step_table(ns: range, ks: tuple[int, ...]) -> pd.DataFrame:
             bestc, t_best = _timed_plan(n, k, "best")
             bound = schonheim_bound(n, k)
             rounds_ref = -(-(n - 1) // (k - 1))
-            rows.append({
-                "n": n, "k": k,
-                "greedy": len(greedy.probes), "best": len(bestc.probes), "schonheim": bound,
-                "greedy_over_L": len(greedy.probes) / bound, "best_over_L": len(bestc.probes) / bound,
-                "all_pairs": bestc.all_pairs,
-                "all_pairs_over_greedy": bestc.all_pairs / len(greedy.probes),
-                "all_pairs_over_best": bestc.all_pairs / len(bestc.probes),
-                "rounds_greedy": len(greedy.rounds), "rounds_best": len(bestc.rounds),
-                "rounds_floor": rounds_lower_bound(bestc.probes, n), "rounds_ref": rounds_ref, "rounds_best_over_ref": len(bestc.rounds) / rounds_ref,
-                "short_probes_best": sum(len(p) < k for p in bestc.probes),
-                "plan_s_greedy": t_greedy, "plan_s_best": t_best,
-                "best_source": best_cover_source(n, k),
-            })
+            rows.append(
+                {
+                    "n": n,
+                    "k": k,
+                    "greedy": len(greedy.probes),
+                    "best": len(bestc.probes),
+                    "schonheim": bound,
+                    "greedy_over_L": len(greedy.probes) / bound,
+                    "best_over_L": len(bestc.probes) / bound,
+                    "all_pairs": bestc.all_pairs,
+                    "all_pairs_over_greedy": bestc.all_pairs / len(greedy.probes),
+                    "all_pairs_over_best": bestc.all_pairs / len(bestc.probes),
+                    "rounds_greedy": len(greedy.rounds),
+                    "rounds_best": len(bestc.rounds),
+                    "rounds_floor": rounds_lower_bound(bestc.probes, n),
+                    "rounds_ref": rounds_ref,
+                    "rounds_best_over_ref": len(bestc.rounds) / rounds_ref,
+                    "short_probes_best": sum(len(p) < k for p in bestc.probes),
+                    "plan_s_greedy": t_greedy,
+                    "plan_s_best": t_best,
+                    "best_source": best_cover_source(n, k),
+                }
+            )
             r = rows[-1]
-            print(f"n={n:3d} k={k}: greedy {r['greedy']:5d}  best {r['best']:5d}  L {bound:5d}  "
-                  f"best/L {r['best_over_L']:.3f}  rounds {r['rounds_best']:3d} (floor {r['rounds_floor']:3d}, "
-                  f"1.5 x ref {1.5 * rounds_ref:5.1f})  "
-                  f"plan {t_best:.2f}s  [{r['best_source']}]", flush=True)
+            print(
+                f"n={n:3d} k={k}: greedy {r['greedy']:5d}  best {r['best']:5d}  L {bound:5d}  "
+                f"best/L {r['best_over_L']:.3f}  rounds {r['rounds_best']:3d} (floor {r['rounds_floor']:3d}, "
+                f"1.5 x ref {1.5 * rounds_ref:5.1f})  "
+                f"plan {t_best:.2f}s  [{r['best_source']}]",
+                flush=True,
+            )
     return pd.DataFrame(rows)
 
 
@@ -85,19 +104,46 @@ def every_n(k: int, lo: int, hi: int) -> pd.DataFrame:
     for n in range(lo, hi + 1):
         cover = plan_cover(n, k, "best")
         bound = schonheim_bound(n, k)
-        rows.append({"n": n, "k": k, "best": len(cover.probes), "schonheim": bound,
-                     "best_over_L": len(cover.probes) / bound, "rounds": len(cover.rounds),
-                     "rounds_floor": rounds_lower_bound(cover.probes, n),
-                     "rounds_ref": -(-(n - 1) // (k - 1)), "best_source": best_cover_source(n, k)})
-        print(f"every n: k={k} n={n:3d} best {rows[-1]['best']:5d} rounds {rows[-1]['rounds']:3d} "
-              f"(floor {rows[-1]['rounds_floor']:3d}, ref {rows[-1]['rounds_ref']:3d})", flush=True)
+        rows.append(
+            {
+                "n": n,
+                "k": k,
+                "best": len(cover.probes),
+                "schonheim": bound,
+                "best_over_L": len(cover.probes) / bound,
+                "rounds": len(cover.rounds),
+                "rounds_floor": rounds_lower_bound(cover.probes, n),
+                "rounds_ref": -(-(n - 1) // (k - 1)),
+                "best_source": best_cover_source(n, k),
+            }
+        )
+        print(
+            f"every n: k={k} n={n:3d} best {rows[-1]['best']:5d} rounds {rows[-1]['rounds']:3d} "
+            f"(floor {rows[-1]['rounds_floor']:3d}, ref {rows[-1]['rounds_ref']:3d})",
+            flush=True,
+        )
     return pd.DataFrame(rows)
 
 
 def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
-    cols = ["n", "k", "greedy", "best", "schonheim", "greedy_over_L", "best_over_L", "all_pairs_over_greedy",
-            "all_pairs_over_best", "rounds_greedy", "rounds_best", "rounds_floor", "rounds_ref", "rounds_best_over_ref",
-            "plan_s_best", "best_source"]
+    cols = [
+        "n",
+        "k",
+        "greedy",
+        "best",
+        "schonheim",
+        "greedy_over_L",
+        "best_over_L",
+        "all_pairs_over_greedy",
+        "all_pairs_over_best",
+        "rounds_greedy",
+        "rounds_best",
+        "rounds_floor",
+        "rounds_ref",
+        "rounds_best_over_ref",
+        "plan_s_best",
+        "best_source",
+    ]
     lines = [
         "# Phase 1 cover benchmark",
         "",
@@ -114,16 +160,24 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
     for k in sorted(table.k.unique()):
         t = table[table.k == k]
         big = t[t.n >= 100] if k == 8 else t
-        lines.append(f"- k={k}: worst best/L {big.best_over_L.max():.3f} at n={int(big.loc[big.best_over_L.idxmax(), 'n'])}"
-                     f"{' (n >= 100)' if k == 8 else ''}, target <= {TARGET[k]}; "
-                     f"worst rounds/ref {t.rounds_best_over_ref.max():.2f}, target <= 1.5"
-                     + (f" (missed at n={', '.join(str(int(x)) for x in t.n[t.rounds_best_over_ref > 1.5])})"
-                        if (t.rounds_best_over_ref > 1.5).any() else "") + "; "
-                     f"best < greedy wherever greedy > L: {bool(((t.greedy > t.schonheim) <= (t.best < t.greedy)).all())}")
+        lines.append(
+            f"- k={k}: worst best/L {big.best_over_L.max():.3f} at n={int(big.loc[big.best_over_L.idxmax(), 'n'])}"
+            f"{' (n >= 100)' if k == 8 else ''}, target <= {TARGET[k]}; "
+            f"worst rounds/ref {t.rounds_best_over_ref.max():.2f}, target <= 1.5"
+            + (
+                f" (missed at n={', '.join(str(int(x)) for x in t.n[t.rounds_best_over_ref > 1.5])})"
+                if (t.rounds_best_over_ref > 1.5).any()
+                else ""
+            )
+            + "; "
+            f"best < greedy wherever greedy > L: {bool(((t.greedy > t.schonheim) <= (t.best < t.greedy)).all())}"
+        )
     n300 = table[(table.n == 300) & (table.k == 8)]
     if len(n300):
-        lines.append(f"- n=300, k=8: all pairs / greedy = {n300.all_pairs_over_greedy.iloc[0]:.1f}x (paper ~22x), "
-                     f"all pairs / best = {n300.all_pairs_over_best.iloc[0]:.1f}x")
+        lines.append(
+            f"- n=300, k=8: all pairs / greedy = {n300.all_pairs_over_greedy.iloc[0]:.1f}x (paper ~22x), "
+            f"all pairs / best = {n300.all_pairs_over_best.iloc[0]:.1f}x"
+        )
     n325 = table[(table.n == 325) & (table.k == 8)]
     if len(n325):
         lines.append(f"- plan n=325, k=8 (best, cold): {n325.plan_s_best.iloc[0]:.2f} s (target < 2 s)")
@@ -133,14 +187,18 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
             s = sweep[sweep.k == k]
             worst = s.loc[s.best_over_L.idxmax()]
             over = s[s.best_over_L > TARGET[k]]
-            lines.append(f"- k={k}, n={s.n.min()}..{s.n.max()}: worst best/L {worst.best_over_L:.3f} at n={int(worst.n)}; "
-                         f"{len(over)} of {len(s)} sizes above {TARGET[k]}"
-                         + (f": {', '.join(str(int(x)) for x in over.n)}" if len(over) else ""))
+            lines.append(
+                f"- k={k}, n={s.n.min()}..{s.n.max()}: worst best/L {worst.best_over_L:.3f} at n={int(worst.n)}; "
+                f"{len(over)} of {len(s)} sizes above {TARGET[k]}"
+                + (f": {', '.join(str(int(x)) for x in over.n)}" if len(over) else "")
+            )
             ratio = s.rounds / s.rounds_ref
             floor_over = s.rounds_floor / s.rounds_ref > 1.5
-            lines.append(f"  rounds (planned): worst {ratio.max():.2f} x ref at n={int(s.n[ratio.idxmax()])}; "
-                         f"{int((ratio > 1.5).sum())} of {len(s)} sizes above 1.5, of which {int(floor_over.sum())} "
-                         f"have a cover whose own floor is above 1.5 x ref")
+            lines.append(
+                f"  rounds (planned): worst {ratio.max():.2f} x ref at n={int(s.n[ratio.idxmax()])}; "
+                f"{int((ratio > 1.5).sum())} of {len(s)} sizes above 1.5, of which {int(floor_over.sum())} "
+                f"have a cover whose own floor is above 1.5 x ref"
+            )
     lines += [
         "",
         "## Notes",

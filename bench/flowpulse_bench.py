@@ -25,7 +25,11 @@ from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, cusum_thresh
 from faultsense_pipelines.flowpulse.model import growing_reference, share_under_loss
 from faultsense_pipelines.flowpulse.scan import ScanConfig, scan, scan_ingress
 from faultsense_pipelines.flowpulse.simulate import (
-    LossyLink, RingAllReduce, counters_frame, simulate, simulated_ingress,
+    LossyLink,
+    RingAllReduce,
+    counters_frame,
+    simulate,
+    simulated_ingress,
 )
 from faultsense_pipelines.flowpulse.topology import fat_tree
 
@@ -86,11 +90,19 @@ def oracle_table(runs: int = 20_000) -> pd.DataFrame:
             for direction, share in (("down", 1 / SPINES), ("up", 1 / LEAVES)):
                 delta = port_shift(n, share, rate)
                 d = oracle_delays(delta, runs, rng)
-                rows.append({"buffer_gib": gib, "direction": direction, "rate": rate, "shift_sigmas": delta,
-                             "oracle_threshold": float(cusum_threshold(delta, FALSE_ALARM_RATE, 1)),
-                             "oracle_median": float(np.median(d)), "oracle_mean": float(d.mean()),
-                             "oracle_p95": float(np.quantile(d, 0.95)),
-                             "oracle_within_target": float(np.mean(d <= TARGETS[rate])) if rate in TARGETS else np.nan})
+                rows.append(
+                    {
+                        "buffer_gib": gib,
+                        "direction": direction,
+                        "rate": rate,
+                        "shift_sigmas": delta,
+                        "oracle_threshold": float(cusum_threshold(delta, FALSE_ALARM_RATE, 1)),
+                        "oracle_median": float(np.median(d)),
+                        "oracle_mean": float(d.mean()),
+                        "oracle_p95": float(np.quantile(d, 0.95)),
+                        "oracle_within_target": float(np.mean(d <= TARGETS[rate])) if rate in TARGETS else np.nan,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -114,8 +126,12 @@ def single_switch_trials(runs: int, oracle: pd.DataFrame) -> pd.DataFrame:
             for model in ("analytic", "learned"):
                 delays = []
                 for _ in range(runs):
-                    x = np.vstack([rng.multinomial(n * SPINES, healthy, size=onset),
-                                   rng.multinomial(n * SPINES, lossy / lossy.sum(), size=length - onset)])
+                    x = np.vstack(
+                        [
+                            rng.multinomial(n * SPINES, healthy, size=onset),
+                            rng.multinomial(n * SPINES, lossy / lossy.sum(), size=length - onset),
+                        ]
+                    )
                     if model == "learned":
                         shares, ref = growing_reference(x, REFERENCE, 50)
                         alarms, first = detect_switch(x[REFERENCE:], shares, reference_packets=ref), REFERENCE
@@ -125,11 +141,21 @@ def single_switch_trials(runs: int, oracle: pd.DataFrame) -> pd.DataFrame:
                     delays.append(hit[0] if hit else np.inf)
                 d = np.array(delays)
                 o = oracle[(oracle["buffer_gib"] == gib) & (oracle["rate"] == rate) & (oracle["direction"] == "down")]
-                rows.append({"buffer_gib": gib, "packets_per_port": n, "rate": rate, "model": model, "runs": runs,
-                             "target": target, "median_delay": float(np.median(d)), "mean_delay": float(d.mean()),
-                             "within_target": float(np.mean(d <= target)),
-                             "oracle_mean": float(o["oracle_mean"].iloc[0]),
-                             "oracle_within_target": float(o["oracle_within_target"].iloc[0])})
+                rows.append(
+                    {
+                        "buffer_gib": gib,
+                        "packets_per_port": n,
+                        "rate": rate,
+                        "model": model,
+                        "runs": runs,
+                        "target": target,
+                        "median_delay": float(np.median(d)),
+                        "mean_delay": float(d.mean()),
+                        "within_target": float(np.mean(d <= target)),
+                        "oracle_mean": float(o["oracle_mean"].iloc[0]),
+                        "oracle_within_target": float(o["oracle_within_target"].iloc[0]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -144,8 +170,13 @@ def detection_trials(trials: int) -> pd.DataFrame:
                 for trial in range(trials):
                     leaf, spine = int(rng.integers(LEAVES)), int(rng.integers(SPINES))
                     topo = fat_tree(LEAVES, SPINES, HOSTS)
-                    counters = simulate(topo, START + HORIZON, collective=collective, seed=int(rng.integers(2**31)),
-                                        lossy=[LossyLink(leaf, spine, rate, direction, START)])
+                    counters = simulate(
+                        topo,
+                        START + HORIZON,
+                        collective=collective,
+                        seed=int(rng.integers(2**31)),
+                        lossy=[LossyLink(leaf, spine, rate, direction, START)],
+                    )
                     ingress = simulated_ingress(counters)
                     truth = {f"leaf{leaf:02d}", f"spine{spine:02d}"}
                     for model in ("learned", "analytic"):
@@ -153,15 +184,21 @@ def detection_trials(trials: int) -> pd.DataFrame:
                         hits = [f for f in faults if {f.switch, f.peer} == truth]
                         wrong = [f for f in faults if {f.switch, f.peer} != truth]
                         first = min(hits, key=lambda f: f.detected_iteration) if hits else None
-                        rows.append({
-                            "buffer_gib": gib, "packets_per_uplink": _packets_per_uplink(gib), "rate": rate,
-                            "direction": direction, "model": model, "trial": trial,
-                            "detected": first is not None,
-                            "delay": (first.detected_iteration - START + 1) if first else np.nan,
-                            "onset_error": (first.first_iteration - START) if first else np.nan,
-                            "loss_estimate": first.loss_estimate if first else np.nan,
-                            "wrong_links": len(wrong),
-                        })
+                        rows.append(
+                            {
+                                "buffer_gib": gib,
+                                "packets_per_uplink": _packets_per_uplink(gib),
+                                "rate": rate,
+                                "direction": direction,
+                                "model": model,
+                                "trial": trial,
+                                "detected": first is not None,
+                                "delay": (first.detected_iteration - START + 1) if first else np.nan,
+                                "onset_error": (first.first_iteration - START) if first else np.nan,
+                                "loss_estimate": first.loss_estimate if first else np.nan,
+                                "wrong_links": len(wrong),
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
@@ -183,10 +220,20 @@ def healthy_run(iterations: int) -> pd.DataFrame:
             config = ScanConfig(model=model, traffic="ring" if traffic == "ring" else "uniform", reference=REFERENCE)
             faults = scan_ingress(ingress, topo, config)
             elapsed = time.perf_counter() - t0
-            rows.append({"buffer_gib": gib, "down_links": len(down), "model": model, "traffic": traffic,
-                         "iterations": iterations,
-                         "ports": ports, "port_iterations": ports * iterations, "false_alarms": len(faults),
-                         "scan_s": elapsed, "port_iterations_per_s": ports * iterations / elapsed})
+            rows.append(
+                {
+                    "buffer_gib": gib,
+                    "down_links": len(down),
+                    "model": model,
+                    "traffic": traffic,
+                    "iterations": iterations,
+                    "ports": ports,
+                    "port_iterations": ports * iterations,
+                    "false_alarms": len(faults),
+                    "scan_s": elapsed,
+                    "port_iterations_per_s": ports * iterations / elapsed,
+                }
+            )
         del counters, ingress
     return pd.DataFrame(rows)
 
@@ -195,24 +242,38 @@ def file_scan_speed() -> pd.DataFrame:
     """End-to-end scan of long-format counters (validate + pivot + CUSUM), as the CLI does it."""
     rows = []
     topo = fat_tree(LEAVES, SPINES, HOSTS)
-    for name, iterations, switches in (("one leaf, 157 iterations", 157, ["leaf00"]),
-                                       ("whole fabric, 100 iterations", 100, None)):
+    for name, iterations, switches in (
+        ("one leaf, 157 iterations", 157, ["leaf00"]),
+        ("whole fabric, 100 iterations", 100, None),
+    ):
         counters = simulate(topo, iterations, collective=RingAllReduce(buffer_bytes=16 * 2**30), seed=1)
         frame = counters_frame(counters, switches)
         t0 = time.perf_counter()
         scan(validate_counters(frame), topo, ScanConfig(model="analytic"))
         elapsed = time.perf_counter() - t0
         ports = SPINES * (len(switches) if switches else LEAVES) + (0 if switches else LEAVES * SPINES)
-        rows.append({"case": name, "rows": len(frame), "port_iterations": ports * iterations, "scan_s": elapsed,
-                     "port_iterations_per_s": ports * iterations / elapsed})
+        rows.append(
+            {
+                "case": name,
+                "rows": len(frame),
+                "port_iterations": ports * iterations,
+                "scan_s": elapsed,
+                "port_iterations_per_s": ports * iterations / elapsed,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _summary(trials: pd.DataFrame, oracle: pd.DataFrame) -> pd.DataFrame:
     g = trials.groupby(["buffer_gib", "packets_per_uplink", "direction", "model", "rate"])
-    out = g.agg(trials=("trial", "size"), detected=("detected", "mean"), median_delay=("delay", "median"),
-                max_delay=("delay", "max"), wrong_links=("wrong_links", "sum"),
-                mean_loss_estimate=("loss_estimate", "mean")).reset_index()
+    out = g.agg(
+        trials=("trial", "size"),
+        detected=("detected", "mean"),
+        median_delay=("delay", "median"),
+        max_delay=("delay", "max"),
+        wrong_links=("wrong_links", "sum"),
+        mean_loss_estimate=("loss_estimate", "mean"),
+    ).reset_index()
     cols = ["buffer_gib", "direction", "rate", "shift_sigmas", "oracle_median", "oracle_p95", "oracle_within_target"]
     return out.merge(oracle[cols], on=["buffer_gib", "direction", "rate"], how="left")
 
@@ -226,23 +287,34 @@ def _targets(summary: pd.DataFrame, healthy: pd.DataFrame, speed: pd.DataFrame) 
             worst, rate_found = row["max_delay"].max(), row["detected"].min()
             ok = rate_found == 1 and worst <= target
             within, n = row["oracle_within_target"].min(), int(row["trials"].sum())
-            limit = (f"; the oracle is within {target} in {within:.0%} of runs, in all {n} trials with "
-                     f"probability {within ** n:.2f}" if within < 0.995 else "")
+            limit = (
+                f"; the oracle is within {target} in {within:.0%} of runs, in all {n} trials with probability {within**n:.2f}"
+                if within < 0.995
+                else ""
+            )
             if row["oracle_median"].max() > target:
                 limit += ": beyond the statistical limit"
-            lines.append(f"- {gib} GiB, {model}: {rate:.1%} within {target} iteration(s): "
-                         f"{'met' if ok else 'MISSED'} (worst {worst:g}, median {row['median_delay'].max():g}; "
-                         f"oracle median {row['oracle_median'].max():g}, 95th percentile {row['oracle_p95'].max():g}"
-                         f"{limit})")
+            lines.append(
+                f"- {gib} GiB, {model}: {rate:.1%} within {target} iteration(s): "
+                f"{'met' if ok else 'MISSED'} (worst {worst:g}, median {row['median_delay'].max():g}; "
+                f"oracle median {row['oracle_median'].max():g}, 95th percentile {row['oracle_p95'].max():g}"
+                f"{limit})"
+            )
     clean = healthy[healthy["down_links"] == 0]
-    lines.append(f"- no false alarm in {int(clean['iterations'].max()):,} healthy iterations: "
-                 f"{'met' if (clean['false_alarms'] == 0).all() else 'MISSED'} for every buffer and model "
-                 "without down links; with down links: "
-                 + ", ".join(f"{r.model}{'' if r.traffic == '-' else f' ({r.traffic} traffic)'} {r.false_alarms}"
-                             for r in healthy[healthy["down_links"] > 0].itertuples()))
+    lines.append(
+        f"- no false alarm in {int(clean['iterations'].max()):,} healthy iterations: "
+        f"{'met' if (clean['false_alarms'] == 0).all() else 'MISSED'} for every buffer and model "
+        "without down links; with down links: "
+        + ", ".join(
+            f"{r.model}{'' if r.traffic == '-' else f' ({r.traffic} traffic)'} {r.false_alarms}"
+            for r in healthy[healthy["down_links"] > 0].itertuples()
+        )
+    )
     small = speed.iloc[0]
-    lines.append(f"- 10,000 port-iterations in well under a second: {small.port_iterations:,} port-iterations "
-                 f"scanned end to end from a counters frame in {small.scan_s:.3f} s")
+    lines.append(
+        f"- 10,000 port-iterations in well under a second: {small.port_iterations:,} port-iterations "
+        f"scanned end to end from a counters frame in {small.scan_s:.3f} s"
+    )
     return lines
 
 
@@ -270,9 +342,15 @@ def main() -> None:
     print(speed.to_string(index=False))
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = pd.concat([summary.assign(table="detection"), single.assign(table="single_switch"),
-                     healthy.assign(table="healthy"),
-                     speed.assign(table="file_scan")], ignore_index=True)
+    out = pd.concat(
+        [
+            summary.assign(table="detection"),
+            single.assign(table="single_switch"),
+            healthy.assign(table="healthy"),
+            speed.assign(table="file_scan"),
+        ],
+        ignore_index=True,
+    )
     out.to_csv(RESULTS / "flowpulse.csv", index=False)
     md = [
         "# FlowPulse benchmark",

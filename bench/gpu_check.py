@@ -26,13 +26,13 @@ from pathlib import Path
 
 import torch
 
-from probe.checkpoint import write_checkpoint
-from probe.encoding import probe_embeddings, probe_experts
-from probe.executors.vllm_http import VllmExecutor
-from probe.memory import bytes_per_gpu
-from probe.model import VARIANTS, probe_config
-from probe.reference import load_reference_model, reference_forward
-from probe.vllm_server import VllmServer, VllmServerError, vllm_python
+from faultsense_pipelines.probe.checkpoint import write_checkpoint
+from faultsense_pipelines.probe.encoding import probe_embeddings, probe_experts
+from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
+from faultsense_pipelines.probe.memory import bytes_per_gpu
+from faultsense_pipelines.probe.model import VARIANTS, probe_config
+from faultsense_pipelines.probe.reference import load_reference_model, reference_forward
+from faultsense_pipelines.probe.vllm_server import VllmServer, VllmServerError, vllm_python
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -70,8 +70,14 @@ def vllm_probes(path: Path, venv: Path, n: int, k: int, tokens: int, repeats: in
     extra = ["--enable-return-routed-experts", "--gpu-memory-utilization", "0.5"]
     if n > 1:
         extra += ["--enable-expert-parallel", "--data-parallel-size", str(n)]
-    server = VllmServer(path, venv=venv, extra_args=extra, env={"VLLM_USE_V2_MODEL_RUNNER": "1"},
-                        ready_timeout_s=timeout_s, log_path=RESULTS / "gpu_check_vllm.log")
+    server = VllmServer(
+        path,
+        venv=venv,
+        extra_args=extra,
+        env={"VLLM_USE_V2_MODEL_RUNNER": "1"},
+        ready_timeout_s=timeout_s,
+        log_path=RESULTS / "gpu_check_vllm.log",
+    )
     probes = {}
     with server, VllmExecutor(n, k, url=server.url, tokens=tokens, check_routing=True) as executor:
         for gpus in itertools.combinations(range(n), k):
@@ -96,13 +102,22 @@ def main() -> int:
     parser.add_argument("--vllm-timeout-s", type=float, default=600.0)
     args = parser.parse_args()
     if not torch.cuda.is_available():
-        print(f"gpu-check: no CUDA GPU visible to torch {torch.__version__} ({sys.executable}); "
-              "run on a CUDA machine with a CUDA build of torch (set PYTHON)", file=sys.stderr)
+        print(
+            f"gpu-check: no CUDA GPU visible to torch {torch.__version__} ({sys.executable}); "
+            "run on a CUDA machine with a CUDA build of torch (set PYTHON)",
+            file=sys.stderr,
+        )
         return 2
     n = torch.cuda.device_count()
     k = args.probe_size or min(2, n)
-    report: dict = {"gpus": n, "device": torch.cuda.get_device_name(0), "probe_size": k, "tokens": args.tokens,
-                    "torch": torch.__version__, "variants": {}}
+    report: dict = {
+        "gpus": n,
+        "device": torch.cuda.get_device_name(0),
+        "probe_size": k,
+        "tokens": args.tokens,
+        "torch": torch.__version__,
+        "variants": {},
+    }
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         paths = {}
         for variant in VARIANTS:
@@ -120,8 +135,7 @@ def main() -> int:
             report["vllm"] = {"skipped": f"no vLLM venv at {venv} (pass --vllm-venv / VLLM_VENV)"}
         else:
             try:
-                report["vllm"] = vllm_probes(paths["slim"], venv, n, k, args.tokens, args.repeats,
-                                             args.vllm_timeout_s)
+                report["vllm"] = vllm_probes(paths["slim"], venv, n, k, args.tokens, args.repeats, args.vllm_timeout_s)
             except VllmServerError as exc:
                 report["vllm"] = {"error": str(exc)}
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -35,9 +35,9 @@ import pandas as pd
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault
 from faultsense_pipelines.localize import localize, run_phase1, run_phase2
+from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.simulator import SimulatedReplica
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule
-from probe.executors.local import LocalExecutor
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SLOWDOWNS = (1.0, 1.1, 1.25, 1.5, 2.0, 3.0)
@@ -54,11 +54,17 @@ def latency_rows(ex: LocalExecutor, n: int, k: int, repeats: int) -> list[dict]:
     rows = []
     for probe in plan_cover(n, k).probes:
         lat = ex.run(probe, repeats).latencies_ms
-        rows.append({
-            "n": n, "k": k, "probe": "-".join(map(str, probe)), "repeats": repeats,
-            "median_ms": statistics.median(lat), "mean_ms": statistics.fmean(lat),
-            "cv": statistics.stdev(lat) / statistics.fmean(lat),
-        })
+        rows.append(
+            {
+                "n": n,
+                "k": k,
+                "probe": "-".join(map(str, probe)),
+                "repeats": repeats,
+                "median_ms": statistics.median(lat),
+                "mean_ms": statistics.fmean(lat),
+                "cv": statistics.stdev(lat) / statistics.fmean(lat),
+            }
+        )
     return rows
 
 
@@ -78,8 +84,10 @@ def detection_rows(ex: LocalExecutor, n: int, k: int, sweeps: int, repeats: int)
             holding = {i for i, p in enumerate(cover.probes) if g in p}
             want = set() if slowdown == 1.0 else holding
             medians = [statistics.median(lat) for lat in latencies]
-            ratios.append(statistics.median(medians[i] for i in holding)
-                          / statistics.median(m for i, m in enumerate(medians) if i not in holding))
+            ratios.append(
+                statistics.median(medians[i] for i in holding)
+                / statistics.median(m for i, m in enumerate(medians) if i not in holding)
+            )
             hits["paper_p1"] += set(PAPER.judge(latencies).suspects) == want
             robust = ROBUST.judge(latencies)
             hits["robust_p1"] += set(robust.suspects) == want and not robust.replica_degraded
@@ -88,12 +96,18 @@ def detection_rows(ex: LocalExecutor, n: int, k: int, sweeps: int, repeats: int)
             hits["localized"] += (loc.faulty_gpus == [g] and not loc.faulty_links) if slowdown > 1.0 else not blamed
             hits["false_alarm"] += bool(blamed) and (slowdown == 1.0 or loc.faulty_gpus != [g] or bool(loc.faulty_links))
         ex.set_injections([])
-        rows.append({
-            "n": n, "k": k, "slowdown": slowdown, "sweeps": sweeps, "repeats": repeats,
-            "measured_ratio": statistics.median(ratios),
-            **{f"{key}_rate": v / sweeps for key, v in hits.items()},
-            "seconds_per_sweep": (time.perf_counter() - start) / sweeps,
-        })
+        rows.append(
+            {
+                "n": n,
+                "k": k,
+                "slowdown": slowdown,
+                "sweeps": sweeps,
+                "repeats": repeats,
+                "measured_ratio": statistics.median(ratios),
+                **{f"{key}_rate": v / sweeps for key, v in hits.items()},
+                "seconds_per_sweep": (time.perf_counter() - start) / sweeps,
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
@@ -108,8 +122,11 @@ def smallest_reliable(det: pd.DataFrame) -> dict[int, float | None]:
 
 
 def write_markdown(lat: pd.DataFrame, det: pd.DataFrame, load: tuple, elapsed_s: float, args) -> str:
-    summary = lat.groupby(["n", "k"]).agg(probes=("probe", "size"), median_ms=("median_ms", "median"),
-                                          cv_median=("cv", "median"), cv_max=("cv", "max")).reset_index()
+    summary = (
+        lat.groupby(["n", "k"])
+        .agg(probes=("probe", "size"), median_ms=("median_ms", "median"), cv_median=("cv", "median"), cv_max=("cv", "max"))
+        .reset_index()
+    )
     best = smallest_reliable(det)
     lines = [
         "# `local` executor: probe latency, noise and detectable slowdown",
@@ -140,7 +157,8 @@ def write_markdown(lat: pd.DataFrame, det: pd.DataFrame, load: tuple, elapsed_s:
         det.to_markdown(index=False, floatfmt=".3g"),
         "",
         "Smallest slowdown localized in >= 90 % of sweeps (with no false alarm in the control): "
-        + ", ".join(f"n={n}: {'none up to 3x' if v is None else f'{v:g}x'}" for n, v in best.items()) + ".",
+        + ", ".join(f"n={n}: {'none up to 3x' if v is None else f'{v:g}x'}" for n, v in best.items())
+        + ".",
         "",
     ]
     return "\n".join(lines)

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
+from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.suspects import RobustRule
-from probe.executors.local import LocalExecutor
 
 N, K, REPEATS, STRAGGLER = 8, 4, 5, 2
 RESULTS = Path(__file__).parent / "results"
@@ -68,8 +68,7 @@ def main() -> None:
     try:
         cover = plan_cover(N, K)
         with LocalExecutor(N, K, timeout_s=120) as ex:
-            for case, inject, want in (("straggler", [{"gpu": STRAGGLER, "slowdown": 3.0}], [STRAGGLER]),
-                                       ("healthy", [], [])):
+            for case, inject, want in (("straggler", [{"gpu": STRAGGLER, "slowdown": 3.0}], [STRAGGLER]), ("healthy", [], [])):
                 ex.set_injections(inject)
                 for s in range(args.sweeps):
                     order = list(MODES) if s % 2 == 0 else list(MODES)[::-1]
@@ -79,14 +78,25 @@ def main() -> None:
                         rule = RobustRule(min_slowdown=args.min_slowdown, **rule)
                         loc = localize(ex, cover, repeats=REPEATS, rule=rule, **options)
                         p1 = loc.phase1
-                        rows.append({"tag": args.tag, "hog": args.hog, "case": case, "mode": mode, "sweep": s,
-                                     "outcome": _classify(loc, want), "faulty_gpus": loc.faulty_gpus,
-                                     "faulty_links": loc.faulty_links, "phase2_probes": loc.probes_phase2,
-                                     "p1_ratios": [round(r.latency_ms / p1.baseline_ms, 2) for r in p1.records
-                                                   if r.latency_ms is not None],
-                                     "threshold": round(p1.threshold_ms / p1.baseline_ms, 2),
-                                     "load1": round(os.getloadavg()[0], 1),
-                                     "seconds": round(time.monotonic() - t0, 1)})
+                        rows.append(
+                            {
+                                "tag": args.tag,
+                                "hog": args.hog,
+                                "case": case,
+                                "mode": mode,
+                                "sweep": s,
+                                "outcome": _classify(loc, want),
+                                "faulty_gpus": loc.faulty_gpus,
+                                "faulty_links": loc.faulty_links,
+                                "phase2_probes": loc.probes_phase2,
+                                "p1_ratios": [
+                                    round(r.latency_ms / p1.baseline_ms, 2) for r in p1.records if r.latency_ms is not None
+                                ],
+                                "threshold": round(p1.threshold_ms / p1.baseline_ms, 2),
+                                "load1": round(os.getloadavg()[0], 1),
+                                "seconds": round(time.monotonic() - t0, 1),
+                            }
+                        )
                         print(rows[-1], flush=True)
     finally:
         for h in hogs:
@@ -104,22 +114,29 @@ def _write(rows: list[dict], args) -> None:
         if new_file:
             w.writeheader()
         w.writerows(rows)
-    lines = [f"\n## run {args.tag or time.strftime('%Y-%m-%d %H:%M')}: {args.sweeps} sweeps per cell, "
-             f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}\n",
-             "| case | mode | exact | wrong | degraded | missed | mean s/sweep |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"\n## run {args.tag or time.strftime('%Y-%m-%d %H:%M')}: {args.sweeps} sweeps per cell, "
+        f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}\n",
+        "| case | mode | exact | wrong | degraded | missed | mean s/sweep |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for case in ("straggler", "healthy"):
         for mode in MODES:
             sel = [r for r in rows if r["case"] == case and r["mode"] == mode]
             c = {o: sum(r["outcome"] == o for r in sel) for o in ("exact", "wrong", "degraded", "missed")}
             secs = sum(r["seconds"] for r in sel) / len(sel)
-            lines.append(f"| {case} | {mode} | {c['exact']}/{len(sel)} | {c['wrong']}/{len(sel)} | "
-                         f"{c['degraded']}/{len(sel)} | {c['missed']}/{len(sel)} | {secs:.1f} |")
+            lines.append(
+                f"| {case} | {mode} | {c['exact']}/{len(sel)} | {c['wrong']}/{len(sel)} | "
+                f"{c['degraded']}/{len(sel)} | {c['missed']}/{len(sel)} | {secs:.1f} |"
+            )
     text = "\n".join(lines) + "\n"
     print(text)
     md = RESULTS / "local_sweep.md"
     if not md.exists():
-        md.write_text("# Local executor sweeps: old vs new measurement (bench/local_sweep.py)\n\n"
-                      "For the healthy case, exact = nothing blamed and not degraded.\n")
+        md.write_text(
+            "# Local executor sweeps: old vs new measurement (bench/local_sweep.py)\n\n"
+            "For the healthy case, exact = nothing blamed and not degraded.\n"
+        )
     with md.open("a") as f:
         f.write(text)
 

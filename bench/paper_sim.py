@@ -27,13 +27,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from faultsense_pipelines.cover import plan_cover  # noqa: E402
-from faultsense_pipelines.faults import GpuFault, LinkFault  # noqa: E402
-from faultsense_pipelines.localize import Localization, localize  # noqa: E402
-from faultsense_pipelines.simulator import SimulatedReplica  # noqa: E402
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.faults import GpuFault, LinkFault
+from faultsense_pipelines.localize import Localization, localize
+from faultsense_pipelines.simulator import SimulatedReplica
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("gpu", "link", "both")
@@ -78,16 +78,22 @@ def noise_free_rows(ns: list[int], seeds: int) -> list[dict]:
                     for seed in range(seeds):
                         rng = random.Random(zlib.crc32(f"{n},{k},{d},{kind},{seed}".encode()))
                         faults = make_faults(n, d, kind, rng, (1.3, 3.0))
-                        row = {"n": n, "k": k, "d": d, "kind": kind, "seed": seed,
-                               "all_pairs": n * (n - 1) // 2, "lower_bound": covers["best"].lower_bound,
-                               "phase1_greedy": len(covers["greedy"].probes),
-                               "phase1_best": len(covers["best"].probes),
-                               "rounds_greedy": len(covers["greedy"].rounds),
-                               "rounds_best": len(covers["best"].rounds),
-                               "rounds_bound": math.ceil((n - 1) / (k - 1))}
+                        row = {
+                            "n": n,
+                            "k": k,
+                            "d": d,
+                            "kind": kind,
+                            "seed": seed,
+                            "all_pairs": n * (n - 1) // 2,
+                            "lower_bound": covers["best"].lower_bound,
+                            "phase1_greedy": len(covers["greedy"].probes),
+                            "phase1_best": len(covers["best"].probes),
+                            "rounds_greedy": len(covers["greedy"].rounds),
+                            "rounds_best": len(covers["best"].rounds),
+                            "rounds_bound": math.ceil((n - 1) / (k - 1)),
+                        }
                         for cover, method, recheck, tag in PIPELINES:
-                            loc = localize(SimulatedReplica(n, faults), covers[cover], method=method,
-                                           recheck_explained=recheck)
+                            loc = localize(SimulatedReplica(n, faults), covers[cover], method=method, recheck_explained=recheck)
                             tp, fp, truth = score(loc, faults)
                             row[f"phase2_{tag}"] = loc.probes_phase2
                             row[f"exact_{tag}"] = int(tp == truth and fp == 0)
@@ -113,10 +119,21 @@ def noise_rows(sigmas, slowdowns, repeats_list, seeds: int, n: int = 100, k: int
                     a, b, c = score(loc, faults)
                     tp, fp, truth, p2 = tp + a, fp + b, truth + c, p2 + loc.probes_phase2
                     again += loc.phase1.remeasured + loc.remeasured_phase2
-                rows.append({"n": n, "k": k, "d": d, "sigma": sigma, "slowdown": slow, "repeats": repeats,
-                             "scenarios": seeds, "precision": tp / (tp + fp) if tp + fp else 1.0,
-                             "recall": tp / truth, "phase2_per_scenario": p2 / seeds,
-                             "remeasured_per_scenario": again / seeds})
+                rows.append(
+                    {
+                        "n": n,
+                        "k": k,
+                        "d": d,
+                        "sigma": sigma,
+                        "slowdown": slow,
+                        "repeats": repeats,
+                        "scenarios": seeds,
+                        "precision": tp / (tp + fp) if tp + fp else 1.0,
+                        "recall": tp / truth,
+                        "phase2_per_scenario": p2 / seeds,
+                        "remeasured_per_scenario": again / seeds,
+                    }
+                )
     return rows
 
 
@@ -143,50 +160,83 @@ def key_figures(summary: pd.DataFrame, noise: pd.DataFrame, df: pd.DataFrame) ->
     g300 = cov[(cov.n == 300) & (cov.k == 8)]
     if len(g300):
         r = g300.iloc[0]
-        lines.append(f"- Phase 1 at n=300, k=8: all pairs / greedy = {r.all_pairs / r.phase1_greedy:.1f}x, "
-                     f"all pairs / best = {r.all_pairs / r.phase1_best:.1f}x")
+        lines.append(
+            f"- Phase 1 at n=300, k=8: all pairs / greedy = {r.all_pairs / r.phase1_greedy:.1f}x, "
+            f"all pairs / best = {r.all_pairs / r.phase1_best:.1f}x"
+        )
     for k, nmin in ((8, 100), (4, 25)):
         c = cov[(cov.k == k) & (cov.n >= nmin)]
-        lines.append(f"- best / Schönheim, k={k}, n>={nmin}: max {(c.phase1_best / c.lower_bound).max():.3f}; "
-                     f"best <= greedy everywhere: {bool((c.phase1_best <= c.phase1_greedy).all())}")
+        lines.append(
+            f"- best / Schönheim, k={k}, n>={nmin}: max {(c.phase1_best / c.lower_bound).max():.3f}; "
+            f"best <= greedy everywhere: {bool((c.phase1_best <= c.phase1_greedy).all())}"
+        )
     lines.append(f"- rounds / ceil((n-1)/(k-1)), best cover: max {(cov.rounds_best / cov.rounds_bound).max():.2f}")
     for kind in KINDS:
         sub = df[(df.k == 8) & (df.kind == kind)]
-        lines.append(f"- Phase 2 probes per fault, k=8, {kind}: adaptive {(sub.phase2_best_adaptive / sub.d).mean():.1f} "
-                     f"(max {(sub.phase2_best_adaptive / sub.d).max():.1f}), no re-check "
-                     f"{(sub.phase2_best_adaptive_norecheck / sub.d).mean():.1f} "
-                     f"(max {(sub.phase2_best_adaptive_norecheck / sub.d).max():.1f}), Algorithm 2 "
-                     f"{(sub.phase2_best_paper / sub.d).mean():.1f} (max {(sub.phase2_best_paper / sub.d).max():.1f})")
+        lines.append(
+            f"- Phase 2 probes per fault, k=8, {kind}: adaptive {(sub.phase2_best_adaptive / sub.d).mean():.1f} "
+            f"(max {(sub.phase2_best_adaptive / sub.d).max():.1f}), no re-check "
+            f"{(sub.phase2_best_adaptive_norecheck / sub.d).mean():.1f} "
+            f"(max {(sub.phase2_best_adaptive_norecheck / sub.d).max():.1f}), Algorithm 2 "
+            f"{(sub.phase2_best_paper / sub.d).mean():.1f} (max {(sub.phase2_best_paper / sub.d).max():.1f})"
+        )
     hard = noise[(noise.slowdown >= 1.3) & (noise.sigma <= 0.03)]
-    lines.append(f"- noise, slowdown >= 1.3, sigma <= 0.03: min precision {hard.precision.min():.3f}, "
-                 f"min recall {hard.recall.min():.3f} over {len(hard)} cells")
+    lines.append(
+        f"- noise, slowdown >= 1.3, sigma <= 0.03: min precision {hard.precision.min():.3f}, "
+        f"min recall {hard.recall.min():.3f} over {len(hard)} cells"
+    )
     return lines
 
 
 def markdown(summary: pd.DataFrame, noise: pd.DataFrame, df: pd.DataFrame, seeds: int, seconds: float) -> str:
-    cols = ["n", "k", "d", "kind", "phase1_greedy", "phase1_best", "lower_bound", "rounds_best", "rounds_bound",
-            "phase2_greedy_paper", "phase2_best_paper", "phase2_best_adaptive", "phase2_best_adaptive_norecheck",
-            "total_paper", "total_ours",
-            "all_pairs", "reduction_paper", "reduction_ours", "reduction_ours_norecheck"]
-    per_fault = df.assign(
-        paper=df.phase2_best_paper / df.d,
-        adaptive=df.phase2_best_adaptive / df.d,
-        adaptive_norecheck=df.phase2_best_adaptive_norecheck / df.d,
-    ).groupby(["k", "kind"])[["paper", "adaptive", "adaptive_norecheck"]].agg(["mean", "max"])
-    exact = {tag: f"{df[f'exact_{tag}'].sum()}/{len(df)} (degraded {df[f'degraded_{tag}'].sum()}, "
-                  f"anchored {df[f'anchored_{tag}'].sum()}, anchored and exact "
-                  f"{(df[f'anchored_{tag}'] & df[f'exact_{tag}']).sum()})"
-             for *_, tag in PIPELINES}
+    cols = [
+        "n",
+        "k",
+        "d",
+        "kind",
+        "phase1_greedy",
+        "phase1_best",
+        "lower_bound",
+        "rounds_best",
+        "rounds_bound",
+        "phase2_greedy_paper",
+        "phase2_best_paper",
+        "phase2_best_adaptive",
+        "phase2_best_adaptive_norecheck",
+        "total_paper",
+        "total_ours",
+        "all_pairs",
+        "reduction_paper",
+        "reduction_ours",
+        "reduction_ours_norecheck",
+    ]
+    per_fault = (
+        df.assign(
+            paper=df.phase2_best_paper / df.d,
+            adaptive=df.phase2_best_adaptive / df.d,
+            adaptive_norecheck=df.phase2_best_adaptive_norecheck / df.d,
+        )
+        .groupby(["k", "kind"])[["paper", "adaptive", "adaptive_norecheck"]]
+        .agg(["mean", "max"])
+    )
+    exact = {
+        tag: f"{df[f'exact_{tag}'].sum()}/{len(df)} (degraded {df[f'degraded_{tag}'].sum()}, "
+        f"anchored {df[f'anchored_{tag}'].sum()}, anchored and exact "
+        f"{(df[f'anchored_{tag}'] & df[f'exact_{tag}']).sum()})"
+        for *_, tag in PIPELINES
+    }
     missed = df[df.exact_best_adaptive == 0][["n", "k", "d", "kind", "seed", "degraded_best_adaptive"]]
     # what each pipeline left unjudged (Localization.unjudged_links), and whether every
     # non-exact, non-degraded run said so (unjudged > 0)
     unjudged = {}
     for *_, tag in PIPELINES:
         inexact = df[(df[f"exact_{tag}"] == 0) & (df[f"degraded_{tag}"] == 0)]
-        unjudged[tag] = (f"{(df[f'unjudged_{tag}'] > 0).sum()}/{len(df)} runs left links unjudged "
-                         f"(mean {df[f'unjudged_{tag}'].mean():.0f}, max {df[f'unjudged_{tag}'].max()}); "
-                         f"of the {len(inexact)} inexact runs (not degraded), {(inexact[f'unjudged_{tag}'] > 0).sum()} "
-                         "reported unjudged links")
+        unjudged[tag] = (
+            f"{(df[f'unjudged_{tag}'] > 0).sum()}/{len(df)} runs left links unjudged "
+            f"(mean {df[f'unjudged_{tag}'].mean():.0f}, max {df[f'unjudged_{tag}'].max()}); "
+            f"of the {len(inexact)} inexact runs (not degraded), {(inexact[f'unjudged_{tag}'] > 0).sum()} "
+            "reported unjudged links"
+        )
     lines = [
         "# FaultSense simulation (paper §5, Figures 3-4) reproduced",
         "",
@@ -262,8 +312,13 @@ def plot(summary: pd.DataFrame) -> None:
             sk = s[(s.k == k) & (s.kind == kind)]
             ax.plot(sk.n, sk.total_paper, style, marker="o", label=f"greedy + Alg. 2, k={k}")
             ax.plot(sk.n, sk.total_ours, style, marker="s", label=f"best + adaptive (exact), k={k}")
-            ax.plot(sk.n, sk.phase1_best + sk.phase2_best_adaptive_norecheck, style, marker="^",
-                    label=f"best + adaptive, no re-check, k={k}")
+            ax.plot(
+                sk.n,
+                sk.phase1_best + sk.phase2_best_adaptive_norecheck,
+                style,
+                marker="^",
+                label=f"best + adaptive, no re-check, k={k}",
+            )
         sk = s[(s.k == 4) & (s.kind == kind)]
         ax.plot(sk.n, sk.all_pairs, color="black", label="all pairs n(n-1)/2")
         ax.set(title=f"Total probes, {kind} faults, d=4", xlabel="replica size n (GPUs)", ylabel="probes", yscale="log")
@@ -295,9 +350,27 @@ def main() -> None:
     (RESULTS / "paper_sim.md").write_text(markdown(summary, noise, df, seeds, seconds))
     plot(summary)
     key = summary[(summary.n == 300) & (summary.k == 8) & (summary.d == 4)]
-    print(key[["kind", "phase1_greedy", "phase1_best", "lower_bound", "phase2_best_paper", "phase2_best_adaptive",
-               "phase2_best_adaptive_norecheck", "total_paper", "total_ours", "all_pairs", "reduction_paper",
-               "reduction_ours", "reduction_ours_norecheck"]].round(1).to_string(index=False))
+    print(
+        key[
+            [
+                "kind",
+                "phase1_greedy",
+                "phase1_best",
+                "lower_bound",
+                "phase2_best_paper",
+                "phase2_best_adaptive",
+                "phase2_best_adaptive_norecheck",
+                "total_paper",
+                "total_ours",
+                "all_pairs",
+                "reduction_paper",
+                "reduction_ours",
+                "reduction_ours_norecheck",
+            ]
+        ]
+        .round(1)
+        .to_string(index=False)
+    )
     print("\n".join(key_figures(summary, noise, df)))
     print(f"{len(df)} noise-free scenarios in {seconds:.0f} s; results in {RESULTS}")
 

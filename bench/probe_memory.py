@@ -20,9 +20,9 @@ from pathlib import Path
 
 from safetensors import safe_open
 
-from probe.checkpoint import write_checkpoint
-from probe.memory import bytes_per_gpu
-from probe.model import VARIANTS, probe_config
+from faultsense_pipelines.probe.checkpoint import write_checkpoint
+from faultsense_pipelines.probe.memory import bytes_per_gpu
+from faultsense_pipelines.probe.model import VARIANTS, probe_config
 
 GPUS = (1, 2, 4, 8, 16, 32, 64)
 PROBE_SIZE = 4  # top-k does not change the weights; k = min(4, n)
@@ -36,7 +36,7 @@ def safetensors_bytes(path: Path) -> tuple[int, int, int]:
     other = experts = 0
     expert_ids = set()
     with safe_open(str(path / "model.safetensors"), "pt") as f:
-        for key in f.keys():
+        for key in f.keys():  # noqa: SIM118 (safe_open is not iterable)
             tensor = f.get_slice(key)
             size = BYTES[tensor.get_dtype()]
             for dim in tensor.get_shape():
@@ -75,19 +75,21 @@ def main() -> None:
                 computed = bytes_per_gpu(config, n)
                 path = built.get((variant, 0 if variant == "paper" else n))
                 actual = per_gpu_from_file(path, n) if path else None
-                rows.append({
-                    "variant": variant,
-                    "n_gpus": n,
-                    "experts": config.num_experts,
-                    "experts_per_gpu": config.num_experts // n,
-                    "replicated_bytes": computed.replicated_bytes,
-                    "expert_bytes": computed.expert_bytes,
-                    "per_gpu_bytes": computed.total_bytes,
-                    "per_gpu_mib": round(computed.total_bytes / MIB, 2),
-                    "per_gpu_mb": round(computed.total_bytes / 1e6, 2),
-                    "safetensors_per_gpu_bytes": actual if actual is not None else "",
-                    "match": "" if actual is None else actual == computed.total_bytes,
-                })
+                rows.append(
+                    {
+                        "variant": variant,
+                        "n_gpus": n,
+                        "experts": config.num_experts,
+                        "experts_per_gpu": config.num_experts // n,
+                        "replicated_bytes": computed.replicated_bytes,
+                        "expert_bytes": computed.expert_bytes,
+                        "per_gpu_bytes": computed.total_bytes,
+                        "per_gpu_mib": round(computed.total_bytes / MIB, 2),
+                        "per_gpu_mb": round(computed.total_bytes / 1e6, 2),
+                        "safetensors_per_gpu_bytes": actual if actual is not None else "",
+                        "match": "" if actual is None else actual == computed.total_bytes,
+                    }
+                )
     RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / "probe_memory.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -97,8 +99,10 @@ def main() -> None:
     lines = [header, "|" + "---|" * 7]
     for r in rows:
         check = {"": "not built", True: "equal", False: "DIFFERS"}[r["match"]]
-        lines.append(f"| {r['variant']} | {r['n_gpus']} | {r['experts']} | {r['experts_per_gpu']} | "
-                     f"{r['per_gpu_bytes'] / MIB:.1f} | {r['per_gpu_bytes'] / 1e6:.1f} | {check} |")
+        lines.append(
+            f"| {r['variant']} | {r['n_gpus']} | {r['experts']} | {r['experts_per_gpu']} | "
+            f"{r['per_gpu_bytes'] / MIB:.1f} | {r['per_gpu_bytes'] / 1e6:.1f} | {check} |"
+        )
     table = "\n".join(lines)
     (RESULTS / "probe_memory.md").write_text(
         "# Probe model weights per GPU (bf16, n-way expert parallelism)\n\n"

@@ -126,9 +126,7 @@ def recheck_bound(graph: nx.Graph, k: int) -> int:
                 load[i] -= keys[i][t]
 
     configs(0, k, [0.0] * len(keys))
-    res = linprog(
-        c=[-types[key][1] for key in keys], A_ub=rows, b_ub=[1.0] * len(rows), bounds=(0, None), method="highs"
-    )
+    res = linprog(c=[-types[key][1] for key in keys], A_ub=rows, b_ub=[1.0] * len(rows), bounds=(0, None), method="highs")
     return math.ceil(-res.fun - 1e-9)
 
 

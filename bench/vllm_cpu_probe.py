@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from probe.checkpoint import write_checkpoint
-from probe.executors.vllm_http import VllmExecutor
-from probe.vllm_server import VllmServer, vllm_python
+from faultsense_pipelines.probe.checkpoint import write_checkpoint
+from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
+from faultsense_pipelines.probe.vllm_server import VllmServer, vllm_python
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_GPUS, PROBE_SIZE = 4, 2
@@ -55,8 +55,13 @@ def measure(variant: str, repeats: int, tokens: int, tmp: Path) -> dict:
                         raise SystemExit(f"{variant} probe {probe}: {result.error}")
                     client += result.latencies_ms
                     engine += [v for v in executor.last_details.server_ttft_ms if v is not None]
-    return {"variant": variant, "server_ready_s": ready_s, "probes": len(client),
-            "client": summary(client), "server": summary(engine)}
+    return {
+        "variant": variant,
+        "server_ready_s": ready_s,
+        "probes": len(client),
+        "client": summary(client),
+        "server": summary(engine),
+    }
 
 
 def main() -> None:
@@ -70,19 +75,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vllm-cpu-probe-") as tmp:
         rows = [measure(v, args.repeats, args.tokens, Path(tmp)) for v in args.variants.split(",")]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    flat = [{"variant": r["variant"], "server_ready_s": round(r["server_ready_s"], 1), "probes": r["probes"],
-             **{f"{side}_{k}": round(v, 3) for side in ("client", "server") for k, v in r[side].items()}}
-            for r in rows]
+    flat = [
+        {
+            "variant": r["variant"],
+            "server_ready_s": round(r["server_ready_s"], 1),
+            "probes": r["probes"],
+            **{f"{side}_{k}": round(v, 3) for side in ("client", "server") for k, v in r[side].items()},
+        }
+        for r in rows
+    ]
     with open(RESULTS / "vllm_cpu_probe.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(flat[0]))
         writer.writeheader()
         writer.writerows(flat)
-    lines = ["| variant | probes | client TTFT median ms | p90 ms | CV | server TTFT median ms | p90 ms | CV "
-             "| server ready s |", "|" + "---|" * 9]
+    lines = [
+        "| variant | probes | client TTFT median ms | p90 ms | CV | server TTFT median ms | p90 ms | CV | server ready s |",
+        "|" + "---|" * 9,
+    ]
     for r in flat:
-        lines.append(f"| {r['variant']} | {r['probes']} | {r['client_median_ms']:.2f} | {r['client_p90_ms']:.2f} | "
-                     f"{r['client_cv']:.2f} | {r['server_median_ms']:.2f} | {r['server_p90_ms']:.2f} | "
-                     f"{r['server_cv']:.2f} | {r['server_ready_s']:.0f} |")
+        lines.append(
+            f"| {r['variant']} | {r['probes']} | {r['client_median_ms']:.2f} | {r['client_p90_ms']:.2f} | "
+            f"{r['client_cv']:.2f} | {r['server_median_ms']:.2f} | {r['server_p90_ms']:.2f} | "
+            f"{r['server_cv']:.2f} | {r['server_ready_s']:.0f} |"
+        )
     if len(flat) == 2:
         ratio = flat[1]["client_median_ms"] / flat[0]["client_median_ms"]
         lines.append(f"\n{flat[1]['variant']} / {flat[0]['variant']} client TTFT median ratio: {ratio:.2f}")

@@ -188,9 +188,7 @@ def healthy_cross_probes(passed: Sequence[Sequence[int]], k: int) -> list[tuple[
     return probes
 
 
-def refutes_anchor(
-    passed: Sequence[Sequence[int]], cross: Sequence[Sequence[int]], outcomes: Sequence[bool | None]
-) -> bool:
+def refutes_anchor(passed: Sequence[Sequence[int]], cross: Sequence[Sequence[int]], outcomes: Sequence[bool | None]) -> bool:
     """True when the cross probes of an anchored sweep refute its fast cluster.
 
     Under the hypothesis only a slow link between two exonerated GPUs can slow a cross probe,
@@ -222,8 +220,12 @@ def refutes_anchor(
     if len(cross) != len(outcomes):
         raise ValueError(f"{len(cross)} cross probes but {len(outcomes)} outcomes")
     measured = sum(o is not None for o in outcomes)
-    ok = {e for p, o in zip((*passed, *cross), (*[False] * len(passed), *outcomes)) if o is False
-          for e in combinations(sorted(set(p)), 2)}
+    ok = {
+        e
+        for p, o in zip((*passed, *cross), (*[False] * len(passed), *outcomes))
+        if o is False
+        for e in combinations(sorted(set(p)), 2)
+    }
     slow = [{e for e in combinations(sorted(set(p)), 2) if e not in ok} for p, o in zip(cross, outcomes) if o]
     if any(not pairs for pairs in slow):  # slow, with every link exonerated: not explainable
         return True

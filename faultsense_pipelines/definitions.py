@@ -19,19 +19,20 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.analytics import gpu_fault_counts, repeat_offenders, replica_daily_health
-from assets.automation import build_hourly_schedule, build_nightly_schedule, build_replica_sensor
-from assets.cover import build_cover_asset
-from assets.flowpulse import flowpulse_faults
-from assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
-from assets.minder import minder_faults
-from assets.sweep import phase1_probe_run, phase2_drilldown
-from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path, load_fleet
-from resources.executors import ProbeExecutorResource
-from resources.fleet import FleetResource
-from resources.ledger import LedgerResource
+from faultsense_pipelines.assets.analytics import gpu_fault_counts, repeat_offenders, replica_daily_health
+from faultsense_pipelines.assets.automation import build_hourly_schedule, build_nightly_schedule, build_replica_sensor
+from faultsense_pipelines.assets.cover import build_cover_asset
+from faultsense_pipelines.assets.flowpulse import flowpulse_faults
+from faultsense_pipelines.assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
+from faultsense_pipelines.assets.minder import minder_faults
+from faultsense_pipelines.assets.sweep import phase1_probe_run, phase2_drilldown
+from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path
+from faultsense_pipelines.fleet import load_fleet
+from faultsense_pipelines.resources.executors import ProbeExecutorResource
+from faultsense_pipelines.resources.fleet import FleetResource
+from faultsense_pipelines.resources.ledger import LedgerResource
 
-__all__ = ["build_definitions", "defs", "SWEEP_JOB", "COVER_JOB", "ANALYTICS_JOB"]
+__all__ = ["ANALYTICS_JOB", "COVER_JOB", "SWEEP_JOB", "build_definitions", "defs"]
 
 SWEEP_JOB = "faultsense_sweep"
 COVER_JOB = "faultsense_covers"
@@ -63,18 +64,34 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         selection=dg.AssetSelection.assets(phase1_probe_run, phase2_drilldown, fault_ledger),
         description="Sweep one replica for one hour: Phase 1, drill-down if needed, fault ledger rows.",
     )
-    cover_job = dg.define_asset_job(COVER_JOB, selection=dg.AssetSelection.assets(probe_cover), description="Plan the Phase 1 cover of each replica shape.")
+    cover_job = dg.define_asset_job(
+        COVER_JOB, selection=dg.AssetSelection.assets(probe_cover), description="Plan the Phase 1 cover of each replica shape."
+    )
     analytics_job = dg.define_asset_job(
-        ANALYTICS_JOB, selection=dg.AssetSelection.groups("analytics"), description="Recompute the analytics over the whole ledger."
+        ANALYTICS_JOB,
+        selection=dg.AssetSelection.groups("analytics"),
+        description="Recompute the analytics over the whole ledger.",
     )
     return dg.Definitions(
-        assets=[probe_cover, phase1_probe_run, phase2_drilldown, fault_ledger, gpu_fault_counts, replica_daily_health, repeat_offenders, flowpulse_faults, minder_faults],
+        assets=[
+            probe_cover,
+            phase1_probe_run,
+            phase2_drilldown,
+            fault_ledger,
+            gpu_fault_counts,
+            replica_daily_health,
+            repeat_offenders,
+            flowpulse_faults,
+            minder_faults,
+        ],
         asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
         jobs=[sweep_job, cover_job, analytics_job],
         schedules=[
             build_hourly_schedule(sweep_job),
             build_nightly_schedule(sweep_job),
-            dg.ScheduleDefinition(name="hourly_analytics", job=analytics_job, cron_schedule="50 * * * *", execution_timezone="UTC"),
+            dg.ScheduleDefinition(
+                name="hourly_analytics", job=analytics_job, cron_schedule="50 * * * *", execution_timezone="UTC"
+            ),
         ],
         sensors=[build_replica_sensor(fleet.shapes)],
         resources={

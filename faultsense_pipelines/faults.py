@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .topology import Link, link
 
-__all__ = ["GpuFault", "LinkFault", "Fault", "MAX_SLOWDOWN", "parse_fault", "parse_faults"]
+__all__ = ["MAX_SLOWDOWN", "Fault", "GpuFault", "LinkFault", "parse_fault", "parse_faults"]
 
 #: The largest slowdown a fault may have (a latency multiplier; 1000x is a fail-stop, not gray).
 MAX_SLOWDOWN = 1000.0
@@ -142,4 +142,6 @@ def _check_slowdown(slowdown: float, where: str) -> None:
     if not math.isfinite(slowdown) or slowdown < 1:
         raise ValueError(f"{where}.slowdown must be a finite number >= 1 (a gray failure slows down), got {slowdown!r}")
     if slowdown > MAX_SLOWDOWN:
-        raise ValueError(f"{where}.slowdown must be <= {MAX_SLOWDOWN:g} (slower is a fail-stop, not a gray failure), got {slowdown!r}")
+        raise ValueError(
+            f"{where}.slowdown must be <= {MAX_SLOWDOWN:g} (slower is a fail-stop, not a gray failure), got {slowdown!r}"
+        )

@@ -30,10 +30,8 @@ from .faults import parse_faults
 from .fleet_sections import (  # the section models are re-exported from here
     Float,
     Int,
-    Injection,
     LocalOptions,
     RayOptions,
-    SimulatedFault,
     SimulatedOptions,
     StrictModel,
     VllmOptions,
@@ -42,18 +40,18 @@ from .fleet_sections import (  # the section models are re-exported from here
 from .textfile import TextFileError, read_text
 
 __all__ = [
+    "DEFAULT_FLEET_PATH",
+    "EXECUTORS",
     "MAX_REPEATS",
     "Fleet",
     "FleetError",
-    "Replica",
-    "SimulatedOptions",
     "LocalOptions",
     "RayOptions",
+    "Replica",
+    "SimulatedOptions",
     "VllmOptions",
-    "EXECUTORS",
-    "DEFAULT_FLEET_PATH",
-    "load_fleet",
     "fleet_path",
+    "load_fleet",
     "parse_fleet",
     "shape_key",
 ]
@@ -187,7 +185,9 @@ class Fleet(StrictModel):
     @classmethod
     def _ledger_uri(cls, v: str) -> str:
         if v != v.strip() or "\n" in v:
-            raise ValueError(f"must be a path or URI without surrounding whitespace, got {redact_url(v.strip())!r} with whitespace")
+            raise ValueError(
+                f"must be a path or URI without surrounding whitespace, got {redact_url(v.strip())!r} with whitespace"
+            )
         m = _URI_SCHEME.match(v)
         if m:
             import fsspec

@@ -33,15 +33,15 @@ from .faults import MAX_SLOWDOWN
 from .simulator import MAX_NOISE_SIGMA
 
 __all__ = [
-    "SimulatedFault",
+    "Float",
     "Injection",
-    "SimulatedOptions",
+    "Int",
     "LocalOptions",
     "RayOptions",
-    "VllmOptions",
+    "SimulatedFault",
+    "SimulatedOptions",
     "StrictModel",
-    "Int",
-    "Float",
+    "VllmOptions",
     "redact_url",
 ]
 
@@ -58,7 +58,7 @@ def redact_url(v: str) -> str:
     if not m:
         return v
     user, colon, _ = m.group(2).partition(":")
-    return f"{m.group(1)}{user + ':***' if colon else '***'}@{v[m.end():]}"
+    return f"{m.group(1)}{user + ':***' if colon else '***'}@{v[m.end() :]}"
 
 
 #: An integer field that takes integers only: not ``true`` (pydantic's lax mode reads it as 1),
@@ -210,5 +210,7 @@ class VllmOptions(StrictModel):
     def _env_name(cls, v: str | None) -> str | None:
         if v is not None and not re.fullmatch(_ENV_NAME, v):
             # never echo it: a value that is not a variable name may well be the key itself
-            raise ValueError(f"must be the name of an environment variable (not the key itself), got a {len(v)}-character value (not shown)")
+            raise ValueError(
+                f"must be the name of an environment variable (not the key itself), got a {len(v)}-character value (not shown)"
+            )
         return v

@@ -30,12 +30,10 @@ from collections.abc import Sequence
 from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
 from .suspects import probe_latency_ms
 
-__all__ = ["measure_rounds", "detrend_rounds", "reference_ratio", "judge_against_reference"]
+__all__ = ["detrend_rounds", "judge_against_reference", "measure_rounds", "reference_ratio"]
 
 
-def measure_rounds(
-    executor: ProbeExecutor, probes: Sequence[Sequence[int]], repeats: int
-) -> list[ProbeMeasurement]:
+def measure_rounds(executor: ProbeExecutor, probes: Sequence[Sequence[int]], repeats: int) -> list[ProbeMeasurement]:
     """Measure every probe ``repeats`` times, one round over all probes at a time.
 
     Args:
@@ -63,8 +61,7 @@ def measure_rounds(
                 continue
             lat[i].extend(m.latencies_ms)
     return [
-        ProbeMeasurement(tuple(sorted(p)), () if e else tuple(v), error=e)
-        for p, v, e in zip(probes, lat, error, strict=True)
+        ProbeMeasurement(tuple(sorted(p)), () if e else tuple(v), error=e) for p, v, e in zip(probes, lat, error, strict=True)
     ]
 
 

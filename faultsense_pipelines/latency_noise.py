@@ -23,7 +23,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-__all__ = ["MAD_TO_SIGMA", "repeat_noise", "location_and_threshold"]
+__all__ = ["MAD_TO_SIGMA", "location_and_threshold", "repeat_noise"]
 
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x 1.4826 = its standard deviation
 

@@ -29,12 +29,12 @@ from .suspects import probe_latency_ms
 from .topology import Link
 
 __all__ = [
-    "ProbeRecord",
-    "Verdict",
-    "Phase1Result",
-    "Localization",
     "OUTCOMES",
     "STATUSES",
+    "Localization",
+    "Phase1Result",
+    "ProbeRecord",
+    "Verdict",
 ]
 
 #: Probe outcomes: slow probes ``"fail"``, unmeasurable ones ``"error"``.

@@ -29,14 +29,14 @@ from .probes import ProbeExecutor, ProbeMeasurement
 from .suspects import SuspectRule, default_rule, probe_latency_ms
 
 __all__ = [
+    "Localization",
+    "Phase1Result",
     "ProbeRecord",
     "Verdict",
-    "Phase1Result",
-    "Localization",
+    "judge_probe",
+    "localize",
     "run_phase1",
     "run_phase2",
-    "localize",
-    "judge_probe",
 ]
 
 
@@ -101,8 +101,11 @@ def run_phase1(
         resweeps += 1
         again = measure(executor, [cover.probes[i] for i in ok], repeats)
         for i, m in zip(ok, again, strict=True):
-            measured[i] = ProbeMeasurement(m.gpus, (), error=m.error) if not m.ok else ProbeMeasurement(
-                m.gpus, measured[i].latencies_ms + m.latencies_ms)
+            measured[i] = (
+                ProbeMeasurement(m.gpus, (), error=m.error)
+                if not m.ok
+                else ProbeMeasurement(m.gpus, measured[i].latencies_ms + m.latencies_ms)
+            )
         ok = [i for i, m in enumerate(measured) if m.ok]
     anchored = None
     if ok and degraded and anchor:  # most probes slow: a few slow components, or a slow replica?
@@ -203,9 +206,7 @@ def run_phase2(
         passed += [gpus for gpus, slow in cross if slow is False]
         failed += [gpus for gpus, slow in cross if slow]
     first = len(records)
-    result = drilldown(
-        phase1.gpus, phase1.probe_size, passed, failed, oracle, method, recheck_explained=recheck_explained
-    )
+    result = drilldown(phase1.gpus, phase1.probe_size, passed, failed, oracle, method, recheck_explained=recheck_explained)
     if _fast_minority(records, math.log(threshold / baseline)):
         return Localization(_degraded(phase1), tuple(records), ())
     verdicts = tuple(_verdict(f, records[first:], baseline) for f in result.findings)
@@ -244,7 +245,12 @@ def localize(
     """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`, :func:`run_phase2`)."""
     phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule, interleave=interleave, anchor=anchor)
     return run_phase2(
-        executor, phase1, method=method, repeats=repeats, rule=rule, recheck_explained=recheck_explained,
+        executor,
+        phase1,
+        method=method,
+        repeats=repeats,
+        rule=rule,
+        recheck_explained=recheck_explained,
         reference=reference,
     )
 

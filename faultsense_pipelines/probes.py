@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ProbeMeasurement", "ProbeExecutor", "ExecutorError"]
+__all__ = ["ExecutorError", "ProbeExecutor", "ProbeMeasurement"]
 
 
 class ExecutorError(RuntimeError):

@@ -67,9 +67,14 @@ def parse_scenario(obj: object) -> Scenario:
     if "noise" in obj:
         noise = obj["noise"]
         if not isinstance(noise, Mapping) or set(noise) - {"sigma"}:
-            raise ValueError(f"noise must be an object like {{\"sigma\": 0.02}}, got {noise!r}")
+            raise ValueError(f'noise must be an object like {{"sigma": 0.02}}, got {noise!r}')
         sigma = noise.get("sigma", 0.0)
-        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not math.isfinite(sigma) or not 0 <= sigma <= MAX_NOISE_SIGMA:
+        if (
+            isinstance(sigma, bool)
+            or not isinstance(sigma, int | float)
+            or not math.isfinite(sigma)
+            or not 0 <= sigma <= MAX_NOISE_SIGMA
+        ):
             raise ValueError(f"noise.sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {sigma!r}")
     seed = _int(obj.get("seed", 0), "seed", 0)
     return Scenario(n, k, faults, float(sigma), seed)

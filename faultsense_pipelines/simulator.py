@@ -17,7 +17,7 @@ import numpy as np
 from .faults import Fault, GpuFault, LinkFault
 from .probes import ProbeMeasurement
 
-__all__ = ["SimulatedReplica", "DEFAULT_BASE_MS", "MAX_NOISE_SIGMA"]
+__all__ = ["DEFAULT_BASE_MS", "MAX_NOISE_SIGMA", "SimulatedReplica"]
 
 #: Healthy probe latency, ms: the order of a one-layer MoE forward with an all-to-all.
 DEFAULT_BASE_MS = 20.0

@@ -39,16 +39,16 @@ from typing import Protocol, runtime_checkable
 from .latency_noise import location_and_threshold, repeat_noise
 
 __all__ = [
-    "SuspectVerdict",
-    "SuspectRule",
+    "DEFAULT_ALPHA",
     "AnchoringRule",
     "MedianRatioRule",
     "RobustRule",
-    "DEFAULT_ALPHA",
+    "SuspectRule",
+    "SuspectVerdict",
     "default_rule",
     "fast_cluster_verdict",
-    "probe_latency_ms",
     "probe_fails",
+    "probe_latency_ms",
     "repeat_noise",
 ]
 
@@ -279,8 +279,7 @@ class RobustRule:
         # calling a sweep degraded stops all localization: demand more than for a suspect
         # (or two probes each as far below the baseline as a suspect is above it: under the
         # healthy-majority null each has about false_alarm / P chance, two together far less)
-        fast_minority = (fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x)
-                         or sum(v < b - t for v in x) >= 2)
+        fast_minority = fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x) or sum(v < b - t for v in x) >= 2
         # healthy probes spread wider than noise can explain: max_sigma, or (with repeats)
         # three times the noise of a probe's median measured from its own repeats; with
         # repeats that only matters when the suspects do not stand apart as their own group

@@ -12,7 +12,7 @@ from itertools import combinations
 
 import networkx as nx
 
-__all__ = ["Link", "link", "probe_links", "replica_graph", "all_links"]
+__all__ = ["Link", "all_links", "link", "probe_links", "replica_graph"]
 
 #: A GPU-to-GPU path, always stored with the smaller GPU id first.
 Link = tuple[int, int]
@@ -67,7 +67,5 @@ def replica_graph(n: int, gpus_per_node: int | None = None, edges: Sequence[Link
             g.add_edge(a, b)
     if gpus_per_node is not None:
         nx.set_node_attributes(g, {v: v // gpus_per_node for v in g.nodes}, "node")
-        nx.set_edge_attributes(
-            g, {(a, b): a // gpus_per_node == b // gpus_per_node for a, b in g.edges}, "intra_node"
-        )
+        nx.set_edge_attributes(g, {(a, b): a // gpus_per_node == b // gpus_per_node for a, b in g.edges}, "intra_node")
     return g

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from probe.model import Variant, build_probe_model, probe_config
-from probe.tokenizer import save_tokenizer
+from faultsense_pipelines.probe.model import Variant, build_probe_model, probe_config
+from faultsense_pipelines.probe.tokenizer import save_tokenizer
 
-__all__ = ["ProbeCheckpoint", "write_checkpoint", "read_checkpoint_info"]
+__all__ = ["ProbeCheckpoint", "read_checkpoint_info", "write_checkpoint"]
 
 PROBE_INFO = "probe.json"
 
@@ -64,9 +64,7 @@ def _no_progress_bars() -> Iterator[None]:
             hub_utils.enable_progress_bars()
 
 
-def write_checkpoint(
-    out: str | Path, n_gpus: int, probe_size: int, variant: Variant = "slim", seed: int = 0
-) -> ProbeCheckpoint:
+def write_checkpoint(out: str | Path, n_gpus: int, probe_size: int, variant: Variant = "slim", seed: int = 0) -> ProbeCheckpoint:
     """Build the probe model and save it, with a tokenizer, to the folder ``out``.
 
     Args:

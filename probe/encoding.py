@@ -22,12 +22,12 @@ import numpy as np
 import torch
 
 __all__ = [
-    "experts_per_gpu",
     "expert_range",
+    "experts_per_gpu",
     "gpu_of_expert",
-    "probe_experts",
-    "probe_embeddings",
     "gpus_of_routed_experts",
+    "probe_embeddings",
+    "probe_experts",
 ]
 
 
@@ -133,9 +133,7 @@ def _check_gpu_set(gpus: Iterable[int], n_gpus: int, top_k: int) -> list[int]:
     return sorted(checked)
 
 
-def probe_experts(
-    gpus: Sequence[int], n_gpus: int, n_experts: int, top_k: int, tokens: int
-) -> torch.Tensor:
+def probe_experts(gpus: Sequence[int], n_gpus: int, n_experts: int, top_k: int, tokens: int) -> torch.Tensor:
     """The experts each probe token is routed to: one expert on each GPU of the probe.
 
     Token ``t`` goes to expert ``g*E/n + (t mod E/n)`` on each GPU ``g`` of the probe, so

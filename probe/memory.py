@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 from transformers import OlmoeConfig
 
-from probe.encoding import experts_per_gpu
+from faultsense_pipelines.probe.encoding import experts_per_gpu
 
-__all__ = ["ProbeMemory", "parameter_counts", "bytes_per_gpu"]
+__all__ = ["ProbeMemory", "bytes_per_gpu", "parameter_counts"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def parameter_counts(config: OlmoeConfig) -> tuple[int, int]:
         ``(replicated, per_expert)`` parameter counts.
 
     Examples:
-        >>> from probe.model import probe_config
+        >>> from faultsense_pipelines.probe.model import probe_config
         >>> parameter_counts(probe_config(4, 2))[1] == 3 * 2048 * 1024
         True
     """
@@ -88,7 +88,7 @@ def bytes_per_gpu(config: OlmoeConfig, n_gpus: int, dtype: torch.dtype = torch.b
         O(1). Counts weights only (no activations, KV cache or framework overhead).
 
     Examples:
-        >>> from probe.model import probe_config
+        >>> from faultsense_pipelines.probe.model import probe_config
         >>> m = bytes_per_gpu(probe_config(4, 2), 4)
         >>> m.expert_bytes == 3 * 2048 * 1024 * 2
         True

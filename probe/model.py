@@ -27,15 +27,15 @@ from typing import Literal
 import torch
 from transformers import OlmoeConfig, OlmoeForCausalLM
 
-from probe.encoding import experts_per_gpu
+from faultsense_pipelines.probe.encoding import experts_per_gpu
 
 __all__ = [
-    "VARIANTS",
-    "Variant",
     "HIDDEN",
     "INTERMEDIATE",
-    "probe_config",
+    "VARIANTS",
+    "Variant",
     "build_probe_model",
+    "probe_config",
 ]
 
 Variant = Literal["slim", "paper"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from transformers import OlmoeForCausalLM
 
-__all__ = ["ReferenceOutput", "load_reference_model", "reference_forward", "matches_reference"]
+__all__ = ["ReferenceOutput", "load_reference_model", "matches_reference", "reference_forward"]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ engine core and workers together.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -96,11 +97,19 @@ class VllmServer:
         if python is None:
             raise VllmServerError(f"no vLLM venv at {self.venv}; run scripts/setup-vllm-cpu.sh")
         args = [
-            str(python), "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(self.model_dir),
-            "--host", self.host, "--port", str(self.port),
-            "--enable-prompt-embeds", "--enable-per-request-metrics",
-            "--max-model-len", str(self._max_model_len),
+            str(python),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model_dir),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--enable-prompt-embeds",
+            "--enable-per-request-metrics",
+            "--max-model-len",
+            str(self._max_model_len),
         ]
         if self._api_key:
             args += ["--api-key", self._api_key]
@@ -127,7 +136,10 @@ class VllmServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=self.environment(),
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
                 start_new_session=True,
             )
         deadline = time.monotonic() + self.ready_timeout_s
@@ -181,7 +193,5 @@ def _reap_group(pgid: int, wait_s: float = 10.0) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.2)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

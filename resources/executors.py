@@ -64,7 +64,7 @@ class ProbeExecutorResource(dg.ConfigurableResource):
             ValueError: the replica's section does not suit the executor.
         """
         if replica.name not in self._executors:
-            from probe.executors import make_executor
+            from faultsense_pipelines.probe.executors import make_executor
 
             options = executor_options(replica)
             if replica.executor == "ray" and self.ray_address:

@@ -43,7 +43,9 @@ def add_replicas(instance: dg.DagsterInstance, defs: dg.Definitions) -> None:
     instance.add_dynamic_partitions("replica", fleet.names)
 
 
-def sweep(defs: dg.Definitions, instance: dg.DagsterInstance, replica: str, hour: str = HOUR, **config) -> dg.ExecuteInProcessResult:
+def sweep(
+    defs: dg.Definitions, instance: dg.DagsterInstance, replica: str, hour: str = HOUR, **config
+) -> dg.ExecuteInProcessResult:
     """One in-process run of the sweep job for (hour, replica)."""
     run_config = {"ops": {op: {"config": config} for op in ("phase1_probe_run", "phase2_drilldown")}} if config else None
     return defs.resolve_job_def(SWEEP_JOB).execute_in_process(

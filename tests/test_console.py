@@ -31,5 +31,7 @@ def test_a_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(monkeypatch, 
 
 def test_the_installed_console_script_runs_the_command():
     exe = Path(sys.executable).with_name("faultsense")
-    done = subprocess.run([str(exe), "plan", "--gpus", "8", "--probe-size", "4", "--json"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [str(exe), "plan", "--gpus", "8", "--probe-size", "4", "--json"], capture_output=True, text=True, check=True
+    )
     assert '"probes": [' in done.stdout and done.stderr == ""

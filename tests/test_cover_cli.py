@@ -102,4 +102,6 @@ def test_simulate_refuses_a_scenario_whose_cover_is_above_the_probe_limit(tmp_pa
     result = runner.invoke(app, ["simulate", "--scenario", str(path), "--json"])
     assert result.exit_code == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"scenario {path}: a cover of gpus=4096 with probe_size=3 needs at least 2,796,203 probes" in lines[0]
+    assert (
+        len(lines) == 1 and f"scenario {path}: a cover of gpus=4096 with probe_size=3 needs at least 2,796,203 probes" in lines[0]
+    )

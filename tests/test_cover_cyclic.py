@@ -18,7 +18,7 @@ from tests.cover_checks import uncovered
 
 def _random_base(rng, m, classes, k, b):
     gpus = rng.sample(range(m * classes), b * k)
-    return [gpus[j * k:(j + 1) * k] for j in range(b)]
+    return [gpus[j * k : (j + 1) * k] for j in range(b)]
 
 
 def test_development_is_m_rounds_of_disjoint_translates():

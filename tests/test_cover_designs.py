@@ -93,7 +93,7 @@ def test_truncating_a_design_keeps_every_pair_of_the_survivors():
 
 
 def test_redundant_probes_are_dropped_and_coverage_kept():
-    blocks = list(projective_geometry(2, 3).blocks) + [(0, 1, 2), (3, 4)]
+    blocks = [*list(projective_geometry(2, 3).blocks), (0, 1, 2), (3, 4)]
     kept = remove_redundant(blocks, 13)
     assert len(kept) == 13 and uncovered_pairs(kept, 13) == 0
 
@@ -153,7 +153,7 @@ def test_stored_small_covers_cover_every_pair_within_the_bound():
         for n_text, blocks in by_n.items():
             n, k = int(n_text), int(k_text)
             assert uncovered_pairs(blocks, n) == 0, (n, k)
-            assert all(len(set(b)) == len(b) <= k and 0 <= min(b) and max(b) < n for b in blocks)
+            assert all(len(set(b)) == len(b) <= k and min(b) >= 0 and max(b) < n for b in blocks)
             assert len(blocks) >= schonheim_bound(n, k)
 
 

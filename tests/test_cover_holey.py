@@ -37,7 +37,7 @@ def test_stored_holey_covers_cover_every_required_pair_above_the_floor():
     for key, blocks in raw.items():
         k, s, e = (int(t) for t in key.split(","))
         assert _missing_required(blocks, s, e) == set(), key
-        assert all(len(set(b)) == len(b) <= k and 0 <= min(b) and max(b) < s + e for b in blocks)
+        assert all(len(set(b)) == len(b) <= k and min(b) >= 0 and max(b) < s + e for b in blocks)
         assert len(blocks) >= holey.holey_floor(s, e, k)
 
 

@@ -29,7 +29,7 @@ def test_the_large_table_holds_the_sizes_where_constructions_missed_the_target()
 def test_a_stored_large_cover_covers_every_pair_within_the_probe_target(k, n):
     entry = RAW[str(k)][str(n)]
     probes = table.decode_probes(entry["probes"], entry.get("id_bytes", 1))
-    assert all(len(set(p)) == len(p) <= k and 0 <= min(p) and max(p) < n for p in probes)
+    assert all(len(set(p)) == len(p) <= k and min(p) >= 0 and max(p) < n for p in probes)
     assert uncovered(probes, n) == set()
     assert len(probes) <= 1.10 * _schonheim(n, k)
 

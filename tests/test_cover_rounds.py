@@ -29,8 +29,10 @@ def _fewest_rounds_brute_force(probes, n) -> int:
     """The chromatic number of the probes' conflict graph, by trying every colouring."""
     for colours in range(1, len(probes) + 1):
         for colouring in product(range(colours), repeat=len(probes)):
-            if all(colouring[i] != colouring[j] or not set(probes[i]) & set(probes[j])
-                   for i, j in combinations(range(len(probes)), 2)):
+            if all(
+                colouring[i] != colouring[j] or not set(probes[i]) & set(probes[j])
+                for i, j in combinations(range(len(probes)), 2)
+            ):
                 return colours
     return 0
 
@@ -65,8 +67,7 @@ def test_schedulers_partition_random_probes_into_disjoint_rounds_no_fewer_than_t
     probes = [tuple(sorted(p)) for p in probes]
     fewest = _fewest_rounds_brute_force(probes, n)
     assert rounds_lower_bound(probes, n) <= fewest  # the bound is a bound
-    for rounds in (ordered_rounds(probes, n), plan_rounds(probes, n),
-                   tabu_rounds(probes, n, [[i] for i in range(len(probes))])):
+    for rounds in (ordered_rounds(probes, n), plan_rounds(probes, n), tabu_rounds(probes, n, [[i] for i in range(len(probes))])):
         _assert_schedule(probes, rounds)
         assert len(rounds) >= fewest
 

@@ -19,9 +19,9 @@ from faultsense_pipelines.cover.rounds import rounds_lower_bound
 OPEN: set[tuple[int, int]] = set()
 
 CASES = [
-    pytest.param(n, k, marks=pytest.mark.xfail(strict=True, reason="open: see OPEN")) if (k, n) in OPEN
-    else (n, k)
-    for k in (4, 8) for n in range(25, 326, 25)
+    pytest.param(n, k, marks=pytest.mark.xfail(strict=True, reason="open: see OPEN")) if (k, n) in OPEN else (n, k)
+    for k in (4, 8)
+    for n in range(25, 326, 25)
 ]
 
 

@@ -12,8 +12,8 @@ from faultsense_pipelines.cover.greedy import greedy_cover
 
 pytest.importorskip("numba")
 
-from faultsense_pipelines.cover.schedule_anneal import squeeze_rounds  # noqa: E402
-from tests.cover_checks import first_fit_rounds, uncovered  # noqa: E402
+from faultsense_pipelines.cover.schedule_anneal import squeeze_rounds
+from tests.cover_checks import first_fit_rounds, uncovered
 
 
 def test_greedy_cover_is_squeezed_into_fewer_rounds_with_the_same_probe_budget():

@@ -31,8 +31,21 @@ def test_sweep_with_a_good_fleet_flag_ignores_a_broken_faultsense_fleet_variable
     fleet, ledger = write_fleet(tmp_path)
     # a fresh interpreter: this test process may already have imported the module
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "faultsense"), "sweep", "--fleet", str(fleet), "--replica", "sim-healthy", "--hour", "2026-11-30-08:00"],
-        cwd=tmp_path, env=_env(FAULTSENSE_FLEET=str(broken)), capture_output=True, text=True, timeout=300,
+        [
+            str(Path(sys.executable).parent / "faultsense"),
+            "sweep",
+            "--fleet",
+            str(fleet),
+            "--replica",
+            "sim-healthy",
+            "--hour",
+            "2026-11-30-08:00",
+        ],
+        cwd=tmp_path,
+        env=_env(FAULTSENSE_FLEET=str(broken)),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "syntax.yaml" not in proc.stderr
@@ -55,7 +68,11 @@ def test_dagster_still_refuses_to_load_the_module_when_the_default_fleet_is_brok
     dagster = Path(sys.executable).parent / "dagster"
     proc = subprocess.run(
         [str(dagster), "definitions", "validate", "-m", "faultsense_pipelines.definitions"],
-        cwd=REPO, env=_env(FAULTSENSE_FLEET=str(broken)), capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=_env(FAULTSENSE_FLEET=str(broken)),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode != 0
     assert f"{broken}: line 3: not valid YAML" in proc.stdout + proc.stderr

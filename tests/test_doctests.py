@@ -9,7 +9,7 @@ import pkgutil
 import pytest
 
 import faultsense_pipelines
-import probe
+import faultsense_pipelines.probe
 
 _SKIP_PREFIXES = ("faultsense_pipelines.definitions", "faultsense_pipelines.cli")
 # offline cover searches need the optional `[search]` extra (numba), which `[test]` does not install
@@ -18,7 +18,7 @@ _OPTIONAL = {"numba"}
 
 def _modules() -> list[str]:
     names = []
-    for pkg in (faultsense_pipelines, probe):
+    for pkg in (faultsense_pipelines, faultsense_pipelines.probe):
         for info in pkgutil.walk_packages(pkg.__path__, prefix=pkg.__name__ + "."):
             if not info.name.startswith(_SKIP_PREFIXES):
                 names.append(info.name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 from itertools import combinations
 
 import pytest
@@ -103,7 +103,7 @@ def test_a_slow_link_hidden_behind_a_slow_gpu_is_found_on_the_best_cover(n, k):
     assert missed.faulty_links == []
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cover_probes(n: int, k: int) -> list[tuple[int, ...]]:
     return [tuple(p) for p in plan_cover(n, k).probes]
 

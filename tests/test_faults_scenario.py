@@ -30,7 +30,10 @@ def test_a_link_fault_touches_a_probe_only_with_both_ends():
         ({"gpu": 1.5, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
         ({"gpu": True, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
         ({"gpu": 3, "slowdown": 0}, r"faults\[0\].slowdown must be a finite number >= 1"),
-        ({"gpu": 3, "slowdown": 0.5}, r"faults\[0\].slowdown must be a finite number >= 1 \(a gray failure slows down\), got 0.5"),
+        (
+            {"gpu": 3, "slowdown": 0.5},
+            r"faults\[0\].slowdown must be a finite number >= 1 \(a gray failure slows down\), got 0.5",
+        ),
         ({"link": [1, 2], "slowdown": 0.99}, r"faults\[0\].slowdown must be a finite number >= 1"),
         ({"gpu": 3, "slowdown": -2}, r"slowdown"),
         ({"gpu": 3, "slowdown": math.nan}, r"slowdown"),
@@ -103,7 +106,9 @@ def test_the_simulated_replica_reports_an_overflowing_latency_as_a_value_error_n
     replica = SimulatedReplica(8, [GpuFault(1, 1000.0)], noise_sigma=1.0, seed=0, base_ms=1e306)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no numpy overflow warning either
-        with pytest.raises(ValueError, match=r"^simulated latency of probe \[0, 1, 2\] overflows: base_ms=1e\+306 x slowdown 1000.0"):
+        with pytest.raises(
+            ValueError, match=r"^simulated latency of probe \[0, 1, 2\] overflows: base_ms=1e\+306 x slowdown 1000.0"
+        ):
             replica.run([0, 1, 2], repeats=4)
         assert replica.run([2, 3, 4]).latencies_ms[0] < float("inf")  # 1e306 ms: huge, but finite
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, FleetError, load_fleet, parse_fleet
-from resources.executors import executor_options
+from faultsense_pipelines.resources.executors import executor_options
 
 ISSUE_EXAMPLE = """
 ledger: .faultsense/ledger          # local path or any fsspec / pyarrow filesystem URI
@@ -54,7 +54,10 @@ def test_the_issue_example_fleet_parses_with_every_section(tmp_path: Path) -> No
     assert fleet.shapes == ["n64-k8", "n8-k4"]
     assert fleet.replica("prod-a").vllm.api_key_env == "PROD_A_KEY"
     assert executor_options(fleet.replica("local-8")) == {"inject": [{"gpu": 2, "slowdown": 3.0}]}
-    assert executor_options(fleet.replica("sim-64"))["faults"] == [{"gpu": 17, "slowdown": 1.5}, {"link": [3, 40], "slowdown": 2.0}]
+    assert executor_options(fleet.replica("sim-64"))["faults"] == [
+        {"gpu": 17, "slowdown": 1.5},
+        {"link": [3, 40], "slowdown": 2.0},
+    ]
 
 
 def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulated_replicas() -> None:
@@ -72,9 +75,15 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
     [
         ({"probe_size": 9}, "replicas[1].probe_size: must be < gpus (got 9 > 8)"),
         # k = n: a cover of one probe, which passes by comparison with itself
-        ({"probe_size": 8}, "replicas[1].probe_size: must be < gpus (got 8 = gpus): a cover of one probe holding every GPU cannot be judged"),
+        (
+            {"probe_size": 8},
+            "replicas[1].probe_size: must be < gpus (got 8 = gpus): a cover of one probe holding every GPU cannot be judged",
+        ),
         # L(4096, 2) = 4096 * 4095 / 2 = 8,386,560 probes: refused at load, not after minutes of planning
-        ({"gpus": 4096, "probe_size": 2}, "replicas[1].probe_size: a cover of gpus=4096 with probe_size=2 needs at least 8,386,560 probes"),
+        (
+            {"gpus": 4096, "probe_size": 2},
+            "replicas[1].probe_size: a cover of gpus=4096 with probe_size=2 needs at least 8,386,560 probes",
+        ),
         ({"name": "../escape"}, "replicas[1].name: must be 1-64 of a-z, 0-9"),
         ({"name": "Prod_A"}, "replicas[1].name:"),
         ({"name": "a"}, "replicas[1].name: 'a' is already the name of replicas[0]"),
@@ -82,19 +91,43 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
         ({"executor": "tpu"}, "replicas[1].executor:"),
         ({"executor": "vllm"}, "replicas[1].vllm: required when executor is 'vllm'"),
         ({"local": {"inject": []}}, "replicas[1].local: given, but executor is 'simulated'"),
-        ({"simulated": {"faults": [{"gpu": 8, "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].gpu: GPU id 8 is outside 0..7"),
-        ({"simulated": {"faults": [{"gpu": 1, "slowdown": 0}]}}, "replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1"),
-        ({"simulated": {"faults": [{"gpu": 1, "slowdown": 0.5}]}}, "replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1, got 0.5"),
+        (
+            {"simulated": {"faults": [{"gpu": 8, "slowdown": 2.0}]}},
+            "replicas[1].simulated.faults[0].gpu: GPU id 8 is outside 0..7",
+        ),
+        (
+            {"simulated": {"faults": [{"gpu": 1, "slowdown": 0}]}},
+            "replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1",
+        ),
+        (
+            {"simulated": {"faults": [{"gpu": 1, "slowdown": 0.5}]}},
+            "replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1, got 0.5",
+        ),
         ({"simulated": {"faults": [{"gpu": 1, "slowdown": float("nan")}]}}, "replicas[1].simulated.faults[0].slowdown:"),
-        ({"simulated": {"faults": [{"link": [3, 3], "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].link: a link joins two different GPUs"),
-        ({"simulated": {"faults": [{"gpu": 1, "link": [2, 3], "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0]: give exactly one of gpu or link"),
+        (
+            {"simulated": {"faults": [{"link": [3, 3], "slowdown": 2.0}]}},
+            "replicas[1].simulated.faults[0].link: a link joins two different GPUs",
+        ),
+        (
+            {"simulated": {"faults": [{"gpu": 1, "link": [2, 3], "slowdown": 2.0}]}},
+            "replicas[1].simulated.faults[0]: give exactly one of gpu or link",
+        ),
         ({"alpha": 0.9}, "replicas[1].alpha: must be a finite number > 1"),
         ({"repeats": 0}, "replicas[1].repeats:"),
         ({"colour": "red"}, "replicas[1].colour: Extra inputs are not permitted"),
         ({"executor": "vllm", "vllm": {"url": "probe:8000"}}, "replicas[1].vllm.url: must be an http:// or https:// URL"),
-        ({"executor": "vllm", "vllm": {"url": "http://h:1", "api_key_env": "sk-live 123"}}, "replicas[1].vllm.api_key_env: must be the name of an environment variable"),
-        ({"executor": "local", "local": {"inject": [{"gpu": 2, "slowdown": 0.5}]}}, "replicas[1].local.inject[0].slowdown: must be a finite number >= 1"),
-        ({"executor": "local", "local": {"inject": [{"gpu": 2, "delay_ms": 1.0}]}}, "replicas[1].local.inject[0]: give either {gpu, slowdown} or {link: [a, b], delay_ms}"),
+        (
+            {"executor": "vllm", "vllm": {"url": "http://h:1", "api_key_env": "sk-live 123"}},
+            "replicas[1].vllm.api_key_env: must be the name of an environment variable",
+        ),
+        (
+            {"executor": "local", "local": {"inject": [{"gpu": 2, "slowdown": 0.5}]}},
+            "replicas[1].local.inject[0].slowdown: must be a finite number >= 1",
+        ),
+        (
+            {"executor": "local", "local": {"inject": [{"gpu": 2, "delay_ms": 1.0}]}},
+            "replicas[1].local.inject[0]: give either {gpu, slowdown} or {link: [a, b], delay_ms}",
+        ),
     ],
 )
 def test_a_malformed_replica_gets_one_error_naming_the_field(changes: dict, expected: str) -> None:
@@ -146,9 +179,18 @@ def test_remote_ledger_uris_are_accepted_and_can_be_overridden() -> None:
             "replicas[1].vllm.url: credentials in the URL are not allowed; put the key in the environment variable "
             "named by api_key_env, got 'http://alice:***@127.0.0.1:9'",
         ),
-        ({"executor": "vllm", "vllm": {"url": "https://pw123@probe:8000/v1"}}, "replicas[1].vllm.url: credentials in the URL are not allowed"),
-        ({"executor": "vllm", "vllm": {"url": "ftp://alice:pw123@probe"}}, "replicas[1].vllm.url: credentials in the URL are not allowed"),
-        ({"executor": "vllm", "vllm": {"url": "http://h:1", "api_key_env": "pw123 live"}}, "replicas[1].vllm.api_key_env: must be the name of an environment variable"),
+        (
+            {"executor": "vllm", "vllm": {"url": "https://pw123@probe:8000/v1"}},
+            "replicas[1].vllm.url: credentials in the URL are not allowed",
+        ),
+        (
+            {"executor": "vllm", "vllm": {"url": "ftp://alice:pw123@probe"}},
+            "replicas[1].vllm.url: credentials in the URL are not allowed",
+        ),
+        (
+            {"executor": "vllm", "vllm": {"url": "http://h:1", "api_key_env": "pw123 live"}},
+            "replicas[1].vllm.api_key_env: must be the name of an environment variable",
+        ),
     ],
 )
 def test_a_fleet_error_never_echoes_a_secret(changes: dict, expected: str) -> None:
@@ -176,7 +218,9 @@ def test_a_bad_ledger_uri_error_redacts_its_password(ledger: str) -> None:
         ([{"link": [2, 5], "slowdown": 2.0}, {"link": [5, 2], "slowdown": 2.0}], "faults[1] repeats link (2, 5)"),
     ],
 )
-def test_a_simulated_fault_listed_twice_is_refused_when_the_fleet_loads_in_the_scenario_words(faults: list, expected: str) -> None:
+def test_a_simulated_fault_listed_twice_is_refused_when_the_fleet_loads_in_the_scenario_words(
+    faults: list, expected: str
+) -> None:
     from faultsense_pipelines.scenario import parse_scenario
 
     with pytest.raises(FleetError) as err:
@@ -201,17 +245,47 @@ def test_a_gpu_fault_and_a_link_fault_on_the_same_gpu_are_not_repeats() -> None:
         ({"repeats": False}, "replicas[1].repeats: Input should be a valid integer, got False (a boolean)"),
         ({"alpha": True}, "replicas[1].alpha: Input should be a valid number, got True (a boolean)"),
         ({"executor": "magic"}, "replicas[1].executor: Input should be 'simulated', 'local', 'ray' or 'vllm', got 'magic'"),
-        ({"simulated": {"noise_sigma": float("nan")}}, "replicas[1].simulated.noise_sigma: must be a finite number (NaN and infinity are not allowed), got nan"),
-        ({"simulated": {"base_ms": float("inf")}}, "replicas[1].simulated.base_ms: must be a finite number (NaN and infinity are not allowed), got inf"),
-        ({"simulated": {"noise_sigma": 1.5}}, "replicas[1].simulated.noise_sigma: Input should be less than or equal to 1, got 1.5"),
-        ({"simulated": {"faults": [{"gpu": 1, "slowdown": 1e307}]}}, "replicas[1].simulated.faults[0].slowdown: must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307"),
-        ({"simulated": {"base_ms": 1e300}}, "replicas[1].simulated.base_ms: Input should be less than or equal to 60000, got 1e+300"),
+        (
+            {"simulated": {"noise_sigma": float("nan")}},
+            "replicas[1].simulated.noise_sigma: must be a finite number (NaN and infinity are not allowed), got nan",
+        ),
+        (
+            {"simulated": {"base_ms": float("inf")}},
+            "replicas[1].simulated.base_ms: must be a finite number (NaN and infinity are not allowed), got inf",
+        ),
+        (
+            {"simulated": {"noise_sigma": 1.5}},
+            "replicas[1].simulated.noise_sigma: Input should be less than or equal to 1, got 1.5",
+        ),
+        (
+            {"simulated": {"faults": [{"gpu": 1, "slowdown": 1e307}]}},
+            "replicas[1].simulated.faults[0].slowdown: must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307",
+        ),
+        (
+            {"simulated": {"base_ms": 1e300}},
+            "replicas[1].simulated.base_ms: Input should be less than or equal to 60000, got 1e+300",
+        ),
         ({"simulated": {"seed": True}}, "replicas[1].simulated.seed: Input should be a valid integer, got True (a boolean)"),
-        ({"simulated": {"faults": [{"gpu": True, "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].gpu: Input should be a valid integer, got True (a boolean)"),
-        ({"simulated": {"faults": [{"gpu": 1, "slowdown": True}]}}, "replicas[1].simulated.faults[0].slowdown: Input should be a valid number, got True (a boolean)"),
-        ({"simulated": {"faults": [{"link": [1, True], "slowdown": 2.0}]}}, "replicas[1].simulated.faults[0].link[1]: Input should be a valid integer, got True (a boolean)"),
-        ({"executor": "vllm", "vllm": {"url": "http://h:1", "retries": 1.5}}, "replicas[1].vllm.retries: Input should be a valid integer, got 1.5"),
-        ({"executor": "vllm", "vllm": {"url": "http://h:1", "check_routing": "yes"}}, "replicas[1].vllm.check_routing: Input should be a valid boolean, got 'yes'"),
+        (
+            {"simulated": {"faults": [{"gpu": True, "slowdown": 2.0}]}},
+            "replicas[1].simulated.faults[0].gpu: Input should be a valid integer, got True (a boolean)",
+        ),
+        (
+            {"simulated": {"faults": [{"gpu": 1, "slowdown": True}]}},
+            "replicas[1].simulated.faults[0].slowdown: Input should be a valid number, got True (a boolean)",
+        ),
+        (
+            {"simulated": {"faults": [{"link": [1, True], "slowdown": 2.0}]}},
+            "replicas[1].simulated.faults[0].link[1]: Input should be a valid integer, got True (a boolean)",
+        ),
+        (
+            {"executor": "vllm", "vllm": {"url": "http://h:1", "retries": 1.5}},
+            "replicas[1].vllm.retries: Input should be a valid integer, got 1.5",
+        ),
+        (
+            {"executor": "vllm", "vllm": {"url": "http://h:1", "check_routing": "yes"}},
+            "replicas[1].vllm.check_routing: Input should be a valid boolean, got 'yes'",
+        ),
     ],
 )
 def test_a_bad_value_is_echoed_in_the_error_and_booleans_nan_and_infinity_are_refused(changes: dict, expected: str) -> None:

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets.flowpulse import flowpulse_faults
+from faultsense_pipelines.assets.flowpulse import flowpulse_faults
 from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, simulate
 from faultsense_pipelines.flowpulse.topology import fat_tree, topology_to_dict
 from faultsense_pipelines.ledger import FAULT_SCHEMA, LedgerStore
-from resources.ledger import LedgerResource
+from faultsense_pipelines.resources.ledger import LedgerResource
 
 
 def _write_fabric(tmp_path):
     import json
 
     topo = fat_tree(4, 8, 8)
-    counters = simulate(topo, 70, collective=RingAllReduce(buffer_bytes=8 * 2**30), seed=5,
-                        lossy=[LossyLink(3, 6, 0.02, "down", 30)])
+    counters = simulate(
+        topo, 70, collective=RingAllReduce(buffer_bytes=8 * 2**30), seed=5, lossy=[LossyLink(3, 6, 0.02, "down", 30)]
+    )
     counters_frame(counters).to_parquet(tmp_path / "counters.parquet", index=False)
     (tmp_path / "topology.json").write_text(json.dumps(topology_to_dict(topo)))
     return str(tmp_path / "counters.parquet"), str(tmp_path / "topology.json")
@@ -60,7 +61,7 @@ def test_asset_is_wired_into_the_definitions(tmp_path):
 
 def test_the_asset_run_config_defaults_are_the_detector_defaults():
     """The UI's launchpad must scan like `faultsense flowpulse scan` does (they once drifted: threshold 24)."""
-    from assets.flowpulse import FlowPulseScanConfig
+    from faultsense_pipelines.assets.flowpulse import FlowPulseScanConfig
     from faultsense_pipelines.flowpulse.scan import ScanConfig
 
     asset, detector = FlowPulseScanConfig(), ScanConfig()

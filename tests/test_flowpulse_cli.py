@@ -14,15 +14,17 @@ runner = CliRunner()
 
 
 def _simulate(tmp_path, *extra: str):
-    result = runner.invoke(app, ["flowpulse", "simulate", "--out", str(tmp_path), "--buffer-gib", "4",
-                                 "--iterations", "60", "--seed", "3", *extra])
+    result = runner.invoke(
+        app, ["flowpulse", "simulate", "--out", str(tmp_path), "--buffer-gib", "4", "--iterations", "60", "--seed", "3", *extra]
+    )
     assert result.exit_code == 0, result.output
     return tmp_path / "counters.parquet", tmp_path / "topology.json"
 
 
 def test_scan_json_names_the_lossy_link_with_the_contract_fields(tmp_path):
-    counters, topology = _simulate(tmp_path, "--loss", "0.01", "--lossy-leaf", "2", "--lossy-spine", "6",
-                                   "--direction", "down", "--start", "30")
+    counters, topology = _simulate(
+        tmp_path, "--loss", "0.01", "--lossy-leaf", "2", "--lossy-spine", "6", "--direction", "down", "--start", "30"
+    )
     result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(topology), "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
@@ -70,7 +72,10 @@ def test_simulate_rejects_a_down_link_that_is_not_two_indices(tmp_path):
     [
         (["--loss", "-0.1"], "loss rate must be in [0, 1), got -0.1"),
         (["--loss", "0.01", "--start", "100"], "--start must be an iteration in 0..39 (--iterations), got 100"),
-        (["--loss", "0.01", "--lossy-leaf", "1", "--lossy-spine", "2", "--down", "1,2"], "the lossy link 1,2 is also given as --down"),
+        (
+            ["--loss", "0.01", "--lossy-leaf", "1", "--lossy-spine", "2", "--down", "1,2"],
+            "the lossy link 1,2 is also given as --down",
+        ),
     ],
 )
 def test_simulate_refuses_a_negative_loss_a_late_start_or_a_lossy_link_that_is_down(tmp_path, args, message):

@@ -14,7 +14,10 @@ import pytest
 
 from faultsense_pipelines.flowpulse.detect import cusum_threshold, detect_switch, overshoot_nu
 from faultsense_pipelines.flowpulse.model import (
-    growing_reference, learned_dispersion, learned_shares, share_under_loss,
+    growing_reference,
+    learned_dispersion,
+    learned_shares,
+    share_under_loss,
 )
 
 PORTS = 64
@@ -80,7 +83,7 @@ def test_threshold_gives_the_budgeted_mean_time_to_a_false_alarm(delta):
 
 
 def test_bad_budget_is_rejected_with_the_value():
-    with pytest.raises(ValueError, match="false_alarm_rate.*1.5"):
+    with pytest.raises(ValueError, match=r"false_alarm_rate.*1\.5"):
         cusum_threshold(3.6, 1.5)
     with pytest.raises(ValueError, match="design losses"):
         detect_switch(np.ones((3, 2)), np.array([0.5, 0.5]), design_losses=(0.0,))

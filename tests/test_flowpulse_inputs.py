@@ -16,15 +16,17 @@ TOPO = fat_tree(2, 2, 1)
 
 
 def _good() -> pd.DataFrame:
-    return pd.DataFrame({
-        "iteration": [0, 0, 1, 1],
-        "switch": ["leaf00"] * 4,
-        "port": ["up00", "up01", "up00", "up01"],
-        "peer": ["spine00", "spine01", "spine00", "spine01"],
-        "direction": ["rx"] * 4,
-        "bytes": [4096, 8192, 4096, 4096],
-        "packets": [1, 2, 1, 1],
-    })
+    return pd.DataFrame(
+        {
+            "iteration": [0, 0, 1, 1],
+            "switch": ["leaf00"] * 4,
+            "port": ["up00", "up01", "up00", "up01"],
+            "peer": ["spine00", "spine01", "spine00", "spine01"],
+            "direction": ["rx"] * 4,
+            "bytes": [4096, 8192, 4096, 4096],
+            "packets": [1, 2, 1, 1],
+        }
+    )
 
 
 def test_good_counters_give_a_per_switch_ingress_matrix():
@@ -113,12 +115,18 @@ def test_topology_files_round_trip(tmp_path, suffix):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda d: d["links"].append({"a": "leaf00", "a_port": "up00", "b": "spine01", "b_port": "x"}),
-         "port leaf00/up00 is used by two links"),
-        (lambda d: d["links"].append({"a": "leaf00", "a_port": "p9", "b": "spineX", "b_port": "x"}),
-         "names unknown node 'spineX'"),
-        (lambda d: d["links"].append({"a": "leaf00-h0", "a_port": "eth1", "b": "spine00", "b_port": "x"}),
-         "joins a host and a spine"),
+        (
+            lambda d: d["links"].append({"a": "leaf00", "a_port": "up00", "b": "spine01", "b_port": "x"}),
+            "port leaf00/up00 is used by two links",
+        ),
+        (
+            lambda d: d["links"].append({"a": "leaf00", "a_port": "p9", "b": "spineX", "b_port": "x"}),
+            "names unknown node 'spineX'",
+        ),
+        (
+            lambda d: d["links"].append({"a": "leaf00-h0", "a_port": "eth1", "b": "spine00", "b_port": "x"}),
+            "joins a host and a spine",
+        ),
         (lambda d: d["switches"].append({"name": "core0", "tier": "core"}), "switches.3.tier"),
         (lambda d: d["links"][0].update(status="flaky"), "links.0.status"),
     ],

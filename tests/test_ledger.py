@@ -61,7 +61,10 @@ def test_components_and_fault_ids_follow_the_documented_form() -> None:
     a = make_fault_id("faultsense", "sim-64", "2026-11-30-08:00", "gpu:17")
     assert a == make_fault_id("faultsense", "sim-64", "2026-11-30-08:00", "gpu:17")
     assert len(a) == 20 and int(a, 16) >= 0
-    others = {make_fault_id(*k) for k in [("minder", "sim-64", "2026-11-30-08:00", "gpu:17"), ("faultsense", "sim-64", "2026-11-30-09:00", "gpu:17")]}
+    others = {
+        make_fault_id(*k)
+        for k in [("minder", "sim-64", "2026-11-30-08:00", "gpu:17"), ("faultsense", "sim-64", "2026-11-30-09:00", "gpu:17")]
+    }
     assert a not in others and len(others) == 2
 
 
@@ -72,8 +75,20 @@ def test_files_are_hive_partitioned_by_date_with_the_documented_columns(tmp_path
     store.write_probe_runs(probe_rows(3), day="2026-11-30", batch="sim-64-h08-phase1")
     schema = pq.read_schema(written.path)
     assert schema.names == [
-        "fault_id", "detected_at", "sweep_id", "replica", "detector", "component_kind", "component",
-        "gpu", "peer_gpu", "slowdown", "status", "phase", "probes_used", "schema_version",
+        "fault_id",
+        "detected_at",
+        "sweep_id",
+        "replica",
+        "detector",
+        "component_kind",
+        "component",
+        "gpu",
+        "peer_gpu",
+        "slowdown",
+        "status",
+        "phase",
+        "probes_used",
+        "schema_version",
     ]
     assert schema.remove_metadata().equals(FAULT_SCHEMA.remove_metadata())
     assert schema.metadata[b"faultsense.schema_version"] == str(SCHEMA_VERSION).encode()
@@ -96,7 +111,9 @@ def test_pandas_and_duckdb_read_the_ledger_as_is(tmp_path: Path) -> None:
         f"SELECT date, count(*) AS n FROM read_parquet('{tmp_path}/fault_ledger/*/*.parquet', hive_partitioning = true) GROUP BY date ORDER BY date"
     ).fetchall()
     assert [(str(d), n) for d, n in by_duckdb] == [("2026-11-29", 1), ("2026-11-30", 2)]
-    latencies = duckdb.sql(f"SELECT sum(latency_ms), max(len(gpus)) FROM read_parquet('{tmp_path}/probe_runs/**/*.parquet', hive_partitioning = true)").fetchall()[0]
+    latencies = duckdb.sql(
+        f"SELECT sum(latency_ms), max(len(gpus)) FROM read_parquet('{tmp_path}/probe_runs/**/*.parquet', hive_partitioning = true)"
+    ).fetchall()[0]
     assert latencies == (10.0 + 11.0 + 12.0 + 13.0, 2)
 
     mine = store.read_faults(since="2026-11-30")
@@ -118,9 +135,27 @@ def test_rewriting_a_batch_replaces_its_rows_and_an_empty_batch_clears_them(tmp_
 def test_passive_detectors_append_machine_and_fabric_rows_without_gpu_ids(tmp_path: Path) -> None:
     window = "2026-11-30T08:00"
     rows = [
-        FaultRow(make_fault_id("minder", "train-a", window, "machine:node-07"), WHEN, "scan-1", "train-a", "minder", "machine", "machine:node-07", "confirmed"),
-        FaultRow(make_fault_id("flowpulse", "fabric-1", window, "fabric_link:leaf3-spine1"), WHEN, "scan-2", "fabric-1", "flowpulse",
-                 "fabric_link", "fabric_link:leaf3-spine1", "suspect", slowdown=None),
+        FaultRow(
+            make_fault_id("minder", "train-a", window, "machine:node-07"),
+            WHEN,
+            "scan-1",
+            "train-a",
+            "minder",
+            "machine",
+            "machine:node-07",
+            "confirmed",
+        ),
+        FaultRow(
+            make_fault_id("flowpulse", "fabric-1", window, "fabric_link:leaf3-spine1"),
+            WHEN,
+            "scan-2",
+            "fabric-1",
+            "flowpulse",
+            "fabric_link",
+            "fabric_link:leaf3-spine1",
+            "suspect",
+            slowdown=None,
+        ),
     ]
     append_faults(str(tmp_path), rows[:1], batch="minder-train-a-2026-11-30T08")
     append_faults(str(tmp_path), rows[:1], batch="minder-train-a-2026-11-30T08")
@@ -134,8 +169,15 @@ def test_passive_detectors_append_machine_and_fabric_rows_without_gpu_ids(tmp_pa
 
 def test_a_passive_rescan_of_the_same_window_replaces_its_rows_and_a_clean_rescan_clears_them(tmp_path: Path) -> None:
     uri, window = str(tmp_path), "2026-11-30T08:00/2026-11-30T08:15"
-    scan = dict(detector="minder", source="train-a", component_kind="machine", window=window,
-                batch_key=f"metrics.parquet|{window}", sweep_id="scan-1", day=WHEN.date())
+    scan = dict(
+        detector="minder",
+        source="train-a",
+        component_kind="machine",
+        window=window,
+        batch_key=f"metrics.parquet|{window}",
+        sweep_id="scan-1",
+        day=WHEN.date(),
+    )
     found = [("machine:node-07", WHEN), ("machine:node-11", WHEN)]
     first = append_passive_faults(uri, found, **scan)
     again = append_passive_faults(uri, found, **scan)
@@ -151,9 +193,18 @@ def test_a_passive_rescan_of_the_same_window_replaces_its_rows_and_a_clean_resca
 
 def test_a_passive_scan_records_the_components_it_could_not_pin_down_as_suspects(tmp_path: Path) -> None:
     found = [("fabric_link:leaf01/up02-spine02", WHEN), ("fabric_link:leaf02/up02-spine02", WHEN)]
-    append_passive_faults(str(tmp_path), found, detector="flowpulse", source="fabric-1", component_kind="fabric_link",
-                          window="w", batch_key="w", sweep_id="scan-1", day=WHEN.date(),
-                          suspects={"fabric_link:leaf02/up02-spine02"})
+    append_passive_faults(
+        str(tmp_path),
+        found,
+        detector="flowpulse",
+        source="fabric-1",
+        component_kind="fabric_link",
+        window="w",
+        batch_key="w",
+        sweep_id="scan-1",
+        day=WHEN.date(),
+        suspects={"fabric_link:leaf02/up02-spine02"},
+    )
     df = LedgerStore(str(tmp_path)).read_faults().set_index("component")
     assert df.loc["fabric_link:leaf01/up02-spine02", "status"] == "confirmed"
     assert df.loc["fabric_link:leaf02/up02-spine02", "status"] == "suspect"

@@ -22,8 +22,13 @@ def _ledger(tmp_path: Path) -> Path:
     rows = [
         FaultRow(
             fault_id=make_fault_id("minder", replica, "2026-11-30T08:00", "machine:node-07"),
-            detected_at=datetime(2026, 11, 30, 8, 0, tzinfo=UTC), sweep_id="scan-1", replica=replica,
-            detector="minder", component_kind="machine", component="machine:node-07", status="confirmed",
+            detected_at=datetime(2026, 11, 30, 8, 0, tzinfo=UTC),
+            sweep_id="scan-1",
+            replica=replica,
+            detector="minder",
+            component_kind="machine",
+            component="machine:node-07",
+            status="confirmed",
         )
         for replica in ("train-b", "train-a")
     ]
@@ -39,7 +44,9 @@ def _show(where: Path, *flags: str):
 def test_an_unknown_detector_is_one_error_line_naming_it_and_the_known_ones(tmp_path: Path, detector: str) -> None:
     shown = _show(_ledger(tmp_path), "--detector", detector)
     assert shown.exit_code == 2 and shown.stdout == ""
-    assert shown.stderr.strip().splitlines() == [f"error: --detector must be one of faultsense, minder, flowpulse, got {detector!r}"]
+    assert shown.stderr.strip().splitlines() == [
+        f"error: --detector must be one of faultsense, minder, flowpulse, got {detector!r}"
+    ]
 
 
 def test_every_known_detector_is_accepted_and_filters_the_rows(tmp_path: Path) -> None:
@@ -57,7 +64,9 @@ def test_a_replica_with_no_rows_shows_an_empty_table_and_one_note_naming_the_rep
     shown = _show(_ledger(tmp_path), "--replica", "nope")
     assert shown.exit_code == 0, shown.output
     assert "(0 of 0 rows)" in " ".join(shown.stdout.split())
-    assert shown.stderr.strip().splitlines() == [f"note: --replica 'nope' matches no fault row since {DAY} (replicas with rows: train-a, train-b)"]
+    assert shown.stderr.strip().splitlines() == [
+        f"note: --replica 'nope' matches no fault row since {DAY} (replicas with rows: train-a, train-b)"
+    ]
 
 
 def test_a_replica_with_rows_gets_no_note(tmp_path: Path) -> None:

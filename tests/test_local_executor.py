@@ -20,11 +20,11 @@ import pytest
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
+from faultsense_pipelines.probe.encoding import expert_range, gpus_of_routed_experts
+from faultsense_pipelines.probe.executors import make_executor
+from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.probes import ExecutorError, ProbeExecutor
 from faultsense_pipelines.suspects import MedianRatioRule
-from probe.encoding import expert_range, gpus_of_routed_experts
-from probe.executors import make_executor
-from probe.executors.local import LocalExecutor
 
 N, K = 8, 4
 TOKENS = 64
@@ -109,8 +109,7 @@ def test_straggler_outside_a_probe_does_not_slow_it_but_one_inside_does(healthy)
     probe = [0, 1, 2, 3]
     lat: dict[str, list[float]] = {"none": [], "outside": [], "inside": []}
     for _ in range(3):  # interleaved, so outside load drifts over all three alike
-        for case, inject in (("none", []), ("outside", [{"gpu": 7, "slowdown": 3.0}]),
-                             ("inside", [{"gpu": 2, "slowdown": 3.0}])):
+        for case, inject in (("none", []), ("outside", [{"gpu": 7, "slowdown": 3.0}]), ("inside", [{"gpu": 2, "slowdown": 3.0}])):
             healthy.set_injections(inject)
             m = healthy.run(probe, REPEATS)
             assert m.ok, m.error
@@ -212,8 +211,7 @@ def test_a_hung_worker_gives_an_error_within_the_timeout_and_is_reaped():
 
 
 def test_workers_are_reaped_when_the_with_block_raises():
-    with pytest.raises(RuntimeError, match="boom"):
-        with LocalExecutor(2, 2, hidden=64, intermediate=32, tokens=4) as ex:
-            pids = ex.worker_pids
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), LocalExecutor(2, 2, hidden=64, intermediate=32, tokens=4) as ex:
+        pids = ex.worker_pids
+        raise RuntimeError("boom")
     assert not any(_alive(p) for p in pids)

@@ -49,7 +49,9 @@ def _identifiable(n: int, k: int, faults) -> bool:
     return len(fast) >= 2 and 2 * len({g for p in fast for g in p}) > n
 
 
-SETTINGS = settings(max_examples=int(os.environ.get("FS_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("FS_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @SETTINGS

@@ -100,7 +100,7 @@ def test_loading_a_directory_without_a_model_names_what_is_missing(tmp_path):
 
 def test_scanning_at_another_interval_than_the_model_is_an_error(model):
     fleet = generate_fleet(8, 600, interval_s=5.0, metrics=METRICS, seed=1)
-    with pytest.raises(ValueError, match="sampled every 5.0 s, the model every 10.0 s"):
+    with pytest.raises(ValueError, match=r"sampled every 5\.0 s, the model every 10\.0 s"):
         scan(fleet.array, model)
 
 

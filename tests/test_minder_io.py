@@ -81,7 +81,7 @@ def test_malformed_metrics_file_raises_an_error_naming_the_problem(tmp_path, con
 
 
 def test_missing_file_is_named():
-    with pytest.raises(ValueError, match="metrics file not found: .*nope.csv"):
+    with pytest.raises(ValueError, match=r"metrics file not found: .*nope\.csv"):
         load_metrics("/nonexistent/nope.csv")
 
 

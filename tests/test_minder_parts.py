@@ -27,8 +27,7 @@ def _brute_force(windows: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    windows=arrays(np.float64, st.tuples(st.integers(1, 7), st.integers(1, 3), st.integers(1, 5)),
-                   elements=st.floats(-100, 100)),  # fmt: skip
+    windows=arrays(np.float64, st.tuples(st.integers(1, 7), st.integers(1, 3), st.integers(1, 5)), elements=st.floats(-100, 100)),
     data=st.data(),
 )
 def test_fleet_distance_is_the_rms_distance_to_every_other_valid_machine(windows, data):

@@ -42,6 +42,21 @@ ASSET_DEFAULTS = (
 )
 
 
+_SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+# installed package name -> the repository folder it is built from
+_PACKAGE_DIRS: dict[str, str] = _SETUPTOOLS["package-dir"]
+
+
+def test_every_package_folder_of_the_repository_is_an_installed_package_of_the_one_namespace() -> None:
+    found = set()
+    for name, folder in _PACKAGE_DIRS.items():
+        for init in sorted((ROOT / folder).rglob("__init__.py")):
+            relative = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((name, *relative)))
+    assert found == set(_SETUPTOOLS["packages"])
+    assert all(p == "faultsense_pipelines" or p.startswith("faultsense_pipelines.") for p in found)
+
+
 def _shipped_data_files() -> dict[str, Path]:
     """Wheel path -> source file for every data file the wheel must carry: all of ``data/``, the cover tables."""
     data = [f for f in sorted((PACKAGE / "data").rglob("*")) if f.is_file() and "__pycache__" not in f.parts]
@@ -55,9 +70,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = tmp_path_factory.mktemp("src")
     shutil.copy(ROOT / "pyproject.toml", src)
     shutil.copy(ROOT / "README.md", src)
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    for pattern in config["tool"]["setuptools"]["packages"]["find"]["include"]:
-        top = pattern.rstrip("*")
+    for top in sorted(set(_PACKAGE_DIRS.values())):
         shutil.copytree(ROOT / top, src / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
@@ -92,6 +105,12 @@ def test_the_wheel_holds_the_default_fleet_the_asset_examples_and_every_cover_ta
             assert zf.read(name) == source.read_bytes(), name
             # readable by every user once installed (safetensors writes its file owner-only)
             assert (zf.getinfo(name).external_attr >> 16) & 0o444 == 0o444, f"{name} is not world-readable"
+
+
+def test_the_installed_wheel_adds_only_the_project_namespace_and_its_dist_info(installed: Path) -> None:
+    top = sorted(p.name for p in installed.iterdir() if p.name != "bin")
+    assert top == ["faultsense-0.1.0.dist-info", "faultsense_pipelines"]
+    assert {p.name for p in (installed / "faultsense_pipelines").iterdir() if p.is_dir()} >= {"assets", "resources", "probe"}
 
 
 _PROBE = """
@@ -154,11 +173,13 @@ def test_the_installed_sweep_command_names_the_packaged_default_fleet(installed:
 _MATERIALIZE = """
 import json, sys
 import dagster as dg
-import assets.flowpulse, assets.minder
+import faultsense_pipelines.assets.flowpulse as flowpulse_assets
+import faultsense_pipelines.assets.minder as minder_assets
+import faultsense_pipelines.assets as assets
 from faultsense_pipelines.ledger import LedgerStore
-from resources.ledger import LedgerResource
-minder, flowpulse = assets.minder.MinderScanConfig(), assets.flowpulse.FlowPulseScanConfig()
-result = dg.materialize([assets.minder.minder_faults, assets.flowpulse.flowpulse_faults],
+from faultsense_pipelines.resources.ledger import LedgerResource
+minder, flowpulse = minder_assets.MinderScanConfig(), flowpulse_assets.FlowPulseScanConfig()
+result = dg.materialize([minder_assets.minder_faults, flowpulse_assets.flowpulse_faults],
                         resources={"ledger": LedgerResource(uri=sys.argv[1])})
 found = {node: result.asset_materializations_for_node(node)[0].metadata
          for node in ("minder_faults", "flowpulse_faults")}
@@ -189,7 +210,7 @@ def test_the_installed_passive_detector_assets_default_to_packaged_examples_and_
         text=True,
     )
     seen = json.loads(run.stdout.strip().splitlines()[-1])
-    assert Path(seen["assets"]) == installed / "assets" / "__init__.py"
+    assert Path(seen["assets"]) == installed / "faultsense_pipelines" / "assets" / "__init__.py"
     package = installed / "faultsense_pipelines" / "data"
     assert [Path(p) for p in seen["defaults"]] == [
         package / "minder" / "metrics.parquet",

@@ -131,7 +131,9 @@ def test_the_checks_catch_duplicate_fault_rows_and_bad_latencies_from_other_writ
     table = pq.read_table(runs_day / "sim-faulty-h08-phase1.parquet")
     latency = table.column("latency_ms").to_pylist()
     latency[0] = -1.0
-    pq.write_table(table.set_column(table.schema.get_field_index("latency_ms"), "latency_ms", pa.array(latency)), runs_day / "edited.parquet")
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("latency_ms"), "latency_ms", pa.array(latency)), runs_day / "edited.parquet"
+    )
 
     result = sweep(defs, instance, "sim-faulty")
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}

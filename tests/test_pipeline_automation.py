@@ -11,7 +11,7 @@ import dagster as dg
 from dagster._core.instance.ref import InstanceRef
 from typer.testing import CliRunner
 
-from assets.automation import NIGHTLY_REPEATS
+from faultsense_pipelines.assets.automation import NIGHTLY_REPEATS
 from faultsense_pipelines.cli import app
 from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
 
@@ -25,7 +25,9 @@ def test_the_hourly_schedule_requests_one_run_per_replica_for_the_current_hour(t
     with dg.instance_for_test() as instance:  # a persistent (temporary) instance, as the daemon has
         add_replicas(instance, defs)
         context = dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 8, 5, tzinfo=UTC), repository_def=defs.get_repository_def()
+            instance=instance,
+            scheduled_execution_time=datetime(2026, 11, 30, 8, 5, tzinfo=UTC),
+            repository_def=defs.get_repository_def(),
         )
         data = schedule.evaluate_tick(context)
     requests = sorted(data.run_requests, key=lambda r: r.partition_key)
@@ -40,7 +42,9 @@ def test_the_nightly_schedule_sweeps_every_replica_with_more_repeats(tmp_path: P
     with dg.instance_for_test() as instance:
         add_replicas(instance, defs)
         context = dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 2, 30, tzinfo=UTC), repository_def=defs.get_repository_def()
+            instance=instance,
+            scheduled_execution_time=datetime(2026, 11, 30, 2, 30, tzinfo=UTC),
+            repository_def=defs.get_repository_def(),
         )
         requests = schedule.evaluate_tick(context).run_requests
         assert sorted(r.partition_key.keys_by_dimension["replica"] for r in requests) == ["sim-faulty", "sim-healthy"]
@@ -86,7 +90,9 @@ def test_the_repository_instance_config_allows_one_run_per_replica_at_a_time(tmp
 
 def test_dagster_definitions_validate_passes_on_the_workspace() -> None:
     dagster = Path(sys.executable).parent / "dagster"
-    proc = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "All code locations passed validation" in proc.stdout + proc.stderr
 
@@ -96,7 +102,9 @@ def test_ledger_show_prints_the_recent_faults_of_one_replica(tmp_path: Path) -> 
     swept = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--hour", HOUR])
     assert swept.exit_code == 0, swept.stdout + swept.stderr
     assert "sim-faulty" in swept.stdout and "gpu:5" in swept.stdout and "healthy" in swept.stdout
-    shown = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "2026-11-30", "--replica", "sim-faulty"])
+    shown = CliRunner().invoke(
+        app, ["ledger", "show", "--ledger", str(ledger), "--since", "2026-11-30", "--replica", "sim-faulty"]
+    )
     assert shown.exit_code == 0, shown.stderr
     assert "gpu:5" in shown.stdout and "link:1-9" in shown.stdout and "sim-healthy" not in shown.stdout
     bad = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "yesterday"])

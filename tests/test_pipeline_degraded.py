@@ -41,7 +41,12 @@ def test_a_degraded_sweep_writes_one_replica_suspect_row_and_a_rerun_does_not_du
         assert len(faults) == 1, faults
         row = faults.iloc[0]
         assert row["fault_id"] == make_fault_id("faultsense", "sim-degraded", HOUR, "replica:sim-degraded")
-        assert (row["component_kind"], row["component"], row["status"], row["phase"]) == ("replica", "replica:sim-degraded", "suspect", 1)
+        assert (row["component_kind"], row["component"], row["status"], row["phase"]) == (
+            "replica",
+            "replica:sim-degraded",
+            "suspect",
+            1,
+        )
         assert str(row["gpu"]) == str(row["peer_gpu"]) == "<NA>"
         assert row["sweep_id"] == result.run_id
         # slow probes run x2.0 (the injected slowdown), the one all-healthy probe is the baseline

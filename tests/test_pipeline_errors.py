@@ -132,9 +132,13 @@ def test_a_ledger_path_that_is_a_file_is_refused_before_any_run(tmp_path: Path) 
     fleet, _ = write_fleet(tmp_path)
     a_file = tmp_path / "lf"
     a_file.write_text("")
-    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--ledger", str(a_file), "--hour", HOUR])
+    result = CliRunner().invoke(
+        app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--ledger", str(a_file), "--hour", HOUR]
+    )
     assert result.exit_code == 2, result.output
-    assert [line for line in result.stderr.splitlines() if "error:" in line] == [f"error: ledger {a_file} is a file, not a directory"]
+    assert [line for line in result.stderr.splitlines() if "error:" in line] == [
+        f"error: ledger {a_file} is a file, not a directory"
+    ]
     assert "sim-faulty: " not in result.output  # no run started
     assert a_file.read_text() == ""
 
@@ -176,11 +180,13 @@ def test_sweep_prints_no_progress_spinner_when_not_on_a_terminal(tmp_path: Path)
     fleet, _ = write_fleet(tmp_path)
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "nope", "--hour", HOUR])
     assert result.exit_code == 2
-    assert [line for line in result.stderr.splitlines() if line.strip()] == ["error: unknown replica 'nope'; the fleet has sim-faulty, sim-healthy"]
+    assert [line for line in result.stderr.splitlines() if line.strip()] == [
+        "error: unknown replica 'nope'; the fleet has sim-faulty, sim-healthy"
+    ]
 
 
 def test_faultsense_fleet_names_the_fleet_when_no_fleet_option_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fleet, ledger = write_fleet(tmp_path)
+    fleet, _ledger = write_fleet(tmp_path)
     monkeypatch.setenv("FAULTSENSE_FLEET", str(fleet))
     result = CliRunner().invoke(app, ["sweep", "--replica", "nope"])
     assert result.exit_code == 2 and "unknown replica 'nope'" in result.stderr
@@ -193,7 +199,7 @@ def test_faultsense_fleet_names_the_fleet_when_no_fleet_option_is_given(tmp_path
 @pytest.mark.parametrize("repeats", [-1, 101])
 def test_a_run_config_repeats_outside_the_bound_fails_the_run_naming_it(tmp_path, repeats) -> None:
     """A backfill launched from the UI with repeats 99999999999 would probe without end."""
-    defs, ledger = new_defs(tmp_path)
+    defs, _ledger = new_defs(tmp_path)
     with dg.DagsterInstance.ephemeral() as instance:
         add_replicas(instance, defs)
         result = sweep(defs, instance, "sim-faulty", repeats=repeats)

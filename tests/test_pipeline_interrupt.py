@@ -49,7 +49,9 @@ replicas:
 
 def ledger_state(ledger: Path) -> dict[str, str]:
     """Every file under the ledger (hidden ones included) -> SHA-256 of its bytes."""
-    return {str(f.relative_to(ledger)): hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(ledger.rglob("*")) if f.is_file()}
+    return {
+        str(f.relative_to(ledger)): hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(ledger.rglob("*")) if f.is_file()
+    }
 
 
 def test_a_failed_rerun_keeps_the_confirmed_fault_and_a_successful_rerun_replaces_without_duplicates(tmp_path: Path) -> None:
@@ -93,12 +95,15 @@ def test_a_failed_first_sweep_of_an_hour_writes_its_error_rows_and_no_fault_file
     assert sorted(ledger_state(ledger)) == ["probe_runs/date=2026-11-30/sim-faulty-h08-failed.parquet"]
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--repeats", "0"], "error: --repeats must be an integer in 1..100, got '0'"),
-    (["--repeats", "abc"], "error: --repeats must be an integer in 1..100, got 'abc'"),
-    (["--repeats", "101"], "error: --repeats must be an integer in 1..100, got '101'"),
-    (["--ledger", ""], "error: --ledger must be a path or URI, got ''"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--repeats", "0"], "error: --repeats must be an integer in 1..100, got '0'"),
+        (["--repeats", "abc"], "error: --repeats must be an integer in 1..100, got 'abc'"),
+        (["--repeats", "101"], "error: --repeats must be an integer in 1..100, got '101'"),
+        (["--ledger", ""], "error: --ledger must be a path or URI, got ''"),
+    ],
+)
 def test_a_bad_repeats_or_an_empty_ledger_gets_one_line_and_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
     fleet, ledger = write_fleet(tmp_path, SIM)
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--hour", HOUR, *args])
@@ -131,9 +136,18 @@ def _seed_partition(ledger: Path) -> None:
     runs = [ProbeRunRow(sweep, "local-4", 1, i, (i, (i + 1) % 4), 10.0 + i, 0, "local") for i in range(4)]
     store.write_probe_runs(runs, day=day, batch="local-4-h08-phase1")
     fault = FaultRow(
-        fault_id=make_fault_id("faultsense", "local-4", HOUR, "gpu:2"), detected_at=datetime(2026, 11, 30, 8, 5, tzinfo=UTC),
-        sweep_id=sweep, replica="local-4", detector="faultsense", component_kind="gpu", component="gpu:2",
-        status="confirmed", gpu=2, slowdown=3.0, phase=2, probes_used=9,
+        fault_id=make_fault_id("faultsense", "local-4", HOUR, "gpu:2"),
+        detected_at=datetime(2026, 11, 30, 8, 5, tzinfo=UTC),
+        sweep_id=sweep,
+        replica="local-4",
+        detector="faultsense",
+        component_kind="gpu",
+        component="gpu:2",
+        status="confirmed",
+        gpu=2,
+        slowdown=3.0,
+        phase=2,
+        probes_used=9,
     )
     store.write_faults([fault], day=day, batch="faultsense-local-4-h08")
 
@@ -178,8 +192,14 @@ def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_
     env = {**os.environ, "TMPDIR": str(scratch)}
     env.pop("DAGSTER_HOME", None)
     exe = Path(sys.executable).with_name("faultsense")
-    proc = subprocess.Popen([str(exe), "sweep", "--fleet", str(fleet), "--hour", HOUR], env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(exe), "sweep", "--fleet", str(fleet), "--hour", HOUR],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     workers: list[int] = []
     try:
         # the marker: the local executor's scratch folder exists and its workers are running
@@ -204,7 +224,9 @@ def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_
             proc.communicate()
     assert proc.returncode == 130, (out, err)
     lines = [line for line in err.splitlines() if line.strip()]
-    assert lines == ["error: interrupted during local-4's run; its ledger partition holds its last completed sweep; no further replica was swept"], err
+    assert lines == [
+        "error: interrupted during local-4's run; its ledger partition holds its last completed sweep; no further replica was swept"
+    ], err
     assert "sim-after" not in out
     assert ledger_state(ledger) == before  # nothing written, nothing left behind, not even a hidden file
     # every child of the sweep (workers, multiprocessing's resource tracker) exits; an orphan

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probe.encoding import (
+from faultsense_pipelines.probe.encoding import (
     expert_range,
     experts_per_gpu,
     gpu_of_expert,
@@ -88,6 +88,6 @@ def test_every_k_subset_of_eight_gpus_decodes_to_itself():
 def test_docstring_examples_hold():
     import doctest
 
-    import probe.encoding
+    import faultsense_pipelines.probe.encoding
 
-    assert doctest.testmod(probe.encoding).failed == 0
+    assert doctest.testmod(faultsense_pipelines.probe.encoding).failed == 0

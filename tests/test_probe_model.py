@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from safetensors import safe_open
 from transformers import AutoTokenizer, OlmoeForCausalLM
 
-import probe.memory
-import probe.model
-from probe.checkpoint import read_checkpoint_info, write_checkpoint
-from probe.encoding import gpus_of_routed_experts, probe_embeddings, probe_experts
-from probe.memory import bytes_per_gpu, parameter_counts
-from probe.model import build_probe_model, probe_config
-from probe.reference import load_reference_model, reference_forward
+import faultsense_pipelines.probe.memory
+import faultsense_pipelines.probe.model
+from faultsense_pipelines.probe.checkpoint import read_checkpoint_info, write_checkpoint
+from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embeddings, probe_experts
+from faultsense_pipelines.probe.memory import bytes_per_gpu, parameter_counts
+from faultsense_pipelines.probe.model import build_probe_model, probe_config
+from faultsense_pipelines.probe.reference import load_reference_model, reference_forward
 
 MIB = 2**20
 
@@ -87,9 +87,7 @@ def test_the_tokenizer_loads_offline_and_covers_every_id(slim_checkpoint):
 
 def test_probe_json_records_how_the_checkpoint_was_built(slim_checkpoint):
     info = read_checkpoint_info(slim_checkpoint.path)
-    assert (info.n_gpus, info.probe_size, info.variant, info.seed, info.n_experts, info.hidden) == (
-        4, 2, "slim", 3, 4, 2048
-    )
+    assert (info.n_gpus, info.probe_size, info.variant, info.seed, info.n_experts, info.hidden) == (4, 2, "slim", 3, 4, 2048)
 
 
 def test_the_same_seed_gives_the_same_weights():
@@ -104,7 +102,7 @@ def test_safetensors_sizes_match_the_computed_parameter_counts(slim_checkpoint):
     replicated, per_expert = parameter_counts(config)
     expert_bytes = other_bytes = 0
     with safe_open(str(slim_checkpoint.path / "model.safetensors"), "pt") as f:
-        for key in f.keys():
+        for key in f.keys():  # noqa: SIM118 (safe_open is not iterable)
             t = f.get_tensor(key)
             size = t.numel() * t.element_size()
             if ".experts." in key:
@@ -151,5 +149,5 @@ def test_probe_config_names_the_bad_value(args, message):
 
 
 def test_docstring_examples_hold():
-    for module in (probe.model, probe.memory):
+    for module in (faultsense_pipelines.probe.model, faultsense_pipelines.probe.memory):
         assert doctest.testmod(module).failed == 0

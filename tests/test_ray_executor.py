@@ -14,11 +14,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from faultsense_pipelines.probe.encoding import probe_embeddings
+from faultsense_pipelines.probe.executors import make_executor
+from faultsense_pipelines.probe.executors.local import LocalExecutor
+from faultsense_pipelines.probe.executors.moe_worker import LayerShape, expert_weights
 from faultsense_pipelines.probes import ProbeExecutor
-from probe.encoding import probe_embeddings
-from probe.executors import make_executor
-from probe.executors.local import LocalExecutor
-from probe.executors.moe_worker import LayerShape, expert_weights
 
 ray = pytest.importorskip("ray")
 

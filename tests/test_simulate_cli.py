@@ -83,9 +83,16 @@ def test_bad_scenarios_exit_2_with_one_line_naming_the_field(tmp_path, scenario,
     assert len(lines) == 1 and field in lines[0], result.stderr
 
 
-@pytest.mark.parametrize("flags, name", [(("--cover", "magic"), "--cover"), (("--drilldown", "x"), "--drilldown"),
-                                         (("--repeats", "0"), "--repeats"), (("--repeats", "101"), "--repeats must be in 1..100, got 101"),
-                                         (("--alpha", "0.9"), "alpha")])
+@pytest.mark.parametrize(
+    "flags, name",
+    [
+        (("--cover", "magic"), "--cover"),
+        (("--drilldown", "x"), "--drilldown"),
+        (("--repeats", "0"), "--repeats"),
+        (("--repeats", "101"), "--repeats must be in 1..100, got 101"),
+        (("--alpha", "0.9"), "alpha"),
+    ],
+)
 def test_bad_flags_exit_2_naming_the_flag(tmp_path, flags, name):
     result = _simulate(tmp_path, SCENARIO, "--json", *flags)
     assert result.exit_code == 2 and name in result.stderr
@@ -112,8 +119,14 @@ def test_a_replica_beyond_max_gpus_is_refused_before_any_planning(tmp_path, comm
     [
         ({"noise": {"sigma": 500}}, "noise.sigma must be a finite number in [0, 1], got 500"),
         ({"noise": {"sigma": 1.01}}, "noise.sigma must be a finite number in [0, 1], got 1.01"),
-        ({"faults": [{"gpu": 9, "slowdown": 1e307}]}, "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307"),
-        ({"faults": [{"link": [3, 21], "slowdown": 1000.5}]}, "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1000.5"),
+        (
+            {"faults": [{"gpu": 9, "slowdown": 1e307}]},
+            "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307",
+        ),
+        (
+            {"faults": [{"link": [3, 21], "slowdown": 1000.5}]},
+            "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1000.5",
+        ),
     ],
 )
 def test_a_scenario_that_would_overflow_the_latency_is_refused_in_one_line_naming_field_and_value(tmp_path, changes, message):

@@ -61,9 +61,7 @@ def test_robust_rule_false_alarm_rate_under_lognormal_noise_is_within_its_budget
     # 400 healthy sweeps of 100 probes, sigma 0.03: the rule promises <= 1% sweeps with a suspect
     rng = random.Random(1)
     rule = RobustRule(false_alarm=0.01)
-    alarms = sum(
-        bool(rule.judge([[20.0 * math.exp(rng.gauss(0, 0.03))] for _ in range(100)]).suspects) for _ in range(400)
-    )
+    alarms = sum(bool(rule.judge([[20.0 * math.exp(rng.gauss(0, 0.03))] for _ in range(100)]).suspects) for _ in range(400))
     assert alarms <= 12  # 1% of 400 = 4 expected; binomial tail allows a few more
 
 

@@ -6,6 +6,8 @@ Needs Chromium: ``scripts/install-chromium.sh`` (Debian ``chromium``).
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -23,8 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "tests" / "artifacts"
 LOCATION = "faultsense_pipelines.definitions"
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--hide-scrollbars", "--window-size=1600,1000",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--window-size=1600,1000",
     "--virtual-time-budget=30000",
 ]
 GROUPS = {
@@ -56,10 +64,8 @@ def _stop(proc: subprocess.Popen) -> None:
     """SIGINT (dagster dev's clean shutdown), then SIGTERM and SIGKILL to its own process group."""
     pgid = os.getpgid(proc.pid)
     for sig, wait_s in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             (os.kill if sig == signal.SIGINT else os.killpg)(proc.pid if sig == signal.SIGINT else pgid, sig)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             proc.poll()
@@ -85,7 +91,11 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     log = log_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, str(REPO / "scripts" / "dagster_dev.py"), "-p", base.rsplit(":", 1)[1], "-h", "127.0.0.1"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 240
@@ -192,4 +202,4 @@ def test_a_backfill_over_three_hours_launched_like_the_ui_does_writes_three_part
     runs = _graphql(base, _RUNS, {"id": launched["backfillId"]})["runsOrError"]["results"]
     spans = sorted((r["startTime"], r["endTime"]) for r in runs)
     assert len(spans) == 3 and all(r["status"] == "SUCCESS" for r in runs)
-    assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:])), spans
+    assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans)), spans

@@ -13,8 +13,8 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from assets.analytics import DAILY_HEALTH_SQL, run_sql
 from bench.recheck_bound import hidden_links
+from faultsense_pipelines.assets.analytics import DAILY_HEALTH_SQL, run_sql
 from faultsense_pipelines.cli import app
 from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
@@ -37,8 +37,15 @@ def _record(phase: int, index: int, gpus, outcome: str) -> ProbeRecord:
 def _localization(phase2=(), verdicts=(), slow_gpu: int = 3, degraded: bool = False) -> Localization:
     records = tuple(_record(1, i, p, "fail" if slow_gpu in p else "pass") for i, p in enumerate(COVER))
     phase1 = Phase1Result(
-        gpus=8, probe_size=4, cover_method="paper-fig2", records=records, baseline_ms=10.0, threshold_ms=12.0,
-        suspect_probes=tuple(i for i, r in enumerate(records) if r.outcome == "fail"), replica_degraded=degraded, errors=0,
+        gpus=8,
+        probe_size=4,
+        cover_method="paper-fig2",
+        records=records,
+        baseline_ms=10.0,
+        threshold_ms=12.0,
+        suspect_probes=tuple(i for i, r in enumerate(records) if r.outcome == "fail"),
+        replica_degraded=degraded,
+        errors=0,
     )
     p2 = tuple(_record(2, i, gpus, outcome) for i, (gpus, outcome) in enumerate(phase2))
     return Localization(phase1, p2, tuple(verdicts))
@@ -115,8 +122,7 @@ def test_the_sweep_run_config_recheck_false_skips_the_recheck_and_says_so(tmp_pa
     assert fast.probes_phase2 < exact.probes_phase2
     # the ledger says the sweep did not vouch for every link; that is not a degraded replica
     faults = LedgerStore(ledger).read_faults()
-    assert sorted(zip(faults.component, faults.status)) == [
-        ("gpu:5", "confirmed"), ("replica:sim-faulty", "inconclusive")]
+    assert sorted(zip(faults.component, faults.status)) == [("gpu:5", "confirmed"), ("replica:sim-faulty", "inconclusive")]
     health = run_sql(DAILY_HEALTH_SQL, faults=faults, runs=LedgerStore(ledger).read_probe_runs())
     assert health[["health", "degraded_sweeps"]].values.tolist() == [["faulty", 0]]
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", HOUR, "--no-recheck"])

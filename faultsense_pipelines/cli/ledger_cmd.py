@@ -24,7 +24,7 @@ from .errors import fail
 if TYPE_CHECKING:
     from faultsense_pipelines.ledger import LedgerStore
 
-__all__ = ["register", "default_ledger_uri", "KNOWN_DETECTORS"]
+__all__ = ["KNOWN_DETECTORS", "default_ledger_uri", "register"]
 
 #: The detectors that write the fault ledger: the active sweep and the two passive detectors.
 KNOWN_DETECTORS: tuple[str, ...] = ("faultsense", "minder", "flowpulse")
@@ -53,7 +53,11 @@ def register(app: typer.Typer) -> None:
         detector: str = typer.Option(None, "--detector", help=f"Only this detector ({', '.join(KNOWN_DETECTORS)})."),
         status: str = typer.Option(None, "--status", help="Only this status (confirmed, suspect, masked, inconclusive)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
-        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."),
+        fleet: Path = typer.Option(
+            None,
+            "--fleet",
+            help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml).",
+        ),
         limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
         ids: bool = typer.Option(False, "--ids", help="Also show each row's fault_id."),
     ) -> None:
@@ -83,16 +87,23 @@ def register(app: typer.Typer) -> None:
         shown = df.tail(limit)
         table = Table(
             title=f"fault ledger {store.display_uri} since {day} ({len(shown)} of {len(df)} rows)",
-            title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
         )
-        for col in ("detected (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes") + (("fault_id",) if ids else ()):
+        for col in ("detected (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes") + (
+            ("fault_id",) if ids else ()
+        ):
             table.add_column(col, no_wrap=col in ("replica", "component"), overflow="fold" if col == "fault_id" else "ellipsis")
         for r in shown.itertuples(index=False):
             slowdown = "-" if r.slowdown != r.slowdown or r.slowdown is None else f"{r.slowdown:.2f}x"
             phase = "-" if r.phase is None or str(r.phase) == "<NA>" else str(r.phase)
             probes = "-" if r.probes_used is None or str(r.probes_used) == "<NA>" else str(r.probes_used)
             when = r.detected_at.strftime("%Y-%m-%d %H:%M")
-            table.add_row(when, r.replica, r.detector, r.component, r.status, slowdown, phase, probes, *((r.fault_id,) if ids else ()))
+            table.add_row(
+                when, r.replica, r.detector, r.component, r.status, slowdown, phase, probes, *((r.fault_id,) if ids else ())
+            )
         console = Console()
         # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses
         (console if console.is_terminal else Console(width=250)).print(table)

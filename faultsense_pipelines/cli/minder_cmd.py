@@ -33,6 +33,7 @@ def _read_labels(path: Path) -> list:
     missing = [c for c in ("machine", "start") if c not in frame.columns]
     if missing:
         fail(f"labels {path}: missing column {missing[0]!r} (need machine, start[, end])")
+
     def utc(text: str) -> pd.Timestamp:
         stamp = pd.Timestamp(text)
         return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
@@ -61,15 +62,23 @@ def register(app: typer.Typer) -> None:
 
     @minder_app.command("train")
     def train(
-        metrics: Path = typer.Option(..., "--metrics", help="Long-format metrics (Parquet or CSV): timestamp, machine, metric, value."),
+        metrics: Path = typer.Option(
+            ..., "--metrics", help="Long-format metrics (Parquet or CSV): timestamp, machine, metric, value."
+        ),
         out: Path = typer.Option(..., "--out", help="Model directory to write (minder.safetensors + minder.json)."),
-        labels: Path = typer.Option(None, "--labels", help="Known faults (CSV: machine, start[, end]) to learn the metric priority from."),
+        labels: Path = typer.Option(
+            None, "--labels", help="Known faults (CSV: machine, start[, end]) to learn the metric priority from."
+        ),
         window_s: float = typer.Option(None, "--window-s", help="Comparison window in seconds (default 60)."),
         continuity_s: float = typer.Option(None, "--continuity-s", help="Seconds a machine must stay the outlier (default 300)."),
         threshold: float = typer.Option(None, "--threshold", help="Outlier score threshold (default 14)."),
         steps: int = typer.Option(None, "--steps", help="Training steps per metric model (default 150)."),
         seed: int = typer.Option(None, "--seed", help="Random seed (default 0)."),
-        interval_s: float = typer.Option(None, "--interval-s", help="Average samples onto this interval, in seconds (default: the data's own). Scans use the model's."),
+        interval_s: float = typer.Option(
+            None,
+            "--interval-s",
+            help="Average samples onto this interval, in seconds (default: the data's own). Scans use the model's.",
+        ),
     ) -> None:
         """Train one LSTM-VAE per metric on the fleet's history and save the model."""
         from faultsense_pipelines.minder import MinderSettings, load_metrics, save_model, train_minder
@@ -90,16 +99,23 @@ def register(app: typer.Typer) -> None:
 
     @minder_app.command("scan")
     def scan(
-        metrics: Path = typer.Option(..., "--metrics", help="Long-format metrics (Parquet or CSV): timestamp, machine, metric, value."),
-        model_dir: Path = typer.Option(None, "--model", help="Model directory from 'minder train' (default: train on this file first)."),
+        metrics: Path = typer.Option(
+            ..., "--metrics", help="Long-format metrics (Parquet or CSV): timestamp, machine, metric, value."
+        ),
+        model_dir: Path = typer.Option(
+            None, "--model", help="Model directory from 'minder train' (default: train on this file first)."
+        ),
         as_json: bool = typer.Option(False, "--json", help='Print {"faults": [...]} as JSON.'),
         last_s: float = typer.Option(None, "--last-s", help="Scan only the latest this many seconds."),
-        continuity_s: float = typer.Option(None, "--continuity-s", help="Seconds a machine must stay the outlier (default: the model's)."),
+        continuity_s: float = typer.Option(
+            None, "--continuity-s", help="Seconds a machine must stay the outlier (default: the model's)."
+        ),
         threshold: float = typer.Option(None, "--threshold", help="Outlier score threshold (default: the model's)."),
         steps: int = typer.Option(None, "--steps", help="Without --model: training steps per metric model (default 150)."),
     ) -> None:
         """Report machines that stayed far from the rest of the fleet."""
-        from faultsense_pipelines.minder import MinderSettings, load_metrics, load_model, scan as minder_scan, train_minder
+        from faultsense_pipelines.minder import MinderSettings, load_metrics, load_model, train_minder
+        from faultsense_pipelines.minder import scan as minder_scan
 
         try:
             model = load_model(model_dir) if model_dir else None

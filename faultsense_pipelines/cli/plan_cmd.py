@@ -12,7 +12,7 @@ from rich.table import Table
 from ..cover import Cover, plan_cover
 from .errors import check_cover_args, fail
 
-__all__ = ["register", "plan"]
+__all__ = ["plan", "register"]
 
 _SHOWN_PROBES = 12
 

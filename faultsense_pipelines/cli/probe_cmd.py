@@ -11,7 +11,7 @@ from rich.table import Table
 
 from .errors import check_cover_args, fail
 
-__all__ = ["register", "build", "memory"]
+__all__ = ["build", "memory", "register"]
 
 MIB = 2**20
 
@@ -31,8 +31,8 @@ def build(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
 ) -> None:
     """Write a Hugging Face checkpoint of the probe model that transformers and vLLM load."""
-    from probe.memory import bytes_per_gpu
-    from probe.model import VARIANTS, probe_config
+    from faultsense_pipelines.probe.memory import bytes_per_gpu
+    from faultsense_pipelines.probe.model import VARIANTS, probe_config
 
     check_cover_args(gpus, probe_size)
     if variant not in VARIANTS:
@@ -43,7 +43,7 @@ def build(
         config = probe_config(gpus, probe_size, variant)  # type: ignore[arg-type]
     except ValueError as exc:
         fail(f"--variant {variant} with --gpus {gpus}: {exc}")
-    from probe.checkpoint import write_checkpoint
+    from faultsense_pipelines.probe.checkpoint import write_checkpoint
 
     info = write_checkpoint(out, gpus, probe_size, variant, seed)  # type: ignore[arg-type]
     per_gpu = bytes_per_gpu(config, gpus)
@@ -60,8 +60,8 @@ def memory(
     probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
 ) -> None:
     """Print the probe model's weights per GPU (bf16) for both variants."""
-    from probe.memory import bytes_per_gpu
-    from probe.model import VARIANTS, probe_config
+    from faultsense_pipelines.probe.memory import bytes_per_gpu
+    from faultsense_pipelines.probe.model import VARIANTS, probe_config
 
     check_cover_args(gpus, probe_size)
     table = Table(title=f"Probe model weights per GPU, {gpus}-way expert parallelism, k={probe_size}, bf16")

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from .errors import fail
 
-__all__ = ["register", "run_sweep", "ReplicaSweep", "SweepInterrupted"]
+__all__ = ["ReplicaSweep", "SweepInterrupted", "register", "run_sweep"]
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -90,7 +90,7 @@ class _SigintWatch:
     ``signal.set_wakeup_fd`` is allowed); elsewhere it notices nothing.
     """
 
-    def __enter__(self) -> "_SigintWatch":
+    def __enter__(self) -> _SigintWatch:
         self._sock = None
         if threading.current_thread() is threading.main_thread():
             self._sock, write = socket.socketpair()
@@ -141,7 +141,7 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
     outcome.probes_phase1, outcome.suspects = len(phase1.records), len(phase1.suspect_probes)
     outcome.drilldown, outcome.degraded = phase1.needs_drilldown, phase1.replica_degraded
     if phase1.needs_drilldown:
-        from assets.report import component_of
+        from faultsense_pipelines.assets.report import component_of
 
         loc = result.output_for_node("phase2_drilldown")
         outcome.probes_phase2 = loc.probes_phase2
@@ -189,7 +189,7 @@ def run_sweep(
     """
     import dagster as dg
 
-    from assets.partitions import REPLICAS, check_hour_key, current_hour_key
+    from faultsense_pipelines.assets.partitions import REPLICAS, check_hour_key, current_hour_key
     from faultsense_pipelines.definitions import ANALYTICS_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
 
@@ -250,7 +250,14 @@ def run_sweep(
 
 
 def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
-    table = Table(title=f"FaultSense sweep {hour} UTC -> ledger {ledger}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
+    table = Table(
+        title=f"FaultSense sweep {hour} UTC -> ledger {ledger}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for col in ("replica", "executor", "phase 1", "suspects", "phase 2", "confirmed", "result", "time"):
         numeric = col.startswith("phase") or col in ("suspects", "time")
         table.add_column(col, justify="right" if numeric else "left", no_wrap=col in ("replica", "executor"), overflow="fold")
@@ -263,7 +270,9 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
             status = "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
         confirmed = ", ".join(o.confirmed) or ("-" if o.success else "")
         phase2 = str(o.probes_phase2) if o.drilldown else "skipped"
-        table.add_row(o.replica, o.executor, str(o.probes_phase1), str(o.suspects), phase2, confirmed, status, f"{o.seconds:.1f} s")
+        table.add_row(
+            o.replica, o.executor, str(o.probes_phase1), str(o.suspects), phase2, confirmed, status, f"{o.seconds:.1f} s"
+        )
     return table
 
 
@@ -287,19 +296,28 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep(
-        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."),
+        fleet: Path = typer.Option(
+            None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."
+        ),
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
-        repeats: str = typer.Option(None, "--repeats", metavar="INTEGER", show_default=False, help="Measurements per probe, >= 1 (default: the fleet's, else 3)."),
+        repeats: str = typer.Option(
+            None,
+            "--repeats",
+            metavar="INTEGER",
+            show_default=False,
+            help="Measurements per probe, >= 1 (default: the fleet's, else 3).",
+        ),
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
         recheck: bool = typer.Option(
-            True, "--recheck/--no-recheck",
+            True,
+            "--recheck/--no-recheck",
             help="Adaptive drill-down: re-check the links hidden behind a slow GPU or link (exact). --no-recheck is cheaper, "
             "can miss a slow link there, and prints how many links it left unjudged.",
         ),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
-        from assets.partitions import check_hour_key, current_hour_key
+        from faultsense_pipelines.assets.partitions import check_hour_key, current_hour_key
         from faultsense_pipelines.fleet import FleetError
 
         try:
@@ -352,6 +370,8 @@ def register(app: typer.Typer) -> None:
             if o.unjudged_links:
                 out.print(f"{o.replica}: {o.unjudged_links} links unjudged (no passing probe held them)", highlight=False)
             if not o.success:
-                out.print(f"[red]{o.replica} failed[/red] (run {o.run_id}): {o.error}", soft_wrap=True, markup=True, highlight=False)
+                out.print(
+                    f"[red]{o.replica} failed[/red] (run {o.run_id}): {o.error}", soft_wrap=True, markup=True, highlight=False
+                )
         if not all(o.success for o in outcomes):
             raise typer.Exit(1)

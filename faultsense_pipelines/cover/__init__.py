@@ -18,7 +18,7 @@ from .bounds import all_pairs, schonheim_bound
 from .greedy import greedy_cover
 from .rounds import plan_rounds
 
-__all__ = ["Cover", "CoverMethod", "MAX_GPUS", "plan_cover", "schonheim_bound", "all_pairs", "greedy_cover"]
+__all__ = ["MAX_GPUS", "Cover", "CoverMethod", "all_pairs", "greedy_cover", "plan_cover", "schonheim_bound"]
 
 CoverMethod = Literal["greedy", "best"]
 COVER_METHODS: tuple[str, ...] = ("greedy", "best")

@@ -37,7 +37,7 @@ import numpy as np
 from .fields import galois_field, prime_power
 from .refine import complete_greedily
 
-__all__ = ["aligned_td_cover", "SPREAD_SETS"]
+__all__ = ["SPREAD_SETS", "aligned_td_cover"]
 
 Block = tuple[int, ...]
 
@@ -47,11 +47,20 @@ Block = tuple[int, ...]
 # The best of 3000 random 7-subsets (numpy default_rng(0)); n=300: 1749 probes in 64 rounds
 # with M below against 1796 probes with M = {0..6}.
 SPREAD_SETS: dict[int, list[int]] = {
-    9: [0, 1, 2, 3, 4, 6, 8], 11: [0, 2, 3, 4, 6, 8, 10], 13: [0, 1, 3, 5, 7, 9, 11],
-    16: [6, 7, 8, 10, 12, 14, 15], 17: [2, 5, 8, 11, 12, 13, 16], 19: [0, 2, 5, 7, 12, 13, 14],
-    23: [2, 3, 10, 11, 15, 17, 18], 25: [1, 4, 6, 12, 18, 20, 23], 27: [1, 2, 6, 7, 11, 14, 17],
-    29: [0, 8, 10, 11, 15, 17, 22], 31: [4, 6, 11, 18, 23, 26, 30], 32: [15, 16, 17, 18, 20, 26, 29],
-    37: [10, 11, 20, 23, 28, 35, 36], 41: [6, 11, 12, 25, 26, 35, 38],
+    9: [0, 1, 2, 3, 4, 6, 8],
+    11: [0, 2, 3, 4, 6, 8, 10],
+    13: [0, 1, 3, 5, 7, 9, 11],
+    16: [6, 7, 8, 10, 12, 14, 15],
+    17: [2, 5, 8, 11, 12, 13, 16],
+    19: [0, 2, 5, 7, 12, 13, 14],
+    23: [2, 3, 10, 11, 15, 17, 18],
+    25: [1, 4, 6, 12, 18, 20, 23],
+    27: [1, 2, 6, 7, 11, 14, 17],
+    29: [0, 8, 10, 11, 15, 17, 22],
+    31: [4, 6, 11, 18, 23, 26, 30],
+    32: [15, 16, 17, 18, 20, 26, 29],
+    37: [10, 11, 20, 23, 28, 35, 36],
+    41: [6, 11, 12, 25, 26, 35, 38],
 }
 
 
@@ -72,8 +81,10 @@ def aligned_td_cover(n: int, k: int, spread: bool = False) -> tuple[list[Block],
     Notes:
         GPUs i m .. i m + m - 1 are group i, k m .. n - 1 the infinite GPUs.
     """
-    found = next(((m, n - k * m) for m in range((n - 1) // k, (n - k) // k - 1, -1)
-                  if m > k and 1 <= n - k * m <= k and prime_power(m)), None)
+    found = next(
+        ((m, n - k * m) for m in range((n - 1) // k, (n - k) // k - 1, -1) if m > k and 1 <= n - k * m <= k and prime_power(m)),
+        None,
+    )
     if found is None:
         return None
     m, e = found
@@ -93,9 +104,11 @@ def aligned_td_cover(n: int, k: int, spread: bool = False) -> tuple[list[Block],
     leftover: list[tuple[int, int, int]] = []  # (infinite index, group, translate)
     for j in range(e):
         for g in range(k):
-            def clashes(delta: int) -> int:
+
+            def clashes(delta: int, g: int = g, j: int = j) -> int:
                 rs = [int(F.mul[F.add[t, delta], inv[d[g]]]) for t in T]  # the class where d_g b = t + delta
                 return sum(g in visits[b] or j in visits[b].values() for b in rs)
+
             delta = min(range(m), key=lambda x: (clashes(x), x))
             for t in T:
                 tt = int(F.add[t, delta])

@@ -48,7 +48,7 @@ from .resolvable import resolvable_cover
 from .rounds import ordered_rounds, plan_rounds, rounds_lower_bound
 from .table import lookup
 
-__all__ = ["best_cover", "best_cover_source", "clear_caches", "Candidate"]
+__all__ = ["Candidate", "best_cover", "best_cover_source", "clear_caches"]
 
 Block = tuple[int, ...]
 Rounds = tuple[tuple[int, ...], ...]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import ceil
 
-__all__ = ["schonheim_bound", "all_pairs", "cover_too_large", "MAX_PLAN_PROBES"]
+__all__ = ["MAX_PLAN_PROBES", "all_pairs", "cover_too_large", "schonheim_bound"]
 
 #: The most probes a cover may need to be planned at all (``faultsense plan``, ``simulate`` and
 #: every fleet replica). A replica whose Schönheim lower bound L(n, k) exceeds it is refused

@@ -128,7 +128,7 @@ def _fewest_rounds(probes: list[Block], n: int, target: int) -> list[Block]:
     rounds = plan_rounds(probes, n)
     probes = [probes[i] for r in rounds for i in r]
     R = len(rounds) - 1
-    while R >= target:
+    while target <= R:
         found = next((f for s in range(3) if (f := schedule_in_rounds(probes, n, R, steps=1_000_000, seed=s))), None)
         if found is None:
             break

@@ -35,7 +35,7 @@ from pathlib import Path
 from . import table
 from .resolvable import valid_rounds
 
-__all__ = ["CYCLIC_PATH", "develop", "unmet_differences", "cyclic_cover"]
+__all__ = ["CYCLIC_PATH", "cyclic_cover", "develop", "unmet_differences"]
 
 CYCLIC_PATH = Path(__file__).with_name("cyclic_covers.json")
 
@@ -70,10 +70,7 @@ def develop(base: Sequence[Sequence[int]], m: int, classes: int) -> Rounds:
             if g in seen:
                 raise ValueError(f"base GPU {g} is in two base probes: a base round must be GPU-disjoint")
             seen.add(g)
-    return tuple(
-        tuple(tuple(sorted((g // m) * m + (g % m + t) % m for g in probe)) for probe in base)
-        for t in range(m)
-    )
+    return tuple(tuple(tuple(sorted((g // m) * m + (g % m + t) % m for g in probe)) for probe in base) for t in range(m))
 
 
 def unmet_differences(base: Sequence[Sequence[int]], m: int, classes: int) -> list[tuple[int, int, int]]:

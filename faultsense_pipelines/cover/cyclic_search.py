@@ -29,7 +29,7 @@ from numba import njit
 
 from .cyclic import CYCLIC_PATH, _load, develop, unmet_differences
 
-__all__ = ["CYCLIC_TARGETS", "search_base_round", "regenerate_cyclic"]
+__all__ = ["CYCLIC_TARGETS", "regenerate_cyclic", "search_base_round"]
 
 # (n, k, m, classes, base probes b, annealing moves per seed, seeds tried)
 CYCLIC_TARGETS: tuple[tuple[int, int, int, int, int, int, int], ...] = (
@@ -135,7 +135,7 @@ def search_base_round(
     if k < 2 or b < 1 or b * k > m * classes:
         raise ValueError(f"need k >= 2 and 1 <= b <= m*classes/k; got m={m}, classes={classes}, k={k}, b={b}")
     best, perm = _anneal(m, classes, k, b, moves, seed, t0, t1)
-    base = [sorted(int(g) for g in perm[j * k:(j + 1) * k]) for j in range(b)]
+    base = [sorted(int(g) for g in perm[j * k : (j + 1) * k]) for j in range(b)]
     assert len(unmet_differences(base, m, classes)) == best  # the incremental cost agrees
     return int(best), base
 
@@ -152,10 +152,13 @@ def regenerate_cyclic(targets=CYCLIC_TARGETS, write: bool = False, log=sys.stder
                 out[f"{k},{n}"] = {"m": m, "classes": classes, "base": base}
                 break
         rounds = develop(base, m, classes)
-        print(f"cyclic n={n} k={k} Z_{m} x {classes}, {b} base probes: "
-              f"{'found' if unmet == 0 else f'{unmet} requirements unmet'} at seed {seed}, "
-              f"{len(rounds)} rounds, {sum(map(len, rounds))} probes ({time.time() - start:.1f} s)",
-              file=log, flush=True)
+        print(
+            f"cyclic n={n} k={k} Z_{m} x {classes}, {b} base probes: "
+            f"{'found' if unmet == 0 else f'{unmet} requirements unmet'} at seed {seed}, "
+            f"{len(rounds)} rounds, {sum(map(len, rounds))} probes ({time.time() - start:.1f} s)",
+            file=log,
+            flush=True,
+        )
     if write:
         CYCLIC_PATH.write_text(json.dumps(out, separators=(",", ":")) + "\n")
         _load.cache_clear()

@@ -35,16 +35,16 @@ from .fields import Ring, galois_field, macneish_ring, prime_power
 
 __all__ = [
     "Design",
-    "projective_geometry",
     "affine_geometry",
     "affine_plus_one",
+    "blocks_by_class",
+    "build_design",
     "denniston_design",
-    "transversal_design",
+    "design_sources",
     "difference_family_design",
     "max_td_groups",
-    "design_sources",
-    "build_design",
-    "blocks_by_class",
+    "projective_geometry",
+    "transversal_design",
 ]
 
 
@@ -161,7 +161,7 @@ def affine_plus_one(q: int) -> Design:
     (10, 12, 4, [4, 4, 4, 4])
     """
     A = affine_geometry(2, q)
-    blocks = tuple(b + (q * q,) if 0 in b else b for b in A.blocks)
+    blocks = tuple((*b, q * q) if 0 in b else b for b in A.blocks)
     return Design(q * q + 1, blocks, A.classes)
 
 
@@ -220,7 +220,7 @@ def difference_family_design(v: int) -> Design:
     """
     orders, base = DIFFERENCE_FAMILIES[v]
     elements = list(np.ndindex(*orders[::-1]))
-    weights = np.cumprod((1,) + orders[:-1])
+    weights = np.cumprod((1, *orders[:-1]))
     blocks = set()
     for g in elements:
         g = g[::-1]
@@ -319,7 +319,7 @@ def build_design(name: str) -> Design:
     if name.startswith("DF("):
         return difference_family_design(int(name[3:-1]))
     if name.endswith(")+1"):
-        return affine_plus_one(int(name[len("AG(2,"):-len(")+1")]))
+        return affine_plus_one(int(name[len("AG(2,") : -len(")+1")]))
     kind, args = name.split("(")
     x, y = (int(t) for t in args.rstrip(")").split(","))
     return {"PG": projective_geometry, "AG": affine_geometry, "Denniston": denniston_design}[kind](x, y)
@@ -330,5 +330,3 @@ def blocks_by_class(D: Design) -> list[tuple[int, ...]]:
     if not D.classes:
         return list(D.blocks)
     return [D.blocks[i] for cls in D.classes for i in cls]
-
-

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["Ring", "prime_power", "galois_field", "product_ring", "macneish_ring", "factor"]
+__all__ = ["Ring", "factor", "galois_field", "macneish_ring", "prime_power", "product_ring"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,7 +95,7 @@ def _irreducible(p: int, a: int) -> list[int]:
     """The first monic irreducible polynomial of degree ``a`` over GF(p) (coefficients low first)."""
     for code in range(p**a):
         low = [(code // p**i) % p for i in range(a)]
-        poly = low + [1]
+        poly = [*low, 1]
         if low[0] == 0:
             continue
         # irreducible iff no monic factor of degree 1..a//2 divides it (brute force, tiny fields)

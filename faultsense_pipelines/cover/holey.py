@@ -116,8 +116,12 @@ def regenerate_holey(searched=HOLEY_SEARCHED, log=sys.stderr) -> dict[str, list[
                     found = shrink_cover(s + e, k, start_cover, holey_floor(s, e, k), seed=0, iterations=iterations, hole=e)
                     if len(found) < len(full):
                         out[f"{k},{s},{e}"] = [list(b) for b in found]
-                    print(f"holey k={k} s={s} e={e}: full {len(full)}, holey {len(found)}, "
-                          f"floor {holey_floor(s, e, k)} ({time.time() - start:.1f} s)", file=log, flush=True)
+                    print(
+                        f"holey k={k} s={s} e={e}: full {len(full)}, holey {len(found)}, "
+                        f"floor {holey_floor(s, e, k)} ({time.time() - start:.1f} s)",
+                        file=log,
+                        flush=True,
+                    )
     finally:
         _USE_FILE = True
     HOLEY_PATH.write_text(json.dumps(out, separators=(",", ":")) + "\n")

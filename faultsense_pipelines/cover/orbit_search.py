@@ -47,15 +47,15 @@ from .designs import transversal_design
 from .refine import uncovered_pairs
 
 __all__ = [
-    "pair_orbit_count",
-    "pair_orbit_table",
-    "search_base_probes",
-    "td_blocks",
-    "search_td_residual",
-    "search_holey",
-    "permuted_holey_start",
     "TARGETS",
     "main",
+    "pair_orbit_count",
+    "pair_orbit_table",
+    "permuted_holey_start",
+    "search_base_probes",
+    "search_holey",
+    "search_td_residual",
+    "td_blocks",
 ]
 
 # (n, k, TD order m, infinite GPUs e, free probes, annealing moves, seed, holey search): the
@@ -221,8 +221,17 @@ def _anneal(blocks, table, rep_p, rep_q, g, cg, moves, t0, t_end, seed, fixed_co
 
 
 def search_base_probes(
-    g: int, orbits: int, fixed: int, probes: int, k: int, *, seed: int = 0, moves: int = 10_000_000,
-    t0: float = 2.0, t_end: float = 0.2, static: tuple[tuple[int, ...], ...] = (),
+    g: int,
+    orbits: int,
+    fixed: int,
+    probes: int,
+    k: int,
+    *,
+    seed: int = 0,
+    moves: int = 10_000_000,
+    t0: float = 2.0,
+    t_end: float = 0.2,
+    static: tuple[tuple[int, ...], ...] = (),
     start: list[list[int]] | None = None,
 ) -> tuple[int, list[list[int]]]:
     """Anneal ``probes`` base probes of size k on orbits*g + fixed GPUs from a random start.
@@ -246,7 +255,7 @@ def search_base_probes(
     fixed_counts = np.zeros(len(rep_p), dtype=np.int64)
     for b in static:
         for i, p in enumerate(b):
-            for q in b[i + 1:]:
+            for q in b[i + 1 :]:
                 fixed_counts[table[p, q]] += 1
     cost, best = _anneal(blocks, table, rep_p, rep_q, g, orbits * g, moves, t0, t_end, seed, fixed_counts)
     return int(cost), [sorted(int(p) for p in b) for b in best]
@@ -271,8 +280,17 @@ def td_blocks(n: int, k: int, m: int, e: int) -> tuple[list[int], list[tuple[int
 
 
 def search_td_residual(
-    n: int, k: int, m: int, e: int, probes: int, start: list[list[int]] | None, *, seed: int, moves: int,
-    t0: float = 0.3, t_end: float = 0.05,
+    n: int,
+    k: int,
+    m: int,
+    e: int,
+    probes: int,
+    start: list[list[int]] | None,
+    *,
+    seed: int,
+    moves: int,
+    t0: float = 0.3,
+    t_end: float = 0.05,
 ) -> list[tuple[int, ...]] | None:
     """A cover: the TD(k, m) probes of :func:`td_blocks` kept, ``probes`` more probes annealed.
 
@@ -281,8 +299,9 @@ def search_td_residual(
     or None if the annealing ends with pairs uncovered.
     """
     _, static = td_blocks(n, k, m, e)
-    cost, free = search_base_probes(1, n, 0, probes, k, seed=seed, moves=moves, t0=t0, t_end=t_end,
-                                    static=tuple(static), start=start)
+    cost, free = search_base_probes(
+        1, n, 0, probes, k, seed=seed, moves=moves, t0=t0, t_end=t_end, static=tuple(static), start=start
+    )
     if cost:
         return None
     cover = static + [tuple(sorted(b)) for b in free]
@@ -364,14 +383,19 @@ def main(path: Path | None = None, log=sys.stderr) -> dict:
         start = permuted_holey_start(n, k, m, e, holey, seed=seed)
         cover = search_td_residual(n, k, m, e, probes, start, seed=seed, moves=moves)
         allowed = int(1.10 * schonheim_bound(n, k))
-        print(f"n={n} k={k} TD({k},{m})+{e}: {len(static)} + {probes} = {len(static) + probes} probes "
-              f"(allowed {allowed}): {'found' if cover else 'not found'} ({time.time() - begin:.0f} s)",
-              file=log, flush=True)
+        print(
+            f"n={n} k={k} TD({k},{m})+{e}: {len(static)} + {probes} = {len(static) + probes} probes "
+            f"(allowed {allowed}): {'found' if cover else 'not found'} ({time.time() - begin:.0f} s)",
+            file=log,
+            flush=True,
+        )
         if cover is not None:
             rounds = fewest_rounds(cover, n, seed=seed)
             print(f"  rounds: {len(rounds)} ({time.time() - begin:.0f} s)", file=log, flush=True)
             out.setdefault(str(k), {})[str(n)] = {
-                "rounds": len(rounds), "probes": encode_probes([cover[i] for r in rounds for i in r])}
+                "rounds": len(rounds),
+                "probes": encode_probes([cover[i] for r in rounds for i in r]),
+            }
     path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
     return out
 

@@ -20,7 +20,7 @@ from .designs import transversal_design
 from .fields import factor
 from .rounds import ordered_rounds
 
-__all__ = ["MAX_INFINITE", "TD_EXTRA_M", "td_orders", "group_sizes", "td_alive", "interleaved_rounds", "fill_labels"]
+__all__ = ["MAX_INFINITE", "TD_EXTRA_M", "fill_labels", "group_sizes", "interleaved_rounds", "td_alive", "td_orders"]
 
 Block = tuple[int, ...]
 

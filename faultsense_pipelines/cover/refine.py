@@ -14,14 +14,14 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
-    "pair_counts",
-    "uncovered_pairs",
-    "truncate",
-    "extend",
-    "remove_redundant",
-    "merge_small",
-    "fill_to_size",
     "complete_greedily",
+    "extend",
+    "fill_to_size",
+    "merge_small",
+    "pair_counts",
+    "remove_redundant",
+    "truncate",
+    "uncovered_pairs",
 ]
 
 Block = tuple[int, ...]
@@ -169,9 +169,7 @@ def _partner(
     return found
 
 
-def fill_to_size(
-    blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]], n: int, k: int
-) -> list[Block]:
+def fill_to_size(blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]], n: int, k: int) -> list[Block]:
     """Add GPUs idle in a probe's round to probes with fewer than ``k`` GPUs, least-used first.
 
     Filling only adds coverage and keeps every round GPU-disjoint; a probe whose round has

@@ -33,7 +33,14 @@ from pathlib import Path
 from . import table
 from .bounds import schonheim_bound
 
-__all__ = ["RESOLVABLE_PATH", "RESOLVABLE_SEARCHED", "anneal_resolvable", "resolvable_cover", "regenerate_resolvable", "valid_rounds"]
+__all__ = [
+    "RESOLVABLE_PATH",
+    "RESOLVABLE_SEARCHED",
+    "anneal_resolvable",
+    "regenerate_resolvable",
+    "resolvable_cover",
+    "valid_rounds",
+]
 
 RESOLVABLE_PATH = Path(__file__).with_name("resolvable_covers.json")
 # (k, GPU counts searched, annealing moves per attempted number of rounds, most rounds tried above the floor)
@@ -43,9 +50,7 @@ Block = tuple[int, ...]
 Rounds = tuple[tuple[Block, ...], ...]
 
 
-def anneal_resolvable(
-    s: int, k: int, rounds: int, iterations: int, seed: int = 0, probes: int | None = None
-) -> Rounds | None:
+def anneal_resolvable(s: int, k: int, rounds: int, iterations: int, seed: int = 0, probes: int | None = None) -> Rounds | None:
     """Anneal ``rounds`` rounds of disjoint size-k probes on ``s`` GPUs into a pair cover.
 
     Args:
@@ -65,8 +70,9 @@ def anneal_resolvable(
     b = s // k
     probes = rounds * b if probes is None else probes
     if s < 2 * k or k < 2 or not 1 <= rounds <= probes <= rounds * b:
-        raise ValueError(f"need s >= 2k, k >= 2, rounds <= probes <= rounds * floor(s/k); "
-                         f"got s={s}, k={k}, rounds={rounds}, probes={probes}")
+        raise ValueError(
+            f"need s >= 2k, k >= 2, rounds <= probes <= rounds * floor(s/k); got s={s}, k={k}, rounds={rounds}, probes={probes}"
+        )
     rng = random.Random(seed)
     per_round = [probes // rounds + (r < probes % rounds) for r in range(rounds)]
     perms = [rng.sample(range(s), s) for _ in range(rounds)]
@@ -77,7 +83,7 @@ def anneal_resolvable(
     count = [[0] * s for _ in range(s)]
     for perm, b_r in zip(perms, per_round):
         for j in range(b_r):
-            block = perm[j * k:(j + 1) * k]
+            block = perm[j * k : (j + 1) * k]
             for x in block:
                 for y in block:
                     count[x][y] += x != y
@@ -106,8 +112,8 @@ def anneal_resolvable(
             continue
         pi, pj = px, (j // k if j < used else -1)
         x, y = perm[i], perm[j]
-        A = [a for a in perm[pi * k:(pi + 1) * k] if a != x]
-        B = [c for c in perm[pj * k:(pj + 1) * k] if c != y] if pj >= 0 else []
+        A = [a for a in perm[pi * k : (pi + 1) * k] if a != x]
+        B = [c for c in perm[pj * k : (pj + 1) * k] if c != y] if pj >= 0 else []
         cx, cy = count[x], count[y]
         delta = sum(cx[a] == 1 for a in A) - sum(cy[a] == 0 for a in A)
         delta += sum(cy[c] == 1 for c in B) - sum(cx[c] == 0 for c in B)
@@ -124,7 +130,7 @@ def anneal_resolvable(
     uncovered = len(missing.pairs)
     if uncovered:
         return None
-    return tuple(tuple(tuple(sorted(perm[j * k:(j + 1) * k])) for j in range(b_r)) for perm, b_r in zip(perms, per_round))
+    return tuple(tuple(tuple(sorted(perm[j * k : (j + 1) * k])) for j in range(b_r)) for perm, b_r in zip(perms, per_round))
 
 
 class _PairSet:
@@ -224,9 +230,13 @@ def regenerate_resolvable(searched=RESOLVABLE_SEARCHED, log=sys.stderr) -> dict[
                 keep = set(remove_redundant([b for r in found for b in r], s))
                 out[f"{k},{s}"] = [[list(b) for b in r if b in keep] for r in found]
             got = out.get(f"{k},{s}")
-            print(f"resolvable k={k} s={s}: floor {floor} rounds, found "
-                  f"{'none' if got is None else f'{len(got)} rounds, {sum(map(len, got))} probes'} "
-                  f"(L={schonheim_bound(s, k)}, {time.time() - start:.1f} s)", file=log, flush=True)
+            print(
+                f"resolvable k={k} s={s}: floor {floor} rounds, found "
+                f"{'none' if got is None else f'{len(got)} rounds, {sum(map(len, got))} probes'} "
+                f"(L={schonheim_bound(s, k)}, {time.time() - start:.1f} s)",
+                file=log,
+                flush=True,
+            )
     RESOLVABLE_PATH.write_text(json.dumps(out, separators=(",", ":")) + "\n")
     _load.cache_clear()
     return out

@@ -24,7 +24,7 @@ from numba import njit
 
 from .rounds import ordered_rounds, plan_rounds
 
-__all__ = ["schedule_in_rounds", "fewest_rounds"]
+__all__ = ["fewest_rounds", "schedule_in_rounds"]
 
 
 @njit(cache=False)

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "dsatur_rounds",
     "first_fit_rounds",
     "ordered_rounds",
-    "dsatur_rounds",
-    "recolour_rounds",
     "plan_rounds",
+    "recolour_rounds",
     "rounds_lower_bound",
     "tabu_rounds",
 ]
@@ -165,8 +165,8 @@ def tabu_rounds(
     if len(best) <= floor or iterations <= 0:
         return best
     G = _gpu_matrix(probes, n)
-    real = G < n
-    by_gpu = [np.flatnonzero((G == g).any(axis=1)) for g in range(n)]
+    real = n > G
+    by_gpu = [np.flatnonzero((g == G).any(axis=1)) for g in range(n)]
     rng = np.random.default_rng(seed)
     left = iterations
     while len(best) > floor and left > 0:
@@ -184,7 +184,7 @@ def _drop_smallest(rounds: list[list[int]], G: np.ndarray, n: int) -> np.ndarray
     R = len(rounds) - 1
     drop = min(range(len(rounds)), key=lambda c: (len(rounds[c]), c))
     colour = np.empty(len(G), dtype=np.int64)
-    for c, r in enumerate(rounds[:drop] + rounds[drop + 1:]):
+    for c, r in enumerate(rounds[:drop] + rounds[drop + 1 :]):
         colour[r] = c
     occ = np.zeros((n + 1, R), dtype=np.int64)
     kept = np.ones(len(G), dtype=bool)
@@ -234,7 +234,7 @@ def _tabucol(G, real, by_gpu, n, colour, R, budget, rng) -> tuple[int, np.ndarra
         near = np.concatenate([by_gpu[g] for g in gpus])
         near = near[(colour[near] == a) | (colour[near] == b)]
         clash[near] = ((occ[G[near], colour[near][:, None]] >= 2) & real[near]).any(axis=1)
-        clash[v] = ((occ[gpus, b] >= 2)).any()
+        clash[v] = (occ[gpus, b] >= 2).any()
     return budget, (colour if f == 0 else None)
 
 

@@ -234,7 +234,7 @@ def _state(rounds: list[list[list[int]]], n: int, k: int):
 
 
 def _probes(perm, used, k: int) -> list[list[list[int]]]:
-    return [[sorted(int(g) for g in perm[r, s:s + k]) for s in range(0, used[r], k)] for r in range(len(used))]
+    return [[sorted(int(g) for g in perm[r, s : s + k]) for s in range(0, used[r], k)] for r in range(len(used))]
 
 
 def _add(rounds: list[list[list[int]]], n: int, k: int, extra: int, rng) -> None:
@@ -255,15 +255,28 @@ def _shed(rounds: list[list[list[int]]], n: int) -> None:
         for b in rnd:
             idx = np.array(b)
             count[np.ix_(idx, idx)] += 1
-    alone = [(sum(count[x, y] == 1 for i, x in enumerate(b) for y in b[i + 1:]), r, j)
-             for r, rnd in enumerate(rounds) for j, b in enumerate(rnd)]
+    alone = [
+        (sum(count[x, y] == 1 for i, x in enumerate(b) for y in b[i + 1 :]), r, j)
+        for r, rnd in enumerate(rounds)
+        for j, b in enumerate(rnd)
+    ]
     _, r, j = min(alone)
     rounds[r].pop(j)
 
 
 def squeeze_rounds(
-    probes: Sequence[Block], n: int, R: int, cap: int, *, seed: int = 0, moves: int = 200_000_000,
-    reheats: int = 1, t0: float = 0.3, t1: float = 0.05, pick_best: bool = False, log=sys.stderr,
+    probes: Sequence[Block],
+    n: int,
+    R: int,
+    cap: int,
+    *,
+    seed: int = 0,
+    moves: int = 200_000_000,
+    reheats: int = 1,
+    t0: float = 0.3,
+    t1: float = 0.05,
+    pick_best: bool = False,
+    log=sys.stderr,
 ) -> list[Block] | None:
     """A pair cover of ``n`` GPUs in ``R`` GPU-disjoint rounds with at most ``cap`` size-k probes, or None.
 
@@ -303,9 +316,13 @@ def squeeze_rounds(
         perm, where, used = _state(rounds, n, k)
         for heat in range(reheats):
             left, done, first, fewest = _anneal(perm, where, used, k, moves, t0, t1, seed * 1000 + heat, pick_best)
-            print(f"n={n} R={R} cap={cap} seed={seed}: {clashes} clashes repaired, {int(used.sum()) // k} probes, "
-                  f"{first} -> {left} (fewest {fewest}) pairs uncovered after {done:,} moves "
-                  f"({time.time() - start:.0f} s)", file=log, flush=True)
+            print(
+                f"n={n} R={R} cap={cap} seed={seed}: {clashes} clashes repaired, {int(used.sum()) // k} probes, "
+                f"{first} -> {left} (fewest {fewest}) pairs uncovered after {done:,} moves "
+                f"({time.time() - start:.0f} s)",
+                file=log,
+                flush=True,
+            )
             if not left:
                 break
         if left:
@@ -351,8 +368,7 @@ def main(argv: list[str]) -> int:
         return 1
     found: list[Block] = start
     print(f"n={n}: start {source}, {len(found)} probes", file=sys.stderr)
-    kw = dict(moves=int(float(opts.get("moves", 2e8))), reheats=int(opts.get("reheats", 1)),
-              pick_best="--pick-best" in argv)
+    kw = dict(moves=int(float(opts.get("moves", 2e8))), reheats=int(opts.get("reheats", 1)), pick_best="--pick-best" in argv)
     for R in (int(r) for r in argv[1].split(",")):
         seeds = range(int(opts.get("seeds", 4)))
         nxt = next((f for s in seeds if (f := squeeze_rounds(found, n, R, cap, seed=s, **kw))), None)
@@ -367,7 +383,11 @@ def main(argv: list[str]) -> int:
         raw = json.loads(path.read_text()) if path.exists() else {}
         idb = 1 if n <= 256 else 2
         raw.setdefault("8", {})[str(n)] = {
-            "rounds": rounds, "id_bytes": idb, "recipe": recipe, "probes": table.encode_probes(found, idb)}
+            "rounds": rounds,
+            "id_bytes": idb,
+            "recipe": recipe,
+            "probes": table.encode_probes(found, idb),
+        }
         path.write_text(json.dumps(raw, separators=(",", ":")) + "\n")
     return 0
 

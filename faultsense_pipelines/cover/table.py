@@ -32,17 +32,17 @@ from .bounds import schonheim_bound
 from .refine import uncovered_pairs
 
 __all__ = [
-    "tabled_cover",
+    "LARGE_TABLE_PATH",
+    "TABLE_PATH",
+    "TARGETS",
+    "decode_probes",
+    "encode_probes",
     "large_cover",
     "lookup",
     "lookup_enabled",
-    "encode_probes",
-    "decode_probes",
-    "TABLE_PATH",
-    "LARGE_TABLE_PATH",
-    "TARGETS",
     "regenerate",
     "search_targets",
+    "tabled_cover",
 ]
 
 TABLE_PATH = Path(__file__).with_name("small_covers.json")
@@ -102,7 +102,7 @@ def decode_probes(text: list[str], id_bytes: int = 1) -> tuple[Block, ...]:
     (((0, 1, 171),), ((0, 299),))
     """
     return tuple(
-        tuple(int.from_bytes(raw[i:i + id_bytes], "big") for i in range(0, len(raw), id_bytes))
+        tuple(int.from_bytes(raw[i : i + id_bytes], "big") for i in range(0, len(raw), id_bytes))
         for raw in map(bytes.fromhex, text)
     )
 
@@ -155,8 +155,11 @@ def regenerate(searched: tuple[tuple[int, int, int], ...] = SEARCHED, log=sys.st
                 table[str(k)][str(n)] = [list(b) for b in found]
                 best.clear_caches()
                 _STAGED[(n, k)] = tuple(found)
-            print(f"k={k} n={n}: construction {len(built)}, search {len(found)}, bound {bound} "
-                  f"({time.time() - start:.1f} s)", file=log, flush=True)
+            print(
+                f"k={k} n={n}: construction {len(built)}, search {len(found)}, bound {bound} ({time.time() - start:.1f} s)",
+                file=log,
+                flush=True,
+            )
         TABLE_PATH.with_suffix(".partial").write_text(json.dumps(table, separators=(",", ":")) + "\n")
     TABLE_PATH.with_suffix(".partial").unlink(missing_ok=True)
     TABLE_PATH.write_text(json.dumps(table, separators=(",", ":")) + "\n")
@@ -196,8 +199,11 @@ def search_targets(targets: tuple[tuple[int, int, int, int], ...] = TARGETS, log
             while len(start) > probes:
                 start.pop(rng.randrange(len(start)))
             found = anneal_cover(n, k, start, seed=seed, iterations=iterations, t0=0.5, t_end=0.05)
-            print(f"k={k} n={n}: target {probes} (construction {len(built)}), seed {seed}: "
-                  f"{'found' if found else 'not found'}", file=log, flush=True)
+            print(
+                f"k={k} n={n}: target {probes} (construction {len(built)}), seed {seed}: {'found' if found else 'not found'}",
+                file=log,
+                flush=True,
+            )
             if found is not None:
                 raw.setdefault(str(k), {})[str(n)] = [list(b) for b in found]
                 break

@@ -18,7 +18,7 @@ from .adaptive import adaptive_drilldown
 from .common import DrilldownResult, Finding, Oracle
 from .paper import paper_drilldown
 
-__all__ = ["DrilldownResult", "Finding", "Oracle", "DRILLDOWN_METHODS", "drilldown"]
+__all__ = ["DRILLDOWN_METHODS", "DrilldownResult", "Finding", "Oracle", "drilldown"]
 
 DRILLDOWN_METHODS: tuple[str, ...] = ("adaptive", "paper")
 

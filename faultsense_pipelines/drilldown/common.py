@@ -19,7 +19,7 @@ from itertools import combinations
 
 from ..topology import Link, link
 
-__all__ = ["Oracle", "Finding", "DrilldownResult", "Knowledge", "Unmeasurable"]
+__all__ = ["DrilldownResult", "Finding", "Knowledge", "Oracle", "Unmeasurable"]
 
 _PADDING_ATTEMPTS = 16  # greedy fills in a few shuffled orders before declaring no padding
 

@@ -7,6 +7,7 @@ GPUs; a failure pins that component, a pass exonerates everything in the probe.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from itertools import combinations
 
@@ -79,10 +80,8 @@ def paper_drilldown(
 
 
 def _try(step, *args) -> None:
-    try:
+    with contextlib.suppress(Unmeasurable):
         step(*args)
-    except Unmeasurable:
-        pass
 
 
 def _judge(kn: Knowledge, component: set[int], group: Sequence[int], confirm) -> None:

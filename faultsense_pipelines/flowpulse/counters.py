@@ -17,7 +17,7 @@ import pandas as pd
 
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["COLUMNS", "SwitchIngress", "validate_counters", "load_counters", "check_topology", "ingress_packets"]
+__all__ = ["COLUMNS", "SwitchIngress", "check_topology", "ingress_packets", "load_counters", "validate_counters"]
 
 COLUMNS = ("iteration", "switch", "port", "peer", "direction", "bytes", "packets")
 _INT_COLUMNS = ("iteration", "bytes", "packets")
@@ -178,10 +178,16 @@ def ingress_packets(frame: pd.DataFrame, topology: FabricTopology) -> list[Switc
         ports = tuple(str(p) for p in wide.columns)
         peers = tuple(str(topology.peer(switch, p)) for p in ports)
         up = np.array([topology.is_up(switch, p) for p in ports], dtype=bool)
-        out.append(SwitchIngress(
-            str(switch), wide.index.to_numpy(dtype=np.int64), ports, peers, up,
-            wide.to_numpy(dtype=np.int64),
-        ))
+        out.append(
+            SwitchIngress(
+                str(switch),
+                wide.index.to_numpy(dtype=np.int64),
+                ports,
+                peers,
+                up,
+                wide.to_numpy(dtype=np.int64),
+            )
+        )
     return out
 
 

@@ -31,10 +31,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 __all__ = [
-    "PortAlarm", "DESIGN_LOSSES", "FALSE_ALARM_RATE", "overshoot_nu", "cusum_threshold", "binomial_llr", "common_scale",
-    "cusum_statistic", "first_alarms", "detect_switch",
+    "DESIGN_LOSSES",
+    "FALSE_ALARM_RATE",
+    "PortAlarm",
+    "binomial_llr",
+    "common_scale",
+    "cusum_statistic",
+    "cusum_threshold",
+    "detect_switch",
+    "first_alarms",
+    "overshoot_nu",
 ]
 
 DESIGN_LOSSES = (0.0025, 0.005, 0.01, 0.02)
@@ -87,8 +94,7 @@ def overshoot_nu(delta: float | np.ndarray) -> np.ndarray:
     return np.where(a > 1e-9, nu, 1.0)
 
 
-def cusum_threshold(delta: float | np.ndarray, false_alarm_rate: float = FALSE_ALARM_RATE,
-                    tests: int = 1) -> np.ndarray:
+def cusum_threshold(delta: float | np.ndarray, false_alarm_rate: float = FALSE_ALARM_RATE, tests: int = 1) -> np.ndarray:
     """CUSUM threshold h (log-likelihood ratio) whose false alarms stay within a budget.
 
     Solves ARL0 = tests / false_alarm_rate with ARL0 ~ exp(h) / (delta^2/2 * nu(delta)^2), the

@@ -16,13 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "spray_shares",
-    "leaf_ring",
-    "learned_shares",
-    "learned_dispersion",
     "growing_reference",
-    "share_under_loss",
+    "leaf_ring",
+    "learned_dispersion",
+    "learned_shares",
     "loss_from_shares",
+    "share_under_loss",
+    "spray_shares",
 ]
 
 

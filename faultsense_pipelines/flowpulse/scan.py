@@ -24,11 +24,15 @@ import pandas as pd
 from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
 from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, detect_switch
 from faultsense_pipelines.flowpulse.model import (
-    growing_reference, leaf_ring, learned_dispersion, learned_shares, spray_shares,
+    growing_reference,
+    leaf_ring,
+    learned_dispersion,
+    learned_shares,
+    spray_shares,
 )
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["LinkFault", "ScanConfig", "scan", "scan_ingress", "drop_echoes"]
+__all__ = ["LinkFault", "ScanConfig", "drop_echoes", "scan", "scan_ingress"]
 
 Model = Literal["learned", "analytic"]
 
@@ -148,13 +152,25 @@ def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[tuple[str, str
         disp = learned_dispersion(reference, learned_shares(reference))
         shares, ref = growing_reference(packets, config.reference, config.lag)
         packets, first = packets[config.reference :], config.reference
-    alarms = detect_switch(packets, shares, design_losses=config.design_losses,
-                           false_alarm_rate=config.false_alarm_rate, threshold=config.threshold,
-                           reference_packets=ref, dispersion=disp)
+    alarms = detect_switch(
+        packets,
+        shares,
+        design_losses=config.design_losses,
+        false_alarm_rate=config.false_alarm_rate,
+        threshold=config.threshold,
+        reference_packets=ref,
+        dispersion=disp,
+    )
     its = ing.iterations
     return [
-        LinkFault(ing.switch, ing.ports[a.port], ing.peers[a.port], int(its[first + a.start]),
-                  int(its[first + a.alarm]), round(a.loss_estimate, 6))
+        LinkFault(
+            ing.switch,
+            ing.ports[a.port],
+            ing.peers[a.port],
+            int(its[first + a.start]),
+            int(its[first + a.alarm]),
+            round(a.loss_estimate, 6),
+        )
         for a in alarms
     ]
 
@@ -188,15 +204,10 @@ def drop_echoes(faults: list[LinkFault], reporting: set[str], slack: int = 50) -
     by_switch: dict[str, list[LinkFault]] = {}
     for f in faults:
         by_switch.setdefault(f.switch, []).append(f)
-    return [
-        f for f in faults
-        if f.peer not in reporting or not any(_explains(u, f, slack) for u in by_switch.get(f.peer, []))
-    ]
+    return [f for f in faults if f.peer not in reporting or not any(_explains(u, f, slack) for u in by_switch.get(f.peer, []))]
 
 
-def scan_ingress(
-    ingress: list[SwitchIngress], topology: FabricTopology, config: ScanConfig = ScanConfig()
-) -> list[LinkFault]:
+def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config: ScanConfig = ScanConfig()) -> list[LinkFault]:
     """Judge every switch of ``ingress`` locally, drop echoes, and name the lossy links.
 
     Args:
@@ -213,8 +224,9 @@ def scan_ingress(
     analytic = _analytic_shares(topology, config.traffic) if config.model == "analytic" else {}
     faults = [f for ing in ingress for f in _judge(ing, config, analytic)]
     reporting = {ing.switch for ing in ingress}
-    faults = [f if f.peer in reporting else replace(f, peer_observed=False)
-              for f in drop_echoes(faults, reporting, config.echo_slack)]
+    faults = [
+        f if f.peer in reporting else replace(f, peer_observed=False) for f in drop_echoes(faults, reporting, config.echo_slack)
+    ]
     return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
 
 

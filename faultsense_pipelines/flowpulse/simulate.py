@@ -28,7 +28,13 @@ from faultsense_pipelines.flowpulse.counters import SwitchIngress
 from faultsense_pipelines.flowpulse.topology import FabricTopology, fat_tree
 
 __all__ = [
-    "LossyLink", "RingAllReduce", "FabricCounters", "ring_traffic", "simulate", "counters_frame", "simulated_ingress",
+    "FabricCounters",
+    "LossyLink",
+    "RingAllReduce",
+    "counters_frame",
+    "ring_traffic",
+    "simulate",
+    "simulated_ingress",
 ]
 
 _MAX_ROUNDS = 64  # retransmission rounds; 64 rounds of a 5% drop leave < 1e-80 of a packet
@@ -110,9 +116,7 @@ def ring_traffic(leaves: int, hosts_per_leaf: int, collective: RingAllReduce) ->
     return traffic, per_channel
 
 
-def _loss_arrays(
-    lossy: Sequence[LossyLink], iterations: int, leaves: int, spines: int
-) -> tuple[np.ndarray, np.ndarray]:
+def _loss_arrays(lossy: Sequence[LossyLink], iterations: int, leaves: int, spines: int) -> tuple[np.ndarray, np.ndarray]:
     up = np.zeros((iterations, leaves, spines))
     down = np.zeros((iterations, leaves, spines))
     for f in lossy:
@@ -212,8 +216,7 @@ def simulate(
     for c in range(collective.channels):
         h = (c + hosts_per_leaf - 1) % hosts_per_leaf
         host_in[:, :, h] += retx // collective.channels + (c < retx % collective.channels)
-    return FabricCounters(topology, acc["up_tx"], acc["up_rx"], acc["down_tx"], acc["down_rx"],
-                          host_in, host_out, collective.mtu)
+    return FabricCounters(topology, acc["up_tx"], acc["up_rx"], acc["down_tx"], acc["down_rx"], host_in, host_out, collective.mtu)
 
 
 def counters_frame(counters: FabricCounters, switches: Iterable[str] | None = None) -> pd.DataFrame:
@@ -235,15 +238,19 @@ def counters_frame(counters: FabricCounters, switches: Iterable[str] | None = No
 
     def add(switch: str, port: list[str], peer: list[str], direction: str, packets: np.ndarray) -> None:
         k = len(port)
-        parts.append(pd.DataFrame({
-            "iteration": np.repeat(np.arange(iters), k),
-            "switch": switch,
-            "port": np.tile(port, iters),
-            "peer": np.tile(peer, iters),
-            "direction": direction,
-            "bytes": packets.reshape(-1) * counters.mtu,
-            "packets": packets.reshape(-1),
-        }))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "iteration": np.repeat(np.arange(iters), k),
+                    "switch": switch,
+                    "port": np.tile(port, iters),
+                    "peer": np.tile(peer, iters),
+                    "direction": direction,
+                    "bytes": packets.reshape(-1) * counters.mtu,
+                    "packets": packets.reshape(-1),
+                }
+            )
+        )
 
     for i, leaf in enumerate(leaves):
         if leaf not in wanted:
@@ -282,6 +289,14 @@ def simulated_ingress(counters: FabricCounters, switches: Iterable[str] | None =
             packets = counters.down_rx[:, topo.leaves.index(name), :]
         else:
             packets = counters.up_rx[:, :, topo.spines.index(name)]
-        out.append(SwitchIngress(name, iters, tuple(p for p, _, _ in ports), tuple(q for _, q, _ in ports),
-                                 np.array([u for _, _, u in ports]), packets))
+        out.append(
+            SwitchIngress(
+                name,
+                iters,
+                tuple(p for p, _, _ in ports),
+                tuple(q for _, q, _ in ports),
+                np.array([u for _, _, u in ports]),
+                packets,
+            )
+        )
     return out

@@ -32,8 +32,8 @@ __all__ = [
     "FabricLink",
     "FabricTopology",
     "fat_tree",
-    "parse_topology",
     "load_topology",
+    "parse_topology",
     "topology_to_dict",
 ]
 
@@ -93,11 +93,7 @@ class FabricTopology:
 
     def fabric_ports(self, switch: str) -> list[tuple[str, str, bool]]:
         """``(port, peer switch, up)`` for every port of ``switch`` facing another switch, sorted by port."""
-        out = [
-            (port, peer, up)
-            for (sw, port), (peer, up) in self._ports.items()
-            if sw == switch and peer in self.tiers
-        ]
+        out = [(port, peer, up) for (sw, port), (peer, up) in self._ports.items() if sw == switch and peer in self.tiers]
         return sorted(out)
 
     def live_matrix(self) -> np.ndarray:
@@ -234,9 +230,7 @@ def _spine(j: int) -> str:
     return f"spine{j:02d}"
 
 
-def fat_tree(
-    leaves: int, spines: int, hosts_per_leaf: int, down: Iterable[tuple[int, int]] = ()
-) -> FabricTopology:
+def fat_tree(leaves: int, spines: int, hosts_per_leaf: int, down: Iterable[tuple[int, int]] = ()) -> FabricTopology:
     """Build a full two-level fat tree: every leaf linked to every spine.
 
     Names: leaves ``leaf00..``, spines ``spine00..``, hosts ``leaf00-h0..``; a leaf's port to
@@ -272,11 +266,7 @@ def fat_tree(
         for i in range(leaves)
         for j in range(spines)
     ]
-    links += [
-        FabricLink(f"{_leaf(i)}-h{h}", "eth0", _leaf(i), f"host{h}")
-        for i in range(leaves)
-        for h in range(hosts_per_leaf)
-    ]
+    links += [FabricLink(f"{_leaf(i)}-h{h}", "eth0", _leaf(i), f"host{h}") for i in range(leaves) for h in range(hosts_per_leaf)]
     return FabricTopology(tiers=tiers, hosts=hosts, links=tuple(links))
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .schema import COMPONENT_KINDS, FAULT_SCHEMA, PROBE_RUN_SCHEMA, SCHEMA_VERSION, STATUSES
 
-__all__ = ["FaultRow", "ProbeRunRow", "fault_table", "probe_run_table", "NAME_RE"]
+__all__ = ["NAME_RE", "FaultRow", "ProbeRunRow", "fault_table", "probe_run_table"]
 
 #: Replica and detector names: what may appear in a ledger file name.
 NAME_RE = re.compile(r"[a-z0-9_-]{1,64}")

@@ -22,17 +22,17 @@ import hashlib
 import pyarrow as pa
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "FAULT_LEDGER",
-    "PROBE_RUNS",
-    "FAULT_SCHEMA",
-    "PROBE_RUN_SCHEMA",
     "COMPONENT_KINDS",
+    "FAULT_LEDGER",
+    "FAULT_SCHEMA",
+    "PROBE_RUNS",
+    "PROBE_RUN_SCHEMA",
+    "SCHEMA_VERSION",
     "STATUSES",
     "gpu_component",
     "link_component",
-    "replica_component",
     "make_fault_id",
+    "replica_component",
 ]
 
 #: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.

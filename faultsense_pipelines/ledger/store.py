@@ -15,6 +15,7 @@ Batch names may hold only ``[A-Za-z0-9_-]``, so nothing written can leave the le
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import uuid
@@ -154,10 +155,8 @@ class LedgerStore:
         return WriteResult(path=final, rows=table.num_rows)
 
     def _delete_quietly(self, path: str) -> None:
-        try:
+        with contextlib.suppress(OSError, FileNotFoundError):
             self._fs.delete_file(path)
-        except (OSError, FileNotFoundError):
-            pass
 
     def write_faults(self, rows: Sequence[FaultRow], *, day: date | str, batch: str) -> WriteResult:
         """Write (or replace) one batch of fault rows for ``day``.
@@ -194,7 +193,9 @@ class LedgerStore:
         selector = pafs.FileSelector(self.dataset_path(dataset), recursive=True, allow_not_found=True)
         infos = self._fs.get_file_info(selector)
         return sorted(
-            i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet") and not i.base_name.startswith((".", "_"))
+            i.path
+            for i in infos
+            if i.type == pafs.FileType.File and i.base_name.endswith(".parquet") and not i.base_name.startswith((".", "_"))
         )
 
     def read_schema(self, path: str) -> pa.Schema:
@@ -208,7 +209,11 @@ class LedgerStore:
         if not paths:
             return full.empty_table().to_pandas(types_mapper=_nullable_ints)
         dataset_ = ds.dataset(
-            paths, schema=full, filesystem=self._fs, format="parquet", partitioning=_PARTITIONING,
+            paths,
+            schema=full,
+            filesystem=self._fs,
+            format="parquet",
+            partitioning=_PARTITIONING,
             partition_base_dir=self.dataset_path(dataset),
         )
         cond = ds.scalar(True)
@@ -220,7 +225,9 @@ class LedgerStore:
             cond = cond & extra
         return dataset_.to_table(filter=cond).to_pandas(types_mapper=_nullable_ints)
 
-    def read_faults(self, *, since: date | str | None = None, replica: str | None = None, detector: str | None = None) -> pd.DataFrame:
+    def read_faults(
+        self, *, since: date | str | None = None, replica: str | None = None, detector: str | None = None
+    ) -> pd.DataFrame:
         """Fault rows, oldest first, with the partition ``date`` as a column.
 
         Args:

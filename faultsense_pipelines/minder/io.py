@@ -74,7 +74,7 @@ class MetricArray:
 
     def tail(self, duration_s: float) -> MetricArray:
         """The latest ``duration_s`` seconds (the whole array if it is shorter)."""
-        keep = min(self.n_times, max(1, int(round(duration_s / self.interval_s))))
+        keep = min(self.n_times, max(1, round(duration_s / self.interval_s)))
         first = self.n_times - keep
         return MetricArray(self.values[:, first:], self.machines, self.metrics, self.time_at(first), self.interval_s)
 
@@ -132,8 +132,7 @@ def _parse_values(column: pd.Series) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise ValueError(
-            f"column 'value' has non-numeric entries, e.g. {column.iloc[row]!r} at row {row} "
-            f"({int(bad.sum())} rows in all)"
+            f"column 'value' has non-numeric entries, e.g. {column.iloc[row]!r} at row {row} ({int(bad.sum())} rows in all)"
         )
     values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
     infinite = np.isinf(values)
@@ -154,8 +153,7 @@ def _parse_timestamps(column: pd.Series) -> pd.DatetimeIndex:
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise ValueError(
-            f"column 'timestamp' has unparseable entries, e.g. {column.iloc[row]!r} at row {row} "
-            f"({int(bad.sum())} rows in all)"
+            f"column 'timestamp' has unparseable entries, e.g. {column.iloc[row]!r} at row {row} ({int(bad.sum())} rows in all)"
         )
     return pd.DatetimeIndex(stamps)
 

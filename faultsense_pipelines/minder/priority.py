@@ -92,4 +92,3 @@ def learn_priority(
     importance = dict(zip(metrics, tree.feature_importances_, strict=True))
     used = sorted((m for m in metrics if importance[m] > 0), key=lambda m: -importance[m])
     return tuple(used) + tuple(m for m in default_priority(metrics) if m not in used)
-

@@ -75,7 +75,7 @@ class MinderSettings:
 
     def window_samples(self, interval_s: float) -> int:
         """Samples per window at ``interval_s`` (at least 4)."""
-        return max(4, int(round(self.window_s / interval_s)))
+        return max(4, round(self.window_s / interval_s))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""

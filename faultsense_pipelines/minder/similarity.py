@@ -49,7 +49,7 @@ def fleet_distances(windows: np.ndarray, valid: np.ndarray) -> np.ndarray:
         >>> fleet_distances(w, np.ones((3, 1), bool)).ravel().round(3).tolist()
         [2.121, 2.121, 3.0]
     """
-    n_machines, n_windows, length = windows.shape
+    _n_machines, _n_windows, length = windows.shape
     mask = valid[..., None]
     m = valid.sum(axis=0).astype(np.float64)  # (n_windows,)
     x = np.where(mask, windows, 0.0).astype(np.float64)

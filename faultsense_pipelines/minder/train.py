@@ -97,9 +97,7 @@ def _healthy_spread(x: np.ndarray, denoiser: LSTMVAE, window: int, settings: Min
     return max(float(np.median(1.4826 * mad)), settings.min_spread)
 
 
-def _labelled_priority(
-    array: MetricArray, normalized: np.ndarray, window: int, labels: Sequence[FaultLabel]
-) -> tuple[str, ...]:
+def _labelled_priority(array: MetricArray, normalized: np.ndarray, window: int, labels: Sequence[FaultLabel]) -> tuple[str, ...]:
     """Learn the metric order from labelled history (see :func:`learn_priority`)."""
     zscores = window_zscores(normalized, window)  # (n_machines, n_windows, n_metrics)
     n_windows = zscores.shape[1]
@@ -115,9 +113,7 @@ def _labelled_priority(
     return learn_priority(zscores.reshape(-1, len(array.metrics)), faulty.ravel(), array.metrics)
 
 
-def train_minder(
-    array: MetricArray, settings: MinderSettings | None = None, labels: Sequence[FaultLabel] = ()
-) -> MinderModel:
+def train_minder(array: MetricArray, settings: MinderSettings | None = None, labels: Sequence[FaultLabel] = ()) -> MinderModel:
     """Fit normalization and one LSTM-VAE denoiser per metric on a fleet's history.
 
     Args:
@@ -165,9 +161,7 @@ def _train(array: MetricArray, settings: MinderSettings, labels: Sequence[FaultL
             seed=settings.seed + k,
         )
         spreads.append(_healthy_spread(normalized[:, :, k], denoisers[metric], window, settings))
-    priority = (
-        _labelled_priority(array, normalized, window, labels) if labels else default_priority(array.metrics)
-    )
+    priority = _labelled_priority(array, normalized, window, labels) if labels else default_priority(array.metrics)
     return MinderModel(
         settings=settings,
         interval_s=array.interval_s,

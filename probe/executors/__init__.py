@@ -26,13 +26,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXECUTOR_KINDS",
-    "make_executor",
-    "LocalExecutor",
-    "RayExecutor",
-    "VllmExecutor",
-    "ProbeTrace",
     "GpuSlowdown",
     "LinkDelay",
+    "LocalExecutor",
+    "ProbeTrace",
+    "RayExecutor",
+    "VllmExecutor",
+    "make_executor",
     "parse_injections",
 ]
 

@@ -18,7 +18,7 @@ from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 from .injection import Injection, check_injections, parse_injections
 from .moe_worker import LayerShape
 
-__all__ = ["ProbeTrace", "WorkerPoolExecutor", "check_probe", "merge_member_reports", "error_trace", "warm_up_probes"]
+__all__ = ["ProbeTrace", "WorkerPoolExecutor", "check_probe", "error_trace", "merge_member_reports", "warm_up_probes"]
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,17 @@ class WorkerPoolExecutor:
 
     name = ""
 
-    def _configure(self, gpus: int, probe_size: int, inject: Iterable[Mapping[str, Any] | Injection],
-                   layer: dict[str, Any], timeout_s: float, start_timeout_s: float) -> None:
+    def _configure(
+        self,
+        gpus: int,
+        probe_size: int,
+        inject: Iterable[Mapping[str, Any] | Injection],
+        layer: dict[str, Any],
+        timeout_s: float,
+        start_timeout_s: float,
+    ) -> None:
         """Validate the arguments every pool takes (``ValueError`` naming the bad one)."""
-        if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not 1 <= probe_size:
+        if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not probe_size >= 1:
             raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
         self.shape = LayerShape(gpus, **layer)
         if probe_size > gpus:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GpuSlowdown", "LinkDelay", "Injection", "parse_injection", "parse_injections", "check_injections"]
+__all__ = ["GpuSlowdown", "Injection", "LinkDelay", "check_injections", "parse_injection", "parse_injections"]
 
 
 def _positive_float(name: str, value: Any, minimum: float, where: str) -> float:
@@ -113,9 +113,7 @@ def parse_injection(spec: Injection | Mapping[str, Any]) -> Injection:
             raise ValueError(f"link must join two different GPUs, got {pair!r} in {dict(spec)}")
         delay = _positive_float("delay_ms", spec["delay_ms"], 0.0, str(dict(spec)))
         return LinkDelay((min(a, b), max(a, b)), delay)
-    raise ValueError(
-        f"unknown injection {dict(spec)}: expected keys {{'gpu', 'slowdown'}} or {{'link', 'delay_ms'}}"
-    )
+    raise ValueError(f"unknown injection {dict(spec)}: expected keys {{'gpu', 'slowdown'}} or {{'link', 'delay_ms'}}")
 
 
 def parse_injections(specs: Iterable[Injection | Mapping[str, Any]]) -> tuple[Injection, ...]:

@@ -24,7 +24,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from multiprocessing import connection, get_context
 from typing import Any
@@ -40,8 +40,15 @@ from .moe_worker import LayerShape, ProbeWorker
 __all__ = ["LocalExecutor"]
 
 
-def _worker_main(rank: int, shape: LayerShape, backend: str, init_method: str, pg_timeout_s: float,
-                 injections: tuple[Injection, ...], conn: connection.Connection) -> None:
+def _worker_main(
+    rank: int,
+    shape: LayerShape,
+    backend: str,
+    init_method: str,
+    pg_timeout_s: float,
+    injections: tuple[Injection, ...],
+    conn: connection.Connection,
+) -> None:
     """Body of worker process ``rank``: join the group, then serve commands until told to stop."""
     import torch.distributed as dist
 
@@ -52,18 +59,17 @@ def _worker_main(rank: int, shape: LayerShape, backend: str, init_method: str, p
     try:
         worker = ProbeWorker(shape, rank, device)
         worker.set_injections(injections)
-        dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=shape.n_gpus,
-                                timeout=timedelta(seconds=pg_timeout_s))
+        dist.init_process_group(
+            backend, init_method=init_method, rank=rank, world_size=shape.n_gpus, timeout=timedelta(seconds=pg_timeout_s)
+        )
         dist.barrier()
         conn.send(("ready", os.getpid()))
         _serve(worker, conn)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     except Exception as exc:  # report startup failures; the driver turns them into ExecutorError
-        try:
+        with suppress(OSError):
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
-        except OSError:
-            pass
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -123,10 +129,8 @@ def _reap(processes: list, conns: list, store_dir: str, how: dict) -> None:
     """Stop workers politely (unless ``how["polite"]`` is false), then by force; never
     leaves one behind."""
     for conn in conns if how["polite"] else ():
-        try:
+        with suppress(OSError):
             conn.send(("close",))
-        except OSError:
-            pass
     deadline = time.monotonic() + (5.0 if how["polite"] else 0.0)
     for p in processes:
         p.join(max(0.0, deadline - time.monotonic()))
@@ -163,12 +167,30 @@ class LocalExecutor(WorkerPoolExecutor):
 
     name = "local"
 
-    def __init__(self, gpus: int, probe_size: int, *, inject: Iterable[Mapping[str, Any] | Injection] = (),
-                 tokens: int = 64, hidden: int = 2048, intermediate: int = 1024, experts_per_gpu: int = 1,
-                 dtype: str = "bfloat16", backend: str | None = None, seed: int = 0,
-                 timeout_s: float = 60.0, start_timeout_s: float = 180.0) -> None:
-        layer = {"experts_per_gpu": experts_per_gpu, "hidden": hidden, "intermediate": intermediate,
-                 "tokens": tokens, "dtype": dtype, "seed": seed}
+    def __init__(
+        self,
+        gpus: int,
+        probe_size: int,
+        *,
+        inject: Iterable[Mapping[str, Any] | Injection] = (),
+        tokens: int = 64,
+        hidden: int = 2048,
+        intermediate: int = 1024,
+        experts_per_gpu: int = 1,
+        dtype: str = "bfloat16",
+        backend: str | None = None,
+        seed: int = 0,
+        timeout_s: float = 60.0,
+        start_timeout_s: float = 180.0,
+    ) -> None:
+        layer = {
+            "experts_per_gpu": experts_per_gpu,
+            "hidden": hidden,
+            "intermediate": intermediate,
+            "tokens": tokens,
+            "dtype": dtype,
+            "seed": seed,
+        }
         self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s)
         cuda = torch.cuda.is_available() and torch.cuda.device_count() >= gpus
         backend = backend or ("nccl" if cuda else "gloo")
@@ -198,9 +220,12 @@ class LocalExecutor(WorkerPoolExecutor):
         pg_timeout_s = 2 * max(self.timeout_s, start_timeout_s) + 10
         for rank in range(self.gpus):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker_main, name=f"faultsense-gpu{rank}", daemon=True,
-                            args=(rank, self.shape, self.backend, init_method, pg_timeout_s,
-                                  self.injections, child))
+            p = ctx.Process(
+                target=_worker_main,
+                name=f"faultsense-gpu{rank}",
+                daemon=True,
+                args=(rank, self.shape, self.backend, init_method, pg_timeout_s, self.injections, child),
+            )
             with _workers_ignore_sigint():  # the worker inherits an ignored SIGINT: Ctrl-C is the driver's
                 p.start()
             child.close()

@@ -36,11 +36,11 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from probe.encoding import expert_range, probe_embeddings
+from faultsense_pipelines.probe.encoding import expert_range, probe_embeddings
 
 from .injection import GpuSlowdown, Injection, LinkDelay
 
-__all__ = ["LayerShape", "expert_weights", "swiglu", "route", "ProbeWorker"]
+__all__ = ["LayerShape", "ProbeWorker", "expert_weights", "route", "swiglu"]
 
 _DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 
@@ -215,7 +215,8 @@ class ProbeWorker:
         )
         sizes_in = {m: c.tolist() for m, c in counts_in.items()}
         tokens_in = self._all_to_all(
-            members, {m: x[tok] for m, (tok, _) in picks.items()},
+            members,
+            {m: x[tok] for m, (tok, _) in picks.items()},
             lambda m: torch.empty(sum(sizes_in[m]), x.shape[1], dtype=x.dtype, device=self.device),
         )
         t_ffn = time.perf_counter()
@@ -231,8 +232,12 @@ class ProbeWorker:
         for m, (tok, slot) in picks.items():
             out.index_add_(0, tok, back[m].float() * weights[tok, slot].unsqueeze(1))
         computed = sorted({e for sizes in sizes_in.values() for e, c in zip(self.experts, sizes) if c})
-        return out.to(x.dtype), {"routed_experts": experts.tolist(), "experts_computed": computed,
-                                     "ffn_ms": ffn_ms, "extra_s": extra_s}
+        return out.to(x.dtype), {
+            "routed_experts": experts.tolist(),
+            "experts_computed": computed,
+            "ffn_ms": ffn_ms,
+            "extra_s": extra_s,
+        }
 
     def _experts_ffn(self, tokens: torch.Tensor, sizes: list[int]) -> torch.Tensor:
         """Each local expert's FFN on its contiguous block of ``tokens`` (``sizes`` rows each)."""
@@ -278,9 +283,7 @@ class ProbeWorker:
         """
         peers = [m for m in members if m != self.rank]
         recv = {m: recv_buffer(m) for m in peers}
-        self._exchange(
-            {m: send[m] for m in peers if send[m].numel()}, {m: t for m, t in recv.items() if t.numel()}, delayed
-        )
+        self._exchange({m: send[m] for m in peers if send[m].numel()}, {m: t for m, t in recv.items() if t.numel()}, delayed)
         recv[self.rank] = send[self.rank]
         return recv
 

@@ -13,6 +13,7 @@ actors are then killed and later probes return errors too (make a new executor).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +31,7 @@ from .common import WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
 from .moe_worker import LayerShape, ProbeWorker
 
-__all__ = ["RayExecutor", "ProbeActor"]
+__all__ = ["ProbeActor", "RayExecutor"]
 
 
 class ProbeActor:
@@ -55,8 +56,9 @@ class ProbeActor:
 
         if backend == "nccl":
             torch.cuda.set_device(0)
-        dist.init_process_group(backend, init_method=init_method, rank=self.rank,
-                                world_size=self.shape.n_gpus, timeout=timedelta(seconds=timeout_s))
+        dist.init_process_group(
+            backend, init_method=init_method, rank=self.rank, world_size=self.shape.n_gpus, timeout=timedelta(seconds=timeout_s)
+        )
         dist.barrier()
         return os.getpid()
 
@@ -96,13 +98,32 @@ class RayExecutor(WorkerPoolExecutor):
 
     name = "ray"
 
-    def __init__(self, gpus: int, probe_size: int, *, address: str | None = None,
-                 inject: Iterable[Mapping[str, Any] | Injection] = (), use_gpus: bool = False,
-                 cpus_per_actor: float = 1, tokens: int = 64, hidden: int = 2048, intermediate: int = 1024,
-                 experts_per_gpu: int = 1, dtype: str = "bfloat16", seed: int = 0,
-                 timeout_s: float = 60.0, start_timeout_s: float = 180.0) -> None:
-        layer = {"experts_per_gpu": experts_per_gpu, "hidden": hidden, "intermediate": intermediate,
-                 "tokens": tokens, "dtype": dtype, "seed": seed}
+    def __init__(
+        self,
+        gpus: int,
+        probe_size: int,
+        *,
+        address: str | None = None,
+        inject: Iterable[Mapping[str, Any] | Injection] = (),
+        use_gpus: bool = False,
+        cpus_per_actor: float = 1,
+        tokens: int = 64,
+        hidden: int = 2048,
+        intermediate: int = 1024,
+        experts_per_gpu: int = 1,
+        dtype: str = "bfloat16",
+        seed: int = 0,
+        timeout_s: float = 60.0,
+        start_timeout_s: float = 180.0,
+    ) -> None:
+        layer = {
+            "experts_per_gpu": experts_per_gpu,
+            "hidden": hidden,
+            "intermediate": intermediate,
+            "tokens": tokens,
+            "dtype": dtype,
+            "seed": seed,
+        }
         self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s)
         if isinstance(cpus_per_actor, bool) or not isinstance(cpus_per_actor, (int, float)) or not cpus_per_actor > 0:
             raise ValueError(f"cpus_per_actor must be > 0, got {cpus_per_actor!r}")
@@ -131,17 +152,15 @@ class RayExecutor(WorkerPoolExecutor):
         actor_cls = ray.remote(ProbeActor)
         self._actors = [
             actor_cls.options(
-                num_cpus=cpus, num_gpus=1 if self.use_gpus else 0,
-                scheduling_strategy=PlacementGroupSchedulingStrategy(
-                    placement_group=self._pg, placement_group_bundle_index=g
-                ),
+                num_cpus=cpus,
+                num_gpus=1 if self.use_gpus else 0,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=self._pg, placement_group_bundle_index=g),
             ).remote(self.shape, g, self.use_gpus)
             for g in range(self.gpus)
         ]
         host, port = ray.get(self._actors[0].endpoint.remote(), timeout=start_timeout_s)
         init_method = f"tcp://{host}:{port}"
-        pids = ray.get([a.setup.remote(init_method, self.backend, self.timeout_s) for a in self._actors],
-                       timeout=start_timeout_s)
+        pids = ray.get([a.setup.remote(init_method, self.backend, self.timeout_s) for a in self._actors], timeout=start_timeout_s)
         self.worker_pids = tuple(pids)
         groups = warm_up_probes(self.gpus, self.probe_size)  # every worker learns its usual layer time
         ray.get([self._actors[g].run_probe.remote(group, 2) for group in groups for g in group], timeout=start_timeout_s)
@@ -183,10 +202,8 @@ class RayExecutor(WorkerPoolExecutor):
     def close(self) -> None:
         """Stop the actors, free the placement group, and stop Ray if this executor started it."""
         if self._actors and self._failure is None:
-            try:
+            with contextlib.suppress(Exception):  # a broken group is killed below all the same
                 ray.get([a.shutdown.remote() for a in self._actors], timeout=10)
-            except Exception:  # a broken group is killed below all the same
-                pass
         if ray.is_initialized():
             self._kill_actors()
         if self._owns_ray and ray.is_initialized():

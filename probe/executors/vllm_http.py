@@ -36,10 +36,10 @@ import httpx
 import numpy as np
 import torch
 
+from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embeddings, probe_experts
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
-from probe.encoding import gpus_of_routed_experts, probe_embeddings, probe_experts
 
-__all__ = ["ServedModel", "VllmProbeDetails", "VllmExecutor"]
+__all__ = ["ServedModel", "VllmExecutor", "VllmProbeDetails"]
 
 RoutingCheck = Literal["matched", "skipped", "off"]
 
@@ -132,8 +132,13 @@ class VllmExecutor:
         check_routing: bool = False,
         logprobs: int = 5,
     ) -> None:
-        for label, value, low in (("gpus", gpus, 1), ("probe_size", probe_size, 1), ("tokens", tokens, 1),
-                                  ("retries", retries, 0), ("logprobs", logprobs, 0)):
+        for label, value, low in (
+            ("gpus", gpus, 1),
+            ("probe_size", probe_size, 1),
+            ("tokens", tokens, 1),
+            ("retries", retries, 0),
+            ("logprobs", logprobs, 0),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
         if probe_size > gpus:
@@ -231,22 +236,25 @@ class VllmExecutor:
         n_experts = _agree("number of experts", want_experts, config.get("num_experts"), name)
         top_k = config.get("num_experts_per_tok")
         if hidden is None or n_experts is None:
-            raise ExecutorError(
-                f"cannot read the config of served model {name!r}; pass hidden= and n_experts="
-            )
+            raise ExecutorError(f"cannot read the config of served model {name!r}; pass hidden= and n_experts=")
         if top_k is not None and top_k != self.probe_size:
-            raise ExecutorError(f"probe size mismatch: executor probe_size={self.probe_size} but served "
-                                f"model {name!r} routes each token to num_experts_per_tok={top_k}")
+            raise ExecutorError(
+                f"probe size mismatch: executor probe_size={self.probe_size} but served "
+                f"model {name!r} routes each token to num_experts_per_tok={top_k}"
+            )
         if n_experts % self.gpus or hidden < n_experts:
-            raise ExecutorError(f"served model {name!r} has {n_experts} experts and hidden size {hidden}; "
-                                f"experts must be a multiple of gpus={self.gpus} and at most the hidden size")
+            raise ExecutorError(
+                f"served model {name!r} has {n_experts} experts and hidden size {hidden}; "
+                f"experts must be a multiple of gpus={self.gpus} and at most the hidden size"
+            )
         return ServedModel(name=name, hidden=hidden, n_experts=n_experts, top_k=top_k)
 
     # -- requests --------------------------------------------------------------------
 
     def _request_body(self, members: tuple[int, ...], served: ServedModel) -> dict:
-        embeds = probe_embeddings(members, self.gpus, served.n_experts, self.probe_size,
-                                  served.hidden, self.tokens)  # (tokens, hidden) bf16
+        embeds = probe_embeddings(
+            members, self.gpus, served.n_experts, self.probe_size, served.hidden, self.tokens
+        )  # (tokens, hidden) bf16
         buffer = io.BytesIO()
         torch.save(embeds, buffer)
         return {
@@ -270,7 +278,7 @@ class VllmExecutor:
                 for line in response.iter_lines():
                     if not line.startswith("data:") or line.strip() == "data: [DONE]":
                         continue
-                    chunk = json.loads(line[len("data:"):])
+                    chunk = json.loads(line[len("data:") :])
                     if "error" in chunk:
                         raise ExecutorError(f"server error mid-stream: {_error_text(chunk)}")
                     if chunk.get("choices") and ttft_ms is None:
@@ -298,8 +306,7 @@ class VllmExecutor:
         per_token = gpus_of_routed_experts(routed[:, 0, :].astype(np.int64), self.gpus, served.n_experts)
         for t, got in enumerate(per_token):
             if got != frozenset(members):
-                raise ExecutorError(f"routing mismatch: probe token {t} reached GPUs {sorted(got)}, "
-                                    f"expected {list(members)}")
+                raise ExecutorError(f"routing mismatch: probe token {t} reached GPUs {sorted(got)}, expected {list(members)}")
         return "matched"
 
     def _get_json(self, path: str) -> dict:
@@ -367,6 +374,5 @@ def _read_local_config(root: str | None) -> dict:
 
 def _agree(what: str, given: int | None, served: int | None, name: str) -> int | None:
     if given is not None and served is not None and given != served:
-        raise ExecutorError(f"{what} mismatch: executor configured with {given} but served model "
-                            f"{name!r} has {served}")
+        raise ExecutorError(f"{what} mismatch: executor configured with {given} but served model {name!r} has {served}")
     return given if given is not None else served
