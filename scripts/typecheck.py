@@ -12,6 +12,7 @@ Usage: ``python scripts/typecheck.py [extra mypy arguments]``
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -40,6 +41,9 @@ def _layout(package_dir: dict[str, str]) -> Path:
 def main(argv: list[str]) -> int:
     """Run mypy over the installed layout; paths in its report are the repository's."""
     package_dir: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    (ROOT / ".mypy_cache").mkdir(exist_ok=True)
+    lock = (ROOT / ".mypy_cache" / "layout.lock").open("w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # one run at a time: each rebuilds .mypy_layout/
     layout = _layout(package_dir)
     config = str(ROOT / "pyproject.toml")
     command = [
