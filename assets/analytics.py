@@ -11,6 +11,8 @@ Only ``confirmed`` rows count as faults here; ``suspect``, ``masked`` and ``inco
 in the ledger for inspection.
 """
 
+from typing import Any
+
 import dagster as dg
 import duckdb
 import pandas as pd
@@ -108,7 +110,7 @@ def _output(df: pd.DataFrame, store_uri: str) -> dg.Output[pd.DataFrame]:
     return dg.Output(df, metadata={"rows": len(df), "preview": dg.MetadataValue.md(preview), "ledger": store_uri})
 
 
-_COMMON = {"deps": [fault_ledger], "group_name": "analytics", "kinds": {"duckdb", "pandas"}}
+_COMMON: dict[str, Any] = {"deps": [fault_ledger], "group_name": "analytics", "kinds": {"duckdb", "pandas"}}
 
 
 @dg.asset(**_COMMON, description="Per replica and GPU: confirmed GPU faults and faults of its links.")

@@ -10,12 +10,13 @@ themselves).
 """
 
 import dagster as dg
+from dagster._core.definitions.partitions.partitioned_schedule import UnresolvedPartitionedAssetScheduleDefinition
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from faultsense_pipelines.fleet import FleetError
 from faultsense_pipelines.resources.fleet import FleetResource
 
-from .partitions import REPLICAS, current_hour_key
+from .partitions import REPLICAS, REPLICAS_NAME, current_hour_key
 
 __all__ = ["NIGHTLY_REPEATS", "build_hourly_schedule", "build_nightly_schedule", "build_replica_sensor"]
 
@@ -23,7 +24,9 @@ __all__ = ["NIGHTLY_REPEATS", "build_hourly_schedule", "build_nightly_schedule",
 NIGHTLY_REPEATS = 10
 
 
-def build_hourly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition") -> dg.ScheduleDefinition:
+def build_hourly_schedule(
+    job: "dg.JobDefinition | UnresolvedAssetJobDefinition",
+) -> "dg.ScheduleDefinition | UnresolvedPartitionedAssetScheduleDefinition":
     """Phase 1 sweep (plus drill-down when needed) of every replica, at minute 5 of each hour."""
     return dg.build_schedule_from_partitioned_job(
         job,
@@ -49,7 +52,7 @@ def build_nightly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition
     )
     def nightly_deep_sweep(context: dg.ScheduleEvaluationContext):
         hour = current_hour_key(context.scheduled_execution_time)
-        replicas = context.instance.get_dynamic_partitions(REPLICAS.name)
+        replicas = context.instance.get_dynamic_partitions(REPLICAS_NAME)
         if not replicas:
             return dg.SkipReason("no replica partitions yet (the fleet_replica_partitions sensor adds them)")
         config = {"repeats": NIGHTLY_REPEATS}
@@ -81,7 +84,7 @@ def build_replica_sensor(cover_shapes: list[str]) -> dg.SensorDefinition:
         except FleetError as exc:
             return dg.SkipReason(f"fleet file is invalid, partitions unchanged: {exc}")
         wanted = current_fleet.names
-        have = context.instance.get_dynamic_partitions(REPLICAS.name)
+        have = context.instance.get_dynamic_partitions(REPLICAS_NAME)
         add = [n for n in wanted if n not in have]
         remove = [n for n in have if n not in wanted]
         new_shapes = [s for s in current_fleet.shapes if s not in cover_shapes]
@@ -91,7 +94,7 @@ def build_replica_sensor(cover_shapes: list[str]) -> dg.SensorDefinition:
             )
         if not add and not remove:
             return dg.SkipReason(f"replica partitions match the fleet ({len(wanted)} replicas)")
-        requests = []
+        requests: list[dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest] = []
         if add:
             requests.append(REPLICAS.build_add_request(add))
         if remove:

@@ -12,6 +12,7 @@ Checks (each scoped to the run's ``date=`` partition of the ledger):
 import math
 import warnings
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 
@@ -44,7 +45,7 @@ def fault_ledger(
     store = ledger.store()
     loc = phase2_drilldown
     replica = fleet.replica(key.replica)
-    common = {
+    common: dict[str, Any] = {
         "sweep_id": context.run.run_id,
         "replica": replica.name,
         "executor": replica.executor,

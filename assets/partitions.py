@@ -16,6 +16,7 @@ import dagster as dg
 __all__ = [
     "HOURLY",
     "REPLICAS",
+    "REPLICAS_NAME",
     "SWEEP_PARTITIONS",
     "SweepKey",
     "check_hour_key",
@@ -28,7 +29,8 @@ __all__ = [
 SWEEPS_START = "2026-11-01-00:00"
 
 HOURLY = dg.HourlyPartitionsDefinition(start_date=SWEEPS_START, end_offset=1, timezone="UTC")
-REPLICAS = dg.DynamicPartitionsDefinition(name="replica")
+REPLICAS_NAME = "replica"
+REPLICAS = dg.DynamicPartitionsDefinition(name=REPLICAS_NAME)
 SWEEP_PARTITIONS = dg.MultiPartitionsDefinition({"hour": HOURLY, "replica": REPLICAS})
 
 

@@ -25,7 +25,7 @@ def component_of(v: Verdict) -> str:
     return gpu_component(v.gpu) if v.peer_gpu is None else link_component(v.gpu, v.peer_gpu)
 
 
-def _table(header: Sequence[str], rows: list[Sequence[object]], empty: str) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]], empty: str) -> str:
     if not rows:
         return empty
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

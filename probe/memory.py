@@ -61,7 +61,7 @@ def parameter_counts(config: OlmoeConfig) -> tuple[int, int]:
     h, i, v, e = config.hidden_size, config.intermediate_size, config.vocab_size, config.num_experts
     head_dim = getattr(config, "head_dim", None) or h // config.num_attention_heads
     h_q = config.num_attention_heads * head_dim
-    h_kv = config.num_key_value_heads * head_dim
+    h_kv = (config.num_key_value_heads or config.num_attention_heads) * head_dim
     lm_head = 0 if config.tie_word_embeddings else v * h
     attention = h * h_q + 2 * h * h_kv + h_q * h + h_q + h_kv  # q, k, v, o projections; q_norm, k_norm
     per_layer = attention + 2 * h + e * h  # input and post-attention norms; router (E, H)

@@ -22,7 +22,7 @@ intermediate 1024), so per-token expert compute and all-to-all volume are the pa
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from transformers import OlmoeConfig, OlmoeForCausalLM
@@ -82,7 +82,7 @@ def probe_config(n_gpus: int, probe_size: int, variant: Variant = "slim") -> Olm
         raise ValueError(f"probe_size must be an integer in 1..{n_gpus}, got {probe_size!r}")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-    common = dict(
+    common: dict[str, Any] = dict(
         hidden_size=HIDDEN,
         intermediate_size=INTERMEDIATE,
         num_hidden_layers=1,
@@ -141,7 +141,7 @@ def build_probe_model(config: OlmoeConfig, seed: int = 0, std: float = 0.02) -> 
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)  # build in bf16: the paper variant is 1.2 GB, not 2.5
     try:
-        model = OlmoeForCausalLM(config).to(torch.bfloat16).eval()
+        model = OlmoeForCausalLM(config).to(torch.bfloat16).eval()  # type: ignore[arg-type]  # transformers types .to() as a decorator
     finally:
         torch.set_default_dtype(default)
     gen = torch.Generator().manual_seed(seed)

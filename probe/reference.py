@@ -41,7 +41,7 @@ class ReferenceOutput:
 def load_reference_model(path: str | Path, device: str = "cpu") -> OlmoeForCausalLM:
     """Load a probe checkpoint folder in transformers (bf16, eval mode) on ``device``."""
     model = OlmoeForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16)
-    return model.to(device).eval()
+    return model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() as a decorator
 
 
 @torch.no_grad()

@@ -40,12 +40,12 @@ def build(
     if out.exists() and not out.is_dir():
         fail(f"--out {out} exists and is not a folder")
     try:
-        config = probe_config(gpus, probe_size, variant)  # type: ignore[arg-type]
+        config = probe_config(gpus, probe_size, variant)
     except ValueError as exc:
         fail(f"--variant {variant} with --gpus {gpus}: {exc}")
     from faultsense_pipelines.probe.checkpoint import write_checkpoint
 
-    info = write_checkpoint(out, gpus, probe_size, variant, seed)  # type: ignore[arg-type]
+    info = write_checkpoint(out, gpus, probe_size, variant, seed)
     per_gpu = bytes_per_gpu(config, gpus)
     typer.echo(
         f"wrote {info.path}: {variant} probe model, {info.n_experts} experts, hidden {info.hidden}, "

@@ -134,7 +134,7 @@ def _column(rows: Sequence[object], name: str) -> list[object]:
 def fault_table(rows: Sequence[FaultRow]) -> pa.Table:
     """``rows`` as an Arrow table with exactly :data:`.schema.FAULT_SCHEMA`."""
     data = {f.name: _column(rows, f.name) for f in fields(FaultRow)}
-    data["detected_at"] = [d.astimezone(UTC) for d in data["detected_at"]]
+    data["detected_at"] = [r.detected_at.astimezone(UTC) for r in rows]
     data["schema_version"] = [SCHEMA_VERSION] * len(rows)
     return pa.table({f.name: data[f.name] for f in FAULT_SCHEMA}, schema=FAULT_SCHEMA)
 
@@ -142,5 +142,5 @@ def fault_table(rows: Sequence[FaultRow]) -> pa.Table:
 def probe_run_table(rows: Sequence[ProbeRunRow]) -> pa.Table:
     """``rows`` as an Arrow table with exactly :data:`.schema.PROBE_RUN_SCHEMA`."""
     data = {f.name: _column(rows, f.name) for f in fields(ProbeRunRow)}
-    data["gpus"] = [list(g) for g in data["gpus"]]
+    data["gpus"] = [list(r.gpus) for r in rows]
     return pa.table({f.name: data[f.name] for f in PROBE_RUN_SCHEMA}, schema=PROBE_RUN_SCHEMA)
