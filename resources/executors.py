@@ -38,10 +38,13 @@ def executor_options(replica: Replica) -> dict[str, Any]:
 
 
 def redact_secrets(text: str, replica: Replica) -> str:
-    """``text`` with the value of the replica's API-key variable (if set) replaced by ``***``."""
+    """``text`` through the one scrubber (:func:`faultsense_pipelines.redaction.scrub`): every
+    registered secret and the value of the replica's API-key variable (if set), in any form
+    (verbatim, repr / JSON escaped, whitespace-split, truncated), replaced by ``***``."""
+    from faultsense_pipelines.redaction import scrub
+
     env = replica.vllm.api_key_env if replica.vllm is not None else None
-    secret = os.environ.get(env, "") if env else ""
-    return text.replace(secret, "***") if len(secret) >= 4 else text
+    return scrub(text, [os.environ.get(env)] if env else ())
 
 
 class ProbeExecutorResource(dg.ConfigurableResource):

@@ -16,21 +16,34 @@ does not return them leaves the check skipped.
 
 An unreachable, failing or mismatched server gives a :class:`ProbeMeasurement` with
 ``error`` set, never a latency and never evidence of a fault. The API key is read from an
-environment variable and sent as a bearer token; it never appears in errors or ``repr``.
+environment variable and sent as a bearer token; it never appears in errors or ``repr``
+(every message passes :func:`faultsense_pipelines.redaction.scrub`).
+
+Every request is bounded: one deadline (``timeout_s``) covers connecting, the first byte
+and the whole body (a watchdog shuts the socket when it passes, so a server trickling
+keep-alive bytes cannot hold a probe longer); bodies and streamed lines are read in chunks
+and refused beyond ``max_body_bytes`` / ``max_line_bytes``; a malformed response (not JSON,
+the wrong JSON shape, a logprob that is not a number) is an error naming what was wrong.
+After ``breaker_after`` consecutive failed requests the executor's *circuit breaker* opens:
+every later probe is an error at once, without a request, so a hung server costs a few
+deadlines, not one per probe.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import contextlib
 import io
 import json
 import math
-import os
+import socket
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import httpx
 import numpy as np
@@ -38,10 +51,13 @@ import torch
 
 from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embeddings, probe_experts
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
+from faultsense_pipelines.redaction import clip, load_secret
 
 __all__ = ["ServedModel", "VllmExecutor", "VllmProbeDetails"]
 
 RoutingCheck = Literal["matched", "skipped", "off"]
+_T = TypeVar("_T")
+_S = TypeVar("_S")
 
 
 @dataclass(frozen=True)
@@ -101,16 +117,20 @@ class VllmExecutor:
             the checkpoint's ``config.json`` when the model's ``root`` path is readable here;
             given values are checked against it.
         tokens: probe tokens per request.
-        timeout_s: timeout of each HTTP request, s.
+        timeout_s: deadline of each HTTP request (connect + first byte + whole body), s.
         retries: further attempts after a retryable failure (``>= 0``).
         backoff_s: first retry delay, s; doubled on each further retry.
         check_routing: read routed experts back and check them (needs
             ``--enable-return-routed-experts`` on the server, else skipped).
         logprobs: how many top logprobs of the generated token to keep (0..20).
+        max_body_bytes: largest response body read, bytes (streamed; never held whole beyond it).
+        max_line_bytes: largest streamed line, bytes.
+        breaker_after: consecutive failed requests that open the circuit breaker (>= 1).
 
     Raises:
-        ValueError: naming the bad value, for an invalid argument or a missing
-            ``api_key_env`` variable.
+        ValueError: naming the bad value, for an invalid argument, or a missing or unusable
+            ``api_key_env`` variable (:class:`~faultsense_pipelines.redaction.SecretError`,
+            naming the variable, never the value).
     """
 
     name = "vllm"
@@ -131,6 +151,9 @@ class VllmExecutor:
         backoff_s: float = 0.2,
         check_routing: bool = False,
         logprobs: int = 5,
+        max_body_bytes: int = 16 << 20,
+        max_line_bytes: int = 1 << 20,
+        breaker_after: int = 3,
     ) -> None:
         for label, value, low in (
             ("gpus", gpus, 1),
@@ -138,6 +161,9 @@ class VllmExecutor:
             ("tokens", tokens, 1),
             ("retries", retries, 0),
             ("logprobs", logprobs, 0),
+            ("max_body_bytes", max_body_bytes, 1),
+            ("max_line_bytes", max_line_bytes, 1),
+            ("breaker_after", breaker_after, 1),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
@@ -145,14 +171,11 @@ class VllmExecutor:
             raise ValueError(f"probe_size must be <= gpus={gpus}, got {probe_size}")
         if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
             raise ValueError(f"timeout_s must be a finite number > 0, got {timeout_s!r}")
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"url must start with http:// or https://, got {url!r}")
-        headers = {}
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https://, got {clip(repr(url), 80)}")
+        headers = {"Accept-Encoding": "identity"}
         if api_key_env is not None:
-            key = os.environ.get(api_key_env)
-            if not key:
-                raise ValueError(f"environment variable {api_key_env} (the vLLM API key) is not set")
-            headers["Authorization"] = f"Bearer {key}"
+            headers["Authorization"] = f"Bearer {load_secret(api_key_env)}"
         self.gpus = gpus
         self.probe_size = probe_size
         self.url = url.rstrip("/")
@@ -161,10 +184,22 @@ class VllmExecutor:
         self.backoff_s = backoff_s
         self.check_routing = check_routing
         self.logprobs = min(logprobs, 20)
+        self.timeout_s = float(timeout_s)
+        self.max_body_bytes = max_body_bytes
+        self.max_line_bytes = max_line_bytes
+        self.breaker_after = breaker_after
         self.last_details: VllmProbeDetails | None = None
         self._wanted = (model, n_experts, hidden)
         self._served: ServedModel | None = None
-        self._client = httpx.Client(base_url=self.url, headers=headers, timeout=httpx.Timeout(timeout_s))
+        self._failures = 0  # consecutive failed requests
+        self._breaker: str | None = None  # why the circuit is open
+        self._socket: socket.socket | None = None  # the pooled connection's socket (one connection)
+        self._client = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout_s),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+        )
 
     def __repr__(self) -> str:
         return f"VllmExecutor(gpus={self.gpus}, probe_size={self.probe_size}, url={self.url!r})"
@@ -195,7 +230,10 @@ class VllmExecutor:
                 server.append(server_ttft)
             routing = self._check_routing(body, members, served)
         except ExecutorError as exc:
-            return ProbeMeasurement(gpus=members, latencies_ms=(), error=str(exc))
+            return ProbeMeasurement(gpus=members, latencies_ms=(), error=clip(exc, 600))
+        except Exception as exc:  # a response shape nothing above foresaw: still an error row, scrubbed
+            message = f"malformed response from {self.url}: {type(exc).__name__}: {exc}"
+            return ProbeMeasurement(gpus=members, latencies_ms=(), error=clip(message, 600))
         self.last_details = VllmProbeDetails(members, tuple(client), tuple(server), top, routing)
         return ProbeMeasurement(gpus=members, latencies_ms=tuple(client))
 
@@ -225,13 +263,18 @@ class VllmExecutor:
     def _describe(self) -> ServedModel:
         want_model, want_experts, want_hidden = self._wanted
         listing = self._with_retries(lambda: self._get_json("/v1/models"))
-        cards = {card.get("id"): card for card in listing.get("data", [])}
+        data = _shape(listing.get("data", []), list, "/v1/models 'data'")
+        cards: dict[str, dict] = {}
+        for i, card in enumerate(data):
+            card = _shape(card, dict, f"/v1/models 'data[{i}]'")
+            cards[clip(_shape(card.get("id"), str, f"/v1/models 'data[{i}].id'"), 200)] = card
         if want_model is None and len(cards) != 1:
             raise ExecutorError(f"server {self.url} serves {sorted(cards)}; pass model= to pick one")
         name = want_model if want_model is not None else next(iter(cards))
         if name not in cards:
             raise ExecutorError(f"server {self.url} does not serve model {name!r}; it serves {sorted(cards)}")
-        config = _read_local_config(cards[name].get("root"))
+        root = cards[name].get("root")
+        config = _read_local_config(root if isinstance(root, str) else None)
         hidden = _agree("hidden size", want_hidden, config.get("hidden_size"), name)
         n_experts = _agree("number of experts", want_experts, config.get("num_experts"), name)
         top_k = config.get("num_experts_per_tok")
@@ -268,98 +311,256 @@ class VllmExecutor:
     def _timed_probe(self, body: dict) -> tuple[float, float | None, dict[str, float]]:
         """One streamed request: (client TTFT ms, server TTFT ms or None, top logprobs)."""
         stream_body = body | {"stream": True, "stream_options": {"include_usage": True}}
-        ttft_ms: float | None = None
-        server_ttft: float | None = None
-        top: dict[str, float] = {}
+        got: dict[str, object] = {"ttft": None, "server": None, "top": {}}
         start = time.perf_counter()
-        try:
-            with self._client.stream("POST", "/v1/completions", json=stream_body) as response:
-                _raise_for_status(response, read=True)
-                for line in response.iter_lines():
-                    if not line.startswith("data:") or line.strip() == "data: [DONE]":
-                        continue
-                    chunk = json.loads(line[len("data:") :])
-                    if "error" in chunk:
-                        raise ExecutorError(f"server error mid-stream: {_error_text(chunk)}")
-                    if chunk.get("choices") and ttft_ms is None:
-                        ttft_ms = (time.perf_counter() - start) * 1000.0
-                        top = _top_logprobs(chunk["choices"][0])
-                    server_ttft = (chunk.get("metrics") or {}).get("time_to_first_token_ms", server_ttft)
-        except httpx.HTTPError as exc:
-            raise _Retryable(f"request to {self.url}/v1/completions failed: {type(exc).__name__}: {exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise ExecutorError(f"server {self.url} streamed a line that is not JSON: {exc}") from exc
-        if ttft_ms is None:
+
+        def on_line(raw: bytes) -> None:
+            line = raw.decode("utf-8", errors="replace").strip()
+            if not line.startswith("data:") or line == "data: [DONE]":
+                return
+            chunk = _shape(_loads(line[len("data:") :], "a streamed line"), dict, "a streamed chunk")
+            if "error" in chunk:
+                raise ExecutorError(f"server error mid-stream: {_error_text(chunk)}")
+            choices = chunk.get("choices")
+            if choices is not None:
+                choices = _shape(choices, list, "a streamed chunk's 'choices'")
+            if choices and got["ttft"] is None:
+                got["ttft"] = (time.perf_counter() - start) * 1000.0
+                got["top"] = _top_logprobs(_shape(choices[0], dict, "'choices[0]'"))
+            metrics = chunk.get("metrics")
+            if metrics is not None:
+                value = _shape(metrics, dict, "a streamed chunk's 'metrics'").get("time_to_first_token_ms")
+                if value is not None:
+                    got["server"] = _number(value, "'metrics.time_to_first_token_ms'")
+
+        self._exchange("POST", "/v1/completions", stream_body, on_line)
+        if got["ttft"] is None:
             raise ExecutorError(f"server {self.url} closed the stream without a token")
-        return ttft_ms, server_ttft, top
+        return got["ttft"], got["server"], got["top"]  # type: ignore[return-value]
 
     def _check_routing(self, body: dict, members: tuple[int, ...], served: ServedModel) -> RoutingCheck:
         if not self.check_routing:
             return "off"
         response = self._with_retries(lambda: self._post_json("/v1/completions", body))
-        encoded = (response.get("choices") or [{}])[0].get("routed_experts")
+        choices = _shape(response.get("choices") or [{}], list, "'choices'")
+        encoded = _shape(choices[0], dict, "'choices[0]'").get("routed_experts")
         if encoded is None:
             return "skipped"
-        routed = np.load(io.BytesIO(base64.b64decode(encoded)))  # (tokens, layers, k)
-        if routed.ndim != 3 or routed.shape[0] < 1:
-            raise ExecutorError(f"routed experts have shape {routed.shape}, expected (tokens, layers, top_k)")
-        per_token = gpus_of_routed_experts(routed[:, 0, :].astype(np.int64), self.gpus, served.n_experts)
+        try:
+            routed = np.load(io.BytesIO(base64.b64decode(_shape(encoded, str, "'routed_experts'"), validate=True)))
+        except (binascii.Error, ValueError, OSError, EOFError) as exc:
+            raise ExecutorError(
+                f"server {self.url} sent malformed 'routed_experts' (not a base64 .npy array): {type(exc).__name__}"
+            ) from None
+        if not isinstance(routed, np.ndarray) or routed.ndim != 3 or routed.shape[0] < 1 or routed.dtype.kind not in "iu":
+            shape = getattr(routed, "shape", None)
+            raise ExecutorError(f"routed experts have shape {shape}, expected integer (tokens, layers, top_k)")
+        try:
+            per_token = gpus_of_routed_experts(routed[:, 0, :].astype(np.int64), self.gpus, served.n_experts)
+        except (ValueError, IndexError) as exc:
+            raise ExecutorError(f"server {self.url} sent routed experts outside the model: {clip(exc, 120)}") from None
         for t, got in enumerate(per_token):
             if got != frozenset(members):
                 raise ExecutorError(f"routing mismatch: probe token {t} reached GPUs {sorted(got)}, expected {list(members)}")
         return "matched"
 
     def _get_json(self, path: str) -> dict:
-        try:
-            response = self._client.get(path)
-        except httpx.HTTPError as exc:
-            raise _Retryable(f"server {self.url} unreachable: {type(exc).__name__}: {exc}") from exc
-        _raise_for_status(response)
-        return response.json()
+        return _shape(_loads(self._exchange("GET", path, None), f"the body of {path}"), dict, f"the body of {path}")
 
     def _post_json(self, path: str, body: dict) -> dict:
-        try:
-            response = self._client.post(path, json=body)
-        except httpx.HTTPError as exc:
-            raise _Retryable(f"request to {self.url}{path} failed: {type(exc).__name__}: {exc}") from exc
-        _raise_for_status(response)
-        return response.json()
+        return _shape(_loads(self._exchange("POST", path, body), f"the body of {path}"), dict, f"the body of {path}")
 
-    def _with_retries(self, attempt):
-        """Call ``attempt`` up to ``1 + retries`` times, backing off after retryable failures."""
+    def _trace(self, event: str, info: dict) -> None:
+        """httpcore trace hook: remember the socket of each new connection (for the watchdog)."""
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                self._socket = sock
+
+    def _exchange(self, method: str, path: str, body: dict | None, on_line: Callable[[bytes], None] | None = None) -> bytes:
+        """One request under the deadline ``timeout_s`` (connect + first byte + whole body).
+
+        The body is read in chunks, at most ``max_body_bytes``; with ``on_line`` each line of
+        a successful answer (at most ``max_line_bytes``) is handed over as it arrives and
+        ``b""`` is returned, else the whole body is.
+
+        Raises:
+            _Retryable: deadline passed, connection failed, HTTP 5xx / 429.
+            ExecutorError: any other HTTP error status, an oversized body or line, a
+                compressed body.
+        """
+        where = f"{self.url}{path}"
+        expired = f"request to {where} exceeded its {self.timeout_s:g} s deadline (connect + first byte + whole body)"
+        deadline = time.monotonic() + self.timeout_s
+        fired = threading.Event()
+
+        def fire() -> None:  # a silent or trickling server: cut the connection at the deadline
+            fired.set()
+            sock = self._socket
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(self.timeout_s, fire)
+        timer.daemon = True
+        timer.start()
+        chunks: list[bytes] = []
+        try:
+            with self._client.stream(method, path, json=body, extensions={"trace": self._trace}) as response:
+                stream = response.extensions.get("network_stream")
+                if stream is not None and stream.get_extra_info("socket") is not None:
+                    self._socket = stream.get_extra_info("socket")
+                status = response.status_code
+                encoding = response.headers.get("content-encoding", "identity").strip().lower()
+                if encoding not in ("", "identity"):
+                    raise ExecutorError(
+                        f"server {where} sent a body with Content-Encoding {clip(encoding, 40)!r}; only identity is accepted"
+                    )
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.max_body_bytes:
+                    raise ExecutorError(
+                        f"server {where} announced a body of {int(declared)} bytes, over the {self.max_body_bytes}-byte cap"
+                    )
+                lines = on_line is not None and status < 400
+                received, pending = 0, bytearray()
+                for chunk in response.iter_raw():
+                    received += len(chunk)
+                    if received > self.max_body_bytes:
+                        raise ExecutorError(f"server {where} sent a body over the {self.max_body_bytes}-byte cap")
+                    if time.monotonic() > deadline:
+                        raise _Retryable(expired)
+                    if not lines:
+                        chunks.append(chunk)
+                        continue
+                    pending += chunk
+                    while (end := pending.find(b"\n")) >= 0:
+                        line = bytes(pending[:end])
+                        del pending[: end + 1]
+                        if len(line) > self.max_line_bytes:
+                            raise ExecutorError(f"server {where} streamed a line over the {self.max_line_bytes}-byte cap")
+                        on_line(line)  # type: ignore[misc]
+                    if len(pending) > self.max_line_bytes:
+                        raise ExecutorError(f"server {where} streamed a line over the {self.max_line_bytes}-byte cap")
+                if lines and pending:
+                    on_line(bytes(pending))  # type: ignore[misc]
+        except httpx.HTTPError as exc:
+            if fired.is_set() or time.monotonic() > deadline:
+                raise _Retryable(expired) from None
+            if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                raise _Retryable(f"server {self.url} unreachable: {type(exc).__name__}: {clip(exc, 200)}") from None
+            raise _Retryable(f"request to {where} failed: {type(exc).__name__}: {clip(exc, 200)}") from None
+        finally:
+            timer.cancel()
+        if fired.is_set():
+            raise _Retryable(expired)
+        data = b"".join(chunks)
+        _check_status(status, data, path)
+        return data
+
+    def _with_retries(self, attempt: Callable[[], _T]) -> _T:
+        """Call ``attempt`` up to ``1 + retries`` times, backing off after retryable failures.
+
+        Every failed request counts toward the circuit breaker; once ``breaker_after``
+        consecutive requests failed it opens, and this (and every later call) raises at once.
+        """
         for i in range(self.retries + 1):
+            if self._breaker is not None:
+                raise ExecutorError(self._breaker)
             try:
-                return attempt()
-            except _Retryable as exc:
-                if i == self.retries:
-                    raise ExecutorError(f"{exc} (after {self.retries + 1} attempts)") from exc
+                value = attempt()
+            except ExecutorError as exc:
+                self._failures += 1
+                last = i == self.retries or not isinstance(exc, _Retryable)
+                message = f"{exc} (after {i + 1} attempts)" if isinstance(exc, _Retryable) and last else str(exc)
+                if self._failures >= self.breaker_after:
+                    self._breaker = (
+                        f"circuit open after {self._failures} consecutive failed requests to {self.url}; "
+                        f"no further probe is sent (last: {clip(message, 300)})"
+                    )
+                    raise ExecutorError(f"{message}; {self._breaker}" if i + 1 < self._failures else message) from None
+                if last:
+                    raise ExecutorError(message) from None
                 time.sleep(self.backoff_s * 2**i)
+            else:
+                self._failures = 0
+                return value
         raise AssertionError("unreachable")
 
 
-def _raise_for_status(response: httpx.Response, read: bool = False) -> None:
-    if response.status_code < 400:
-        return
-    if read:
-        response.read()
+def _loads(data: bytes | str, what: str) -> object:
+    """JSON of ``data``, or an :class:`ExecutorError` saying ``what`` was not JSON."""
     try:
-        detail = _error_text(response.json())
-    except ValueError:
-        detail = response.text[:300]
-    message = f"server answered HTTP {response.status_code} for {response.request.url.path}: {detail}"
-    if response.status_code >= 500 or response.status_code == 429:
+        return json.loads(data)
+    except RecursionError:
+        raise ExecutorError(f"malformed response: {what} nests too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ExecutorError(
+            f"malformed response: {what} is not JSON ({type(exc).__name__} at {getattr(exc, 'pos', '?')})"
+        ) from None
+
+
+_KINDS = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _shape(value: object, kind: type[_S], what: str) -> _S:
+    """``value`` if it is a ``kind``, else an :class:`ExecutorError` naming ``what`` and what it was."""
+    if not isinstance(value, kind):
+        raise ExecutorError(f"malformed response: {what} is {_kind(value)}, expected {_KINDS.get(kind, kind.__name__)}")
+    return value
+
+
+def _number(value: object, what: str) -> float:
+    """``value`` as a finite float, else an :class:`ExecutorError` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ExecutorError(f"malformed response: {what} is {_kind(value)} that is not a finite number")
+    return float(value)
+
+
+def _check_status(status: int, data: bytes, path: str) -> None:
+    if status < 400:
+        return
+    try:
+        payload = json.loads(data)
+        detail = _error_text(payload) if isinstance(payload, dict) else clip(data.decode("utf-8", "replace"), 300)
+    except (ValueError, RecursionError):
+        detail = clip(data.decode("utf-8", "replace"), 300)
+    message = f"server answered HTTP {status} for {path}: {detail}"
+    if status >= 500 or status == 429:
         raise _Retryable(message)
     raise ExecutorError(message)
 
 
 def _error_text(payload: dict) -> str:
+    """The server's error message, scrubbed, whitespace collapsed, at most 300 characters."""
     error = payload.get("error", payload)
-    return " ".join(str(error.get("message", error) if isinstance(error, dict) else error).split())[:300]
+    return clip(error.get("message", error) if isinstance(error, dict) else error, 300)
 
 
 def _top_logprobs(choice: dict) -> dict[str, float]:
-    tops = (choice.get("logprobs") or {}).get("top_logprobs") or [{}]
-    return {str(token): float(value) for token, value in (tops[0] or {}).items()}
+    logprobs = choice.get("logprobs")
+    if logprobs is None:
+        return {}
+    tops = _shape(logprobs, dict, "'choices[0].logprobs'").get("top_logprobs")
+    if not tops:
+        return {}
+    first = _shape(tops, list, "'logprobs.top_logprobs'")[0]
+    if first is None:
+        return {}
+    return {
+        clip(token, 200): _number(value, f"the logprob of token {clip(repr(token), 40)}")
+        for token, value in _shape(first, dict, "'logprobs.top_logprobs[0]'").items()
+    }
 
 
 def _read_local_config(root: str | None) -> dict:
