@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,10 @@ class Verdict:
             when unknown.
         phase: the phase that produced the verdict.
         probes_used: Phase 2 probes spent to reach it.
+        confidence: posterior probability that the component is faulty, from the weighed
+            evidence (``--drilldown evidence``); ``None`` where the drill-down treats probes
+            as binary tests (``adaptive``, ``paper``) or the component is masked.
+        reason: why an ``"inconclusive"`` verdict was not settled, where known.
     """
 
     component_kind: str
@@ -92,6 +97,8 @@ class Verdict:
     slowdown: float | None
     phase: int
     probes_used: int
+    confidence: float | None = None
+    reason: str | None = None
 
     @property
     def link(self) -> Link | None:
@@ -227,7 +234,7 @@ class Localization:
         healthy[self.faulty_gpus] = False
         return int(np.triu(~cleared[np.ix_(healthy, healthy)], 1).sum())
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The ``faultsense simulate --json`` contract (plain JSON types)."""
         inconclusive = [
             {"gpu": v.gpu} if v.peer_gpu is None else {"link": [v.gpu, v.peer_gpu]}

@@ -1,0 +1,548 @@
+"""Evidence-weighted drill-down: paired, sequential tests with a confidence on every verdict.
+
+Phase 2 of FaultSense (APSys '26, §4.3) treats a probe as a noise-free binary test: one pass
+exonerates, one slow probe blames. Real probe latencies have load drift and bursts shared by
+every probe, transient stalls, heavy tails and faults that come and go, so this drill-down
+weighs every measurement instead:
+
+* **Paired measurements.** Each Phase 2 test measures a *test* probe and, right beside it in
+  time, a *reference* probe of GPUs believed healthy. Its datum is
+  ``d = log(latency(test) / latency(reference))``: a load burst or drift lifts both and
+  cancels (the reference is the shared time-varying baseline).
+* **A robust likelihood.** Under "the test probe holds no fault", ``d`` is Student-t (3 degrees
+  of freedom) around 0 with the pair's noise scale, mixed with a broad stall component; under
+  "it holds a fault", ``d`` is at least ``effect`` (the log of the smallest slowdown Phase 1
+  flags; a one-sided, generalized likelihood). An intermittent GPU (a thermal throttling
+  cycle) is slow in a share ``gpu_duty`` of its measurements, so a GPU hypothesis predicts a
+  mixture. Each pair's log-likelihood ratio is clipped to ``±clip``: no single measurement can
+  blame or clear, and nothing is blamed that fewer than ``min_accusing`` pairs accused.
+* **Sequential tests** (Wald's SPRT, 1945). A candidate GPU (Phase 1 evidence for it exceeds
+  the evidence against) is tested with fresh healthy padding each pair until its
+  log-likelihood ratio crosses ``log(c / (1 - c))`` (confirmed, confidence c) or
+  ``-log(c_h / (1 - c_h))`` (healthy), or the pair budget runs out (inconclusive).
+* **Hypotheses over a catalog.** Each suspect Phase 1 probe not explained by a confirmed GPU
+  is a *unit*: its hypotheses are each of its GPUs, each of its links, and "none" (a false
+  alarm). The next test probe is chosen to split the remaining probability mass in half
+  (generalized binary search; noisy adaptive group testing), measured paired, and every
+  hypothesis' posterior updated; a unit stops at the confidence target, or at its budget with
+  the reason. A unit that a confirmed GPU explains is re-checked for a second fault hidden
+  behind it (links of its other GPUs), with "none" a priori likely.
+
+The algorithm is pure: it sees a *pair oracle*, never an executor. The shared components of
+a topology (NICs, NVSwitches, switches) are more hypotheses of the same kind: a component is
+the set of GPU-to-GPU paths it carries, and a test probe holds it when it holds one of them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "EvidenceFinding",
+    "EvidenceModel",
+    "EvidenceResult",
+    "PairOracle",
+    "estimate_sigma",
+    "evidence_drilldown",
+    "time_detrended_excess",
+]
+
+#: ``pair(test_gpus, reference_gpus) -> d = log(latency(test) / latency(reference))``, or
+#: ``None`` when either probe could not be measured.
+PairOracle = Callable[[tuple[int, ...], tuple[int, ...]], float | None]
+
+_T_DF = 3.0
+_T_NORM = math.gamma((_T_DF + 1) / 2) / (math.sqrt(_T_DF * math.pi) * math.gamma(_T_DF / 2))
+#: Spread of a stalled pair's d in log space: a stall of up to 4x on either probe.
+_STALL_WIDTH = 2.0 * math.log(4.0)
+
+
+def _t_pdf(z: float) -> float:
+    return _T_NORM * (1.0 + z * z / _T_DF) ** (-(_T_DF + 1) / 2)
+
+
+@dataclass(frozen=True)
+class EvidenceModel:
+    """The likelihood and the stopping rules of :func:`evidence_drilldown`.
+
+    Attributes:
+        sigma: noise scale of one measurement's log-latency (Phase 1 estimate); floored at
+            ``min_sigma`` so a noise-free replica keeps a finite likelihood.
+        effect: log of the smallest slowdown that is a fault (Phase 1's threshold ratio), > 0.
+        repeats: measurements per probe; each probe's latency is their median.
+        stall_share: share of pairs hit by a stall or burst edge (the broad component).
+        gpu_duty: share of measurements in which a faulty GPU is assumed slow (intermittent).
+        confidence: posterior a blame needs.
+        clear_confidence: posterior a "healthy" call needs.
+        min_accusing: pairs with ``d > effect / 2`` a blame needs.
+        clip: bound on one pair's log-likelihood ratio.
+        max_pairs: paired tests per candidate GPU or per unit before it is inconclusive.
+        min_sigma: floor of ``sigma``.
+
+    Raises:
+        ValueError: naming the first field out of range.
+    """
+
+    sigma: float
+    effect: float
+    repeats: int = 1
+    stall_share: float = 0.05
+    gpu_duty: float = 0.5
+    confidence: float = 0.999
+    clear_confidence: float = 0.99
+    min_accusing: int = 3
+    clip: float = 2.75
+    max_pairs: int = 24
+    min_sigma: float = 0.01
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.sigma) and self.sigma >= 0):
+            raise ValueError(f"sigma must be a finite number >= 0, got {self.sigma!r}")
+        if not (math.isfinite(self.effect) and self.effect > 0):
+            raise ValueError(f"effect must be a finite number > 0, got {self.effect!r}")
+        if self.repeats < 1 or self.min_accusing < 1 or self.max_pairs < self.min_accusing:
+            raise ValueError("repeats and min_accusing must be >= 1 and max_pairs >= min_accusing")
+        for name in ("stall_share", "gpu_duty", "confidence", "clear_confidence"):
+            if not 0.0 < getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)!r}")
+
+    @property
+    def pair_scale(self) -> float:
+        """Scale of ``d``: two independent medians of ``repeats`` measurements (log space)."""
+        median_efficiency = 1.0 if self.repeats == 1 else 1.2533 / math.sqrt(self.repeats)
+        return math.sqrt(2.0) * max(self.sigma, self.min_sigma) * median_efficiency
+
+    @property
+    def blame_llr(self) -> float:
+        """Log-likelihood ratio at which a blame reaches :attr:`confidence` (prior odds 1)."""
+        return math.log(self.confidence / (1.0 - self.confidence))
+
+    @property
+    def clear_llr(self) -> float:
+        """Log-likelihood ratio (negated) at which a "healthy" call reaches :attr:`clear_confidence`."""
+        return math.log(self.clear_confidence / (1.0 - self.clear_confidence))
+
+    def llr(self, d: float, duty: float = 1.0, scale: float | None = None) -> float:
+        """Clipped log-likelihood ratio of "the test probe holds a fault" for one datum ``d``.
+
+        Args:
+            d: log latency ratio (test over reference, or a probe over the baseline).
+            duty: share of measurements in which the fault is slow (1 = always).
+            scale: scale of ``d``; :attr:`pair_scale` when ``None``.
+
+        >>> m = EvidenceModel(sigma=0.02, effect=math.log(1.2))
+        >>> round(m.llr(0.0), 2), round(m.llr(math.log(2.0)), 2), round(m.llr(0.0, duty=0.5), 2)
+        (-2.75, 2.75, -0.69)
+        """
+        s = self.pair_scale if scale is None else scale
+        u = self.stall_share / _STALL_WIDTH
+        p0 = (1.0 - self.stall_share) * _t_pdf(d / s) / s + u
+        p_slow = (1.0 - self.stall_share) * _t_pdf(max(0.0, self.effect - d) / s) / s + u
+        p1 = duty * p_slow + (1.0 - duty) * p0
+        return max(-self.clip, min(self.clip, math.log(p1 / p0)))
+
+
+@dataclass(frozen=True)
+class EvidenceFinding:
+    """One component judged by :func:`evidence_drilldown`.
+
+    Attributes:
+        kind: ``"gpu"`` or ``"link"``.
+        gpu: the GPU, or the link's smaller id.
+        peer_gpu: the link's larger id; ``None`` for a GPU.
+        status: ``"confirmed"``, ``"masked"`` (a link between two confirmed GPUs) or ``"inconclusive"``.
+        confidence: posterior probability that the component is faulty (``None`` for masked).
+        slowdown: median latency ratio of the pairs that accused it (``None`` if none did).
+        tests_used: paired tests (two probes each) spent on it.
+        reason: for ``"inconclusive"``, why the evidence did not settle it.
+    """
+
+    kind: str
+    gpu: int
+    peer_gpu: int | None
+    status: str
+    confidence: float | None
+    slowdown: float | None
+    tests_used: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class EvidenceResult:
+    """Findings and the count of paired tests; every pair is two Phase 2 probes."""
+
+    findings: tuple[EvidenceFinding, ...]
+    pairs: int
+    cleared_units: int = 0
+
+
+_Hyp = tuple[int, ...]  # (g,) a GPU, (a, b) a link, () "none"
+
+
+@dataclass
+class _State:
+    n: int
+    k: int
+    model: EvidenceModel
+    pair: PairOracle
+    rng: random.Random
+    gpu_evidence: list[float]
+    suspect_pairs: set[tuple[int, int]]
+    confirmed_gpus: set[int] = field(default_factory=set)
+    confirmed_links: set[tuple[int, int]] = field(default_factory=set)
+    healthy_gpus: set[int] = field(default_factory=set)
+    inconclusive_gpus: set[int] = field(default_factory=set)
+    findings: list[EvidenceFinding] = field(default_factory=list)
+    pairs: int = 0
+
+    def known_bad(self, gpus: set[int] | frozenset[int]) -> bool:
+        """True when a probe over ``gpus`` holds a fault already found (it is slow regardless)."""
+        return bool(gpus & self.confirmed_gpus) or any(a in gpus and b in gpus for a, b in self.confirmed_links)
+
+    def pool(self, exclude: set[int]) -> list[int]:
+        """GPUs to pad with, healthiest first: exonerated, then by Phase 1 evidence."""
+        bad = self.confirmed_gpus | self.inconclusive_gpus | exclude
+        ok = [g for g in range(self.n) if g not in bad]
+        return sorted(ok, key=lambda g: (g not in self.healthy_gpus, self.gpu_evidence[g], g))
+
+    def _suspect_link(self, a: int, b: int) -> bool:
+        return (min(a, b), max(a, b)) in self.suspect_pairs
+
+    def measure(self, test_set: set[int], avoid: frozenset[int] = frozenset()) -> tuple[frozenset[int], float] | None:
+        """One paired test: ``test_set`` padded to k with healthy GPUs, against a healthy reference.
+
+        Pads come first from GPUs that share no suspect link with the tested GPUs (a link held
+        by a suspect Phase 1 probe: a slow link to the padding would accuse the tested GPU),
+        then, where too few do (a slow GPU's probes hold all its links; tiny replicas), from the
+        others at random; never from ``avoid`` or next to a known slow link. Pads and
+        references rotate among the healthiest GPUs, so an unknown fault among them cannot
+        accuse the same component every time. Returns ``None`` when too few GPUs remain or the
+        oracle could not measure.
+        """
+        size = min(self.k, self.n)
+        pool = self.pool(test_set)
+        usable = [g for g in pool if g not in avoid and not self._closes_known(test_set, g)]
+        clean = [g for g in usable if not any(self._suspect_link(g, s) for s in test_set)][: max(2 * size, size + 4)]
+        need = size - len(test_set)
+        pads = self.rng.sample(clean, min(need, len(clean)))
+        if len(pads) < need:
+            rest = [g for g in usable if g not in clean]
+            if len(rest) < need - len(pads):
+                return None
+            pads += self.rng.sample(rest, need - len(pads))
+        test = tuple(sorted(test_set | set(pads)))
+        reference = self._reference(size, pool)
+        if reference is None:
+            return None
+        self.pairs += 1
+        d = self.pair(test, reference)
+        return None if d is None else (frozenset(test), d)
+
+    def _reference(self, size: int, pool: Sequence[int]) -> tuple[int, ...] | None:
+        """``size`` GPUs with no suspect link among them, drawn from the healthiest of ``pool``."""
+        order = list(pool[: max(3 * size, size + 6)])
+        self.rng.shuffle(order)
+        chosen: list[int] = []
+        for g in order + [g for g in pool if g not in order]:
+            if not any(self._suspect_link(g, c) for c in chosen):
+                chosen.append(g)
+                if len(chosen) == size:
+                    return tuple(sorted(chosen))
+        # every GPU shares a suspect probe with the others (tiny replicas): the healthiest, shuffled
+        return tuple(sorted(self.rng.sample(order, size))) if len(order) >= size else None
+
+    def _closes_known(self, test_set: set[int], g: int) -> bool:
+        return any((a == g and b in test_set) or (b == g and a in test_set) for a, b in self.confirmed_links)
+
+
+def _accusing(ds: Sequence[float], effect: float) -> list[float]:
+    return [d for d in ds if d > effect / 2]
+
+
+def _slowdown(ds: Sequence[float], effect: float) -> float | None:
+    accused = _accusing(ds, effect)
+    return math.exp(statistics.median(accused)) if accused else None
+
+
+def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
+    """Sequential paired test of each candidate GPU (SPRT with a mixture alternative)."""
+    m = state.model
+    for g in candidates:
+        if g in state.confirmed_gpus or g in state.healthy_gpus:
+            continue
+        llr, ds, errors = 0.0, [], 0
+        tests: list[tuple[frozenset[int], float]] = []
+        avoid: set[int] = set()
+        while True:
+            test = state.measure({g}, frozenset(avoid))
+            if test is None:
+                errors += 1
+                if errors >= 3:
+                    state.inconclusive_gpus.add(g)
+                    state.findings.append(
+                        EvidenceFinding("gpu", g, None, "inconclusive", None, None, len(ds) + errors, "probes failed")
+                    )
+                    break
+                continue
+            d = test[1]
+            ds.append(d)
+            tests.append(test)
+            llr += m.llr(d, duty=m.gpu_duty)
+            pad = _pad_explains(m, g, tests) if llr >= m.blame_llr else None
+            if pad is not None:  # the accusing pairs share a pad: maybe link (g, pad); avoid it
+                avoid.add(pad)
+            elif llr >= m.blame_llr and len(_accusing(ds, m.effect)) >= m.min_accusing:
+                state.confirmed_gpus.add(g)
+                conf = 1.0 / (1.0 + math.exp(-llr))
+                state.findings.append(EvidenceFinding("gpu", g, None, "confirmed", conf, _slowdown(ds, m.effect), len(ds)))
+                break
+            if llr <= -m.clear_llr:
+                state.healthy_gpus.add(g)
+                break
+            if len(ds) >= m.max_pairs:
+                state.inconclusive_gpus.add(g)
+                conf = 1.0 / (1.0 + math.exp(-llr))
+                reason = f"{len(ds)} paired tests left the evidence at confidence {conf:.2f}"
+                state.findings.append(
+                    EvidenceFinding("gpu", g, None, "inconclusive", conf, _slowdown(ds, m.effect), len(ds), reason)
+                )
+                break
+
+
+def _pad_explains(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]]) -> int | None:
+    """A pad whose removal leaves too little evidence against ``g`` (a slow link to it would
+    accuse ``g`` in every pair it padded), or ``None``: leave-one-pad-out."""
+    pads = {p for gpus, d in tests if d > m.effect / 2 for p in gpus if p != g}
+    for p in sorted(pads):
+        rest = [(gpus, d) for gpus, d in tests if p not in gpus]
+        llr = sum(m.llr(d, duty=m.gpu_duty) for _, d in rest)
+        if llr < m.blame_llr / 2 or len(_accusing([d for _, d in rest], m.effect)) < m.min_accusing:
+            return p
+    return None
+
+
+def _predicts_slow(h: _Hyp, gpus: frozenset[int]) -> bool:
+    return bool(h) and all(g in gpus for g in h)
+
+
+def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[int], float]]) -> bool:
+    """Localize the fault(s) of one suspect Phase 1 probe; True when it was a false alarm."""
+    m = state.model
+    members = [g for g in probe if g not in state.confirmed_gpus]
+    if any(g in state.inconclusive_gpus for g in probe):
+        return False
+    explained = len(members) < len(probe) or any(a in probe and b in probe for a, b in state.confirmed_links)
+    hyps: list[_Hyp] = [(g,) for g in members if g not in state.healthy_gpus]
+    hyps += [
+        (a, b)
+        for i, a in enumerate(members)
+        for b in members[i + 1 :]
+        if (a, b) not in state.confirmed_links and (b, a) not in state.confirmed_links
+    ]
+    if not hyps:
+        return True
+    none_prior = 0.9 if explained else 0.5
+    tests: list[tuple[frozenset[int], float]] = []
+    found = False
+    while True:
+        # posterior over the unit's hypotheses from Phase 1 and this unit's paired tests;
+        # data that a known fault explains carry no evidence about the others
+        logw = {(): math.log(none_prior)}
+        for h in hyps:
+            w = math.log((1.0 - none_prior) / len(hyps))
+            duty = m.gpu_duty if len(h) == 1 else 1.0
+            for gpus, x in phase1:
+                if not state.known_bad(gpus) and _predicts_slow(h, gpus):
+                    w += m.llr(x, duty=duty, scale=m.pair_scale / math.sqrt(2.0))
+            for gpus, d in tests:
+                if _predicts_slow(h, gpus):
+                    w += m.llr(d, duty=duty)
+            logw[h] = w
+        top = max(logw.values())
+        total = sum(math.exp(v - top) for v in logw.values())
+        post = {h: math.exp(v - top) / total for h, v in logw.items()}
+        best = max(hyps, key=lambda h: post[h])
+        accused = [d for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2]
+        if post[best] >= m.confidence and len(accused) >= m.min_accusing:
+            _confirm(state, best, post[best], accused, len(tests))
+            found = True
+            if len(best) == 1:
+                members = [g for g in members if g != best[0]]
+                hyps = [h for h in hyps if best[0] not in h]
+            else:
+                hyps = [h for h in hyps if h != best]
+            tests = [(gpus, d) for gpus, d in tests if not state.known_bad(gpus)]
+            none_prior = 0.9
+            if not hyps:
+                return False
+            continue
+        if post[()] >= m.clear_confidence:
+            return not explained and not found
+        if len(tests) >= m.max_pairs:
+            conf = post[best]
+            if conf >= 0.5:
+                reason = f"{len(tests)} paired tests left the evidence at confidence {conf:.2f}"
+                kind = "gpu" if len(best) == 1 else "link"
+                peer = None if len(best) == 1 else best[1]
+                state.findings.append(
+                    EvidenceFinding(kind, best[0], peer, "inconclusive", conf, _slowdown(accused, m.effect), len(tests), reason)
+                )
+            return False
+        subset = _split(state, members, hyps, post)
+        test = state.measure(set(subset))
+        if test is None:
+            return False
+        tests.append(test)
+
+
+def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: dict[_Hyp, float]) -> list[int]:
+    """GPUs of the unit whose probe is predicted slow with probability nearest 1/2."""
+    chosen: set[int] = set()
+    allowed = [g for g in members if not state.known_bad(frozenset({g}))]
+
+    def slow_mass(gpus: set[int]) -> float:
+        return sum(post[h] for h in hyps if all(g in gpus for g in h))
+
+    while len(chosen) < min(state.k, len(allowed)):
+        options = [g for g in allowed if g not in chosen and not state.known_bad(frozenset(chosen | {g}))]
+        if not options:
+            break
+        here = abs(slow_mass(chosen) - 0.5)
+        g = min(options, key=lambda x: (abs(slow_mass(chosen | {x}) - 0.5), x))
+        if abs(slow_mass(chosen | {g}) - 0.5) > here and slow_mass(chosen) > 0:
+            break
+        chosen.add(g)
+    if slow_mass(chosen) == 0.0:  # nothing informative: test the likeliest hypothesis alone
+        chosen = set(max(hyps, key=lambda h: post[h]))
+    return sorted(chosen)
+
+
+def _confirm(state: _State, h: _Hyp, conf: float, accused: Sequence[float], used: int) -> None:
+    slowdown = math.exp(statistics.median(accused))
+    if len(h) == 1:
+        state.confirmed_gpus.add(h[0])
+        state.findings.append(EvidenceFinding("gpu", h[0], None, "confirmed", conf, slowdown, used))
+    else:
+        a, b = h
+        state.confirmed_links.add((a, b))
+        state.findings.append(EvidenceFinding("link", a, b, "confirmed", conf, slowdown, used))
+
+
+def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: float, window: int = 9) -> list[float | None]:
+    """Per probe, ``x = log(latency / baseline at the time it was measured)``.
+
+    Phase 1 measures every probe once per round, round after round (``latencies[i][j]`` is
+    probe i's j-th repeat). The baseline at a measurement is the median of the ``window``
+    measurements around it in that order, so a load burst or drift lifts the baseline, not
+    the probes it hit; a slow probe among healthy neighbours stays slow. ``x`` is the median
+    of the probe's repeats; ``None`` for a probe with no latency.
+
+    Args:
+        latencies: per probe, its latencies in ms (empty on error).
+        baseline_ms: fallback baseline (ms) when too few neighbours were measured.
+        window: measurements in the moving median (odd, >= 3).
+
+    A slow probe among healthy ones stays slow; a burst that lifts the last four probes alike
+    lifts the baseline instead:
+
+    >>> lat = [[10.0], [10.0], [20.0], [10.0], [10.0], [13.0], [13.0], [13.0], [13.0]]
+    >>> [round(x, 3) + 0.0 for x in time_detrended_excess(lat, 10.0, 3)]
+    [0.0, 0.0, 0.693, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    """
+    order = [
+        (i, j)
+        for j in range(max((len(lat) for lat in latencies), default=0))
+        for i in range(len(latencies))
+        if j < len(latencies[i])
+    ]
+    values = [latencies[i][j] for i, j in order]
+    half = window // 2
+    per_probe: list[list[float]] = [[] for _ in latencies]
+    for t, (i, _) in enumerate(order):
+        lo = max(0, min(t - half, len(values) - window))  # the window shifts inward at the ends
+        here = values[lo : lo + window]
+        local = statistics.median(here) if len(here) >= 3 else baseline_ms
+        per_probe[i].append(math.log(values[t] / local))
+    return [statistics.median(xs) if xs else None for xs in per_probe]
+
+
+def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float | None], suspects: Sequence[int]) -> float:
+    """Noise scale of one measurement's log-latency, from Phase 1 (robust: MAD x 1.4826).
+
+    The larger of two estimates: the spread of the repeats of each probe around their median
+    (corrected for the median's own closeness to its sample), and the spread of the
+    time-detrended excess of the probes that are not suspect (divided back to one
+    measurement). Either alone can be too small: a replica of a few probes, or a sweep of one
+    repeat.
+
+    >>> round(estimate_sigma([[10.0, 10.5, 9.5]] * 8, [0.0] * 8, []), 3)
+    0.089
+    """
+    within = [abs(math.log(v / statistics.median(lat))) for lat in latencies if len(lat) >= 2 for v in lat if v > 0]
+    repeats = max((len(lat) for lat in latencies), default=1)
+    est = 0.0
+    if within:
+        est = 1.4826 * statistics.median(within) * math.sqrt(repeats / max(1, repeats - 1))
+    between = [x for i, x in enumerate(excess) if x is not None and i not in set(suspects)]
+    if len(between) >= 5:
+        center = statistics.median(between)
+        spread = 1.4826 * statistics.median(abs(x - center) for x in between)
+        est = max(est, spread * (math.sqrt(repeats) / 1.2533 if repeats > 1 else 1.0))
+    return est
+
+
+def evidence_drilldown(
+    n: int,
+    k: int,
+    phase1: Sequence[tuple[Sequence[int], float | None]],
+    suspects: Sequence[int],
+    pair: PairOracle,
+    model: EvidenceModel,
+    *,
+    seed: int = 0,
+) -> EvidenceResult:
+    """Localize the faults behind the suspect Phase 1 probes from paired, weighed measurements.
+
+    Args:
+        n: GPUs in the replica.
+        k: probe size; every Phase 2 probe (test or reference) has ``min(k, n)`` GPUs.
+        phase1: per Phase 1 probe, its GPUs and ``x = log(latency / baseline)`` (``None`` if
+            it could not be measured).
+        suspects: indices into ``phase1`` of the suspect probes.
+        pair: the pair oracle (see :data:`PairOracle`).
+        model: likelihood and stopping rules.
+        seed: seed of the padding and reference draws.
+
+    Returns:
+        An :class:`EvidenceResult`: confirmed GPUs and links with their confidence, masked
+        links between confirmed GPUs, inconclusive components with the reason.
+
+    Raises:
+        ValueError: a GPU id outside ``0..n-1`` or a suspect index outside ``phase1``.
+    """
+    for gpus, _ in phase1:
+        if any(not 0 <= g < n for g in gpus):
+            raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
+    if any(not 0 <= i < len(phase1) for i in suspects):
+        raise ValueError(f"suspect probe index outside 0..{len(phase1) - 1}")
+    measured = [(frozenset(g), x) for g, x in phase1 if x is not None]
+    scale1 = model.pair_scale / math.sqrt(2.0)
+    evidence = [0.0] * n
+    for gpus, x in measured:
+        contribution = model.llr(x, duty=model.gpu_duty, scale=scale1)
+        for g in gpus:
+            evidence[g] += contribution
+    suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
+    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs)
+    in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))
+    _gpu_stage(state, [g for g in in_suspects if evidence[g] > 0])
+    cleared = 0
+    for i in suspects:
+        cleared += _unit(state, phase1[i][0], measured)
+    confirmed = sorted(state.confirmed_gpus)
+    masked = [EvidenceFinding("link", a, b, "masked", None, None, 0) for i, a in enumerate(confirmed) for b in confirmed[i + 1 :]]
+    return EvidenceResult(tuple(state.findings) + tuple(masked), state.pairs, cleared)

@@ -1,0 +1,106 @@
+"""Phase 2 by weighed evidence over one executor (``--drilldown evidence``).
+
+Wires the pure :func:`~faultsense_pipelines.drilldown.evidence.evidence_drilldown` to a
+:class:`~faultsense_pipelines.probes.ProbeExecutor`: it reads the Phase 1 sweep against a
+time-varying baseline (:func:`~faultsense_pipelines.drilldown.evidence.time_detrended_excess`),
+estimates the noise, measures every Phase 2 test beside a healthy reference probe (order
+alternating, so a linear drift cancels across pairs), and turns the findings into
+:class:`~faultsense_pipelines.localization.Verdict` rows with a confidence each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, time_detrended_excess
+from .judge import measure
+from .localization import Phase1Result, ProbeRecord, Verdict
+from .probes import ProbeExecutor
+from .suspects import probe_latency_ms
+
+__all__ = ["evidence_units", "run_evidence_phase2"]
+
+
+def evidence_units(phase1: Phase1Result, excess: Sequence[float | None], effect: float) -> list[int]:
+    """Phase 1 probes to drill into: the rule's suspects and every probe whose time-detrended
+    excess reaches ``effect``, less those a moving baseline shows were lifted by a load burst
+    (excess below ``effect / 2``).
+
+    Args:
+        phase1: the Phase 1 sweep.
+        excess: per probe, ``log(latency / baseline at its time)`` (``None`` on error).
+        effect: log of the smallest slowdown that is a fault.
+
+    Returns:
+        Indices into ``phase1.records``, ascending.
+    """
+    flagged = set(phase1.suspect_probes) | {i for i, x in enumerate(excess) if x is not None and x >= effect}
+    return sorted(i for i in flagged if (x := excess[i]) is not None and x >= effect / 2)
+
+
+def run_evidence_phase2(
+    executor: ProbeExecutor,
+    phase1: Phase1Result,
+    *,
+    repeats: int,
+    seed: int = 0,
+    confidence: float = 0.999,
+) -> tuple[tuple[ProbeRecord, ...], tuple[Verdict, ...]]:
+    """Drill into a Phase 1 sweep with paired, weighed tests.
+
+    Args:
+        executor: runs the Phase 2 probes.
+        phase1: the Phase 1 sweep (not ``replica_degraded``; it has a baseline).
+        repeats: measurements per Phase 2 probe.
+        seed: seed of the padding and reference draws.
+        confidence: posterior a blame needs (the false-blame budget is ``1 - confidence``).
+
+    Returns:
+        The Phase 2 probe records (each test probe, then its reference; outcome ``"fail"``
+        when the pair accused the test probe) and the verdicts: confirmed and inconclusive
+        GPUs and links with their confidence, masked links between confirmed GPUs.
+
+    Raises:
+        ValueError: a degraded or unmeasured Phase 1, or ``repeats < 1``.
+    """
+    if phase1.replica_degraded or phase1.baseline_ms is None or phase1.threshold_ms is None:
+        raise ValueError("the evidence drill-down needs a Phase 1 sweep with a baseline (not replica_degraded)")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    latencies = [r.latencies_ms[: phase1.repeats] for r in phase1.records]
+    excess = time_detrended_excess(latencies, phase1.baseline_ms)
+    effect = math.log(phase1.threshold_ms / phase1.baseline_ms)
+    units = evidence_units(phase1, excess, effect)
+    model = EvidenceModel(sigma=estimate_sigma(latencies, excess, units), effect=effect, repeats=repeats, confidence=confidence)
+    records: list[ProbeRecord] = []
+
+    def pair(test: tuple[int, ...], reference: tuple[int, ...]) -> float | None:
+        if len(records) % 4 == 0:  # alternate which probe goes first: a linear drift cancels
+            t = measure(executor, test, repeats)
+            r = measure(executor, reference, repeats)
+        else:
+            r = measure(executor, reference, repeats)
+            t = measure(executor, test, repeats)
+        d = None
+        if t.ok and r.ok:
+            d = math.log(probe_latency_ms(t.latencies_ms) / probe_latency_ms(r.latencies_ms))
+        for gpus, m in ((test, t), (reference, r)):
+            outcome = "error" if not m.ok else ("fail" if gpus == test and d is not None and d > effect / 2 else "pass")
+            records.append(ProbeRecord(2, len(records), tuple(sorted(gpus)), m.latencies_ms, m.error, outcome))
+        return d
+
+    result = evidence_drilldown(
+        phase1.gpus,
+        phase1.probe_size,
+        [(r.gpus, x) for r, x in zip(phase1.records, excess)],
+        units,
+        pair,
+        model,
+        seed=seed,
+    )
+    verdicts = tuple(
+        Verdict(f.kind, f.gpu, f.peer_gpu, f.status, f.slowdown, 2, 2 * f.tests_used, f.confidence, f.reason)
+        for f in result.findings
+    )
+    return tuple(records), verdicts

@@ -1,0 +1,146 @@
+"""The evidence-weighted drill-down: hand-worked oracles, then invariants under production-like noise."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.drilldown.evidence import EvidenceModel, evidence_drilldown
+from faultsense_pipelines.evidence import run_evidence_phase2
+from faultsense_pipelines.latency_model import LatencyModel, NoiseModel
+from faultsense_pipelines.localize import run_phase1
+from faultsense_pipelines.probes import ProbeMeasurement
+
+PRODUCTION = NoiseModel(
+    sigma=0.03, tail_df=4.0, stall_rate=0.02, stall_max=4.0, drift=0.15, burst_rate=0.01, burst_height=0.3, burst_length=15
+)
+
+
+class _Executor:
+    """A simulated replica over the production-like latency model, latencies scaled by ``scale``."""
+
+    name = "simulated"
+
+    def __init__(self, n: int, model: LatencyModel, scale: float = 1.0) -> None:
+        self.gpus, self.model, self.scale = n, model, scale
+
+    def run(self, gpus, repeats=1):
+        return ProbeMeasurement(tuple(sorted(gpus)), tuple(self.scale * x for x in self.model.measure(tuple(gpus), repeats)))
+
+    def close(self) -> None:
+        pass
+
+
+def _sweep(n, k, faults, seed, noise=PRODUCTION, scale=1.0):
+    ex = _Executor(n, LatencyModel(noise, faults, seed=seed), scale)
+    p1 = run_phase1(ex, plan_cover(n, k), repeats=3)
+    assert not p1.replica_degraded
+    return run_evidence_phase2(ex, p1, repeats=3, seed=seed)[1]
+
+
+def _confirmed(verdicts):
+    return {(v.component_kind, v.gpu, v.peer_gpu) for v in verdicts if v.status == "confirmed"}
+
+
+def _noise_free_oracle(slow: dict[tuple[int, ...], float], calls: list):
+    def slowdown(gpus):
+        return max((f for c, f in slow.items() if set(c) <= set(gpus)), default=1.0)
+
+    def pair(test, reference):
+        calls.append((test, reference))
+        return math.log(slowdown(test) / slowdown(reference))
+
+    return pair, slowdown
+
+
+def _phase1(n, k, slowdown):
+    cover = plan_cover(n, k)
+    return [(p, math.log(slowdown(p))) for p in cover.probes]
+
+
+def test_a_noise_free_slow_gpu_is_confirmed_alone_with_its_confidence():
+    calls: list = []
+    pair, slowdown = _noise_free_oracle({(5,): 1.6}, calls)
+    phase1 = _phase1(16, 4, slowdown)
+    suspects = [i for i, (_, x) in enumerate(phase1) if x > 0]
+    model = EvidenceModel(sigma=0.0, effect=math.log(1.2))
+    result = evidence_drilldown(16, 4, phase1, suspects, pair, model)
+    confirmed = [f for f in result.findings if f.status == "confirmed"]
+    assert [(f.kind, f.gpu) for f in confirmed] == [("gpu", 5)]
+    # each pair gives the clipped ratio 2.75 (d = log 1.6 >> effect); three would reach
+    # log(999) = 6.9, but the pairs go on until no single pad carries the accusation
+    # (leave-one-pad-out); the posterior is the logistic of the summed ratio
+    pairs = sum(5 in t for t, _ in calls)
+    assert pairs >= 3
+    assert confirmed[0].confidence == pytest.approx(1 / (1 + math.exp(-pairs * 2.75)), rel=1e-9)
+    assert confirmed[0].slowdown == pytest.approx(1.6)
+    # every test probe held GPU 5 and k-1 pads; no reference ever held it
+    assert all(5 not in ref for _, ref in calls)
+    assert all(len(t) == 4 and len(r) == 4 for t, r in calls)
+
+
+def test_a_noise_free_slow_link_is_confirmed_and_neither_end_is_blamed():
+    calls: list = []
+    pair, slowdown = _noise_free_oracle({(3, 9): 1.5}, calls)
+    phase1 = _phase1(16, 4, slowdown)
+    suspects = [i for i, (_, x) in enumerate(phase1) if x > 0]
+    assert len(suspects) == 1
+    result = evidence_drilldown(16, 4, phase1, suspects, pair, EvidenceModel(sigma=0.0, effect=math.log(1.2)))
+    assert [(f.kind, f.gpu, f.peer_gpu, f.status) for f in result.findings] == [("link", 3, 9, "confirmed")]
+    assert result.findings[0].confidence >= 0.999
+
+
+def test_one_accusing_measurement_never_blames():
+    """A stall that hits one test probe once is evidence, not a verdict."""
+    calls: list = []
+    base_pair, slowdown = _noise_free_oracle({}, calls)
+
+    def pair(test, reference):
+        d = base_pair(test, reference)
+        return math.log(3.0) if len(calls) == 1 else d  # the first test stalls 3x
+
+    phase1 = _phase1(16, 4, slowdown)
+    phase1[0] = (phase1[0][0], math.log(1.5))  # Phase 1 saw probe 0 slow once
+    result = evidence_drilldown(16, 4, phase1, [0], pair, EvidenceModel(sigma=0.02, effect=math.log(1.2)))
+    assert [f for f in result.findings if f.status == "confirmed"] == []
+    assert result.cleared_units == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_under_production_noise_a_slow_gpu_and_a_slow_link_are_found_and_nothing_else(seed):
+    faults = [((9,), True, 1.8, 1.0), ((3, 21), False, 1.5, 1.0)]
+    verdicts = _sweep(64, 8, faults, seed)
+    assert _confirmed(verdicts) == {("gpu", 9, None), ("link", 3, 21)}
+    # a confirmed GPU's links to healthy GPUs are never confirmed
+    assert all(v.peer_gpu is None or 9 not in (v.gpu, v.peer_gpu) for v in verdicts if v.status == "confirmed")
+    assert all(v.confidence is not None and v.confidence >= 0.999 for v in verdicts if v.status == "confirmed")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_intermittent_gpu_is_named_and_none_of_its_links(seed):
+    verdicts = _sweep(64, 8, [((17,), True, 1.8, 0.6)], seed)
+    assert _confirmed(verdicts) == {("gpu", 17, None)}
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_with_spillover_a_2x_gpu_is_still_found(seed):
+    noise = NoiseModel(**{**PRODUCTION.__dict__, "spillover": 0.3})
+    assert _confirmed(_sweep(64, 8, [((40,), True, 2.0, 1.0)], seed, noise)) == {("gpu", 40, None)}
+
+
+def test_scaling_every_latency_by_one_factor_changes_no_verdict():
+    faults = [((9,), True, 1.8, 1.0), ((3, 21), False, 1.5, 1.0)]
+    assert _sweep(64, 8, faults, 1) == _sweep(64, 8, faults, 1, scale=7.5)
+
+
+def test_a_tiny_replica_whose_gpu_sits_in_half_the_probes_is_judged():
+    """n=8, k=4: every GPU is in 3 of the 6 cover probes; the default fleet's local-8 case."""
+    for seed in range(3):
+        assert _confirmed(_sweep(8, 4, [((2,), True, 3.0, 1.0)], seed)) == {("gpu", 2, None)}
+
+
+def test_a_healthy_replica_blames_nothing():
+    for seed in range(3):
+        assert _confirmed(_sweep(128, 8, [], seed)) == set()
