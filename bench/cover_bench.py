@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from faultsense_pipelines.cover import best, designs, fields, plan_cover, schonheim_bound
+from faultsense_pipelines.cover import CoverMethod, best, designs, fields, plan_cover, schonheim_bound
 from faultsense_pipelines.cover.best import best_cover_source
 from faultsense_pipelines.cover.rounds import rounds_lower_bound
 
@@ -44,7 +44,7 @@ def _clear_caches() -> None:
         f.cache_clear()
 
 
-def _timed_plan(n: int, k: int, method: str, repeats: int = 2):
+def _timed_plan(n: int, k: int, method: CoverMethod, repeats: int = 2):
     """Plan cold ``repeats`` times; the fastest time (the machine is shared, so noise only adds)."""
     best_time = float("inf")
     for _ in range(repeats):
@@ -59,8 +59,8 @@ def step_table(ns: range, ks: tuple[int, ...]) -> pd.DataFrame:
     rows = []
     for k in ks:
         for n in ns:
-            greedy, t_greedy = _timed_plan(n, k, "greedy")
-            bestc, t_best = _timed_plan(n, k, "best")
+            greedy, t_greedy = _timed_plan(n, k, CoverMethod.GREEDY)
+            bestc, t_best = _timed_plan(n, k, CoverMethod.BEST)
             bound = schonheim_bound(n, k)
             rounds_ref = -(-(n - 1) // (k - 1))
             rows.append(
@@ -102,7 +102,7 @@ def every_n(k: int, lo: int, hi: int) -> pd.DataFrame:
     _clear_caches()
     rows = []
     for n in range(lo, hi + 1):
-        cover = plan_cover(n, k, "best")
+        cover = plan_cover(n, k, CoverMethod.BEST)
         bound = schonheim_bound(n, k)
         rows.append(
             {
@@ -205,18 +205,18 @@ def _markdown(table: pd.DataFrame, sweep: pd.DataFrame | None) -> str:
         "",
         "- `best_source` names the winning construction: `TD(k,m)+e` is a transversal design on k groups of",
         "  at most m GPUs plus e infinite GPUs, each group covered recursively; `table` is a small cover found",
-        "  offline by simulated annealing (`faultsense_pipelines/cover/small_covers.json`); `TD(k,m)+e holey`",
+        "  offline by simulated annealing (`faultsense_pipelines/cover/data/small.json`); `TD(k,m)+e holey`",
         "  covers each group with the infinite GPUs by a holey cover (pairs among the infinite GPUs left out,",
-        "  `faultsense_pipelines/cover/holey_covers.json`) and the infinite GPUs once; `D+e` is the Steiner",
+        "  `faultsense_pipelines/cover/data/holey.json`) and the infinite GPUs once; `D+e` is the Steiner",
         "  system D extended by e GPUs that share ceil(v/(k-e)) new probes.",
-        "- `resolvable` is a small cover annealed in fixed rounds (`faultsense_pipelines/cover/resolvable_covers.json`);",
+        "- `resolvable` is a small cover annealed in fixed rounds (`faultsense_pipelines/cover/data/resolvable.json`);",
         "  `AG(2,7)+1` is the affine plane plus one GPU on the lines through a point (8 parallel classes = 8 rounds).",
         "- `cyclic` is one base round of disjoint probes on Z_m x {0..c-1} developed over Z_m into m rounds",
-        "  (`faultsense_pipelines/cover/cyclic_covers.json`; n=75, k=8: Z_15 x 5, 135 probes in 15 rounds).",
-        "- `table` for k=8 at n >= 100 is a stored large cover (`faultsense_pipelines/cover/large_covers.json`,",
+        "  (`faultsense_pipelines/cover/data/cyclic.json`; n=75, k=8: Z_15 x 5, 135 probes in 15 rounds).",
+        "- `table` for k=8 at n >= 100 is a stored large cover (`faultsense_pipelines/cover/data/large.json`,",
         "  docs/cover_large.md); at n=175 and 275, and at the 8-GPU-node sizes 144, 160, 176, 192, 264, 304",
         "  and 312, it is a transversal-design cover whose probes were changed offline with the rounds fixed",
-        "  (`cover/schedule_anneal.py`; n=175: 601 probes in 37 rounds, n=275: 1512 in 60).",
+        "  (`tools/cover_search/schedule_anneal.py`; n=175: 601 probes in 37 rounds, n=275: 1512 in 60).",
         "- Rounds above 1.5x come from transversal designs with infinite GPUs (e > 0): those GPUs sit in every",
         "  group's sub-cover (a high floor when e is large), and their probes cannot share a round with a full",
         "  parallel class of the TD, which leaves no GPU of a group idle; tabu search breaks up some classes but",

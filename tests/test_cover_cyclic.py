@@ -1,5 +1,5 @@
-"""Cyclic resolvable covers (faultsense_pipelines.cover.cyclic): development, difference
-requirements, the stored base rounds, and their place in ``best``.
+"""Cyclic resolvable covers (tools/cover_search/cyclic.py; stored in the ``cyclic`` table):
+development, difference requirements, the stored developed rounds, and their place in ``best``.
 
 Every coverage claim is checked by brute force over all pairs, independently of the
 difference bookkeeping that the search and the loader use.
@@ -12,8 +12,9 @@ import random
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.cover.cyclic import cyclic_cover, develop, unmet_differences
+from faultsense_pipelines.cover.table import cyclic_cover, lookup
 from tests.cover_checks import uncovered
+from tools.cover_search.cyclic import develop, unmet_differences
 
 
 def _random_base(rng, m, classes, k, b):
@@ -62,6 +63,10 @@ def test_stored_n75_k8_cover_covers_every_pair_in_15_disjoint_rounds():
     assert uncovered(probes, 75) == set()
     for r in rounds:
         assert len({g for b in r for g in b}) == 8 * len(r)
+    entry = lookup("cyclic", 75, 8)  # stored developed: round t is round 0 shifted by t over Z_15
+    assert entry is not None and entry.cyclic == (15, 5)
+    assert rounds == develop(rounds[0], 15, 5)
+    assert unmet_differences(rounds[0], 15, 5) == []
 
 
 def test_best_plans_n75_k8_within_the_rounds_target_and_below_greedy():
@@ -73,7 +78,7 @@ def test_best_plans_n75_k8_within_the_rounds_target_and_below_greedy():
 
 def test_search_finds_a_small_base_round_whose_development_covers_every_pair():
     pytest.importorskip("numba")
-    from faultsense_pipelines.cover.cyclic_search import search_base_round
+    from tools.cover_search.cyclic_search import search_base_round
 
     unmet, base = search_base_round(7, 2, 4, 3, moves=200_000, seed=0)  # 14 GPUs, 7 rounds
     assert unmet == 0 == len(unmet_differences(base, 7, 2))

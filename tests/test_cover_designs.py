@@ -20,7 +20,7 @@ from faultsense_pipelines.cover.designs import (
 from faultsense_pipelines.cover.fields import galois_field, macneish_ring
 from faultsense_pipelines.cover.refine import fill_to_size, merge_small, remove_redundant, truncate, uncovered_pairs
 from faultsense_pipelines.cover.rounds import dsatur_rounds, ordered_rounds, plan_rounds
-from faultsense_pipelines.cover.search import anneal_cover, shrink_cover
+from tools.cover_search.anneal import anneal_cover, shrink_cover
 
 
 def _pair_multiplicity(blocks) -> Counter:
@@ -142,30 +142,33 @@ def test_round_schedulers_partition_probes_into_gpu_disjoint_rounds(scheduler):
 
 
 def test_stored_small_covers_cover_every_pair_within_the_bound():
-    import json
-
     from faultsense_pipelines.cover.bounds import schonheim_bound
-    from faultsense_pipelines.cover.table import TABLE_PATH
+    from faultsense_pipelines.cover.table import read_table, table_path
 
-    raw = json.loads(TABLE_PATH.read_text())
-    assert raw, "the small-cover table is empty"
-    for k_text, by_n in raw.items():
-        for n_text, blocks in by_n.items():
-            n, k = int(n_text), int(k_text)
-            assert uncovered_pairs(blocks, n) == 0, (n, k)
-            assert all(len(set(b)) == len(b) <= k and min(b) >= 0 and max(b) < n for b in blocks)
-            assert len(blocks) >= schonheim_bound(n, k)
+    stored = read_table(table_path("small"), validate=False)
+    assert stored, "the small-cover table is empty"
+    for c in stored:
+        blocks, n, k = c.probes, c.n, c.k
+        assert c.hole == 0 and c.rounds is None
+        assert uncovered_pairs(blocks, n) == 0, (n, k)
+        assert all(len(set(b)) == len(b) <= k and min(b) >= 0 and max(b) < n for b in blocks)
+        assert len(blocks) >= schonheim_bound(n, k)
 
 
 def test_a_stored_cover_that_misses_a_pair_is_ignored(tmp_path, monkeypatch):
     from faultsense_pipelines.cover import table
 
-    bad = tmp_path / "small_covers.json"
-    bad.write_text('{"4": {"8": [[0, 1, 2, 3], [4, 5, 6, 7]], "5": [[0, 1, 2, 3], [0, 1, 2, 4], [1, 2, 3, 4]]}}')
-    monkeypatch.setattr(table, "TABLE_PATH", bad)
-    table._load.cache_clear()
+    bad = tmp_path / "small.json"
+    bad.write_text(
+        '{"format": "faultsense-covers/1", "covers": [{"n": 8, "k": 4, "probes": ["00010203", "04050607"]},'
+        ' {"n": 5, "k": 4, "probes": ["00010203", "00010204", "01020304"]}]}'
+    )
+    assert [(c.n, c.k) for c in table.read_table(bad)] == [(5, 4)]  # (8, 4) misses every pair across the halves
+    monkeypatch.setattr(table, "TABLE_DIR", tmp_path)
+    table.clear_cache()
     try:
-        assert table.tabled_cover(8, 4) is None  # misses every pair across the two halves
+        assert table.tabled_cover(8, 4) is None
         assert table.tabled_cover(5, 4) is not None
     finally:
-        table._load.cache_clear()
+        monkeypatch.undo()
+        table.clear_cache()

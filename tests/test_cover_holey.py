@@ -9,9 +9,10 @@ from itertools import combinations
 
 import pytest
 
-from faultsense_pipelines.cover import holey, plan_cover, schonheim_bound
+from faultsense_pipelines.cover import plan_cover, schonheim_bound, table
 from faultsense_pipelines.cover.best import best_cover_source
-from faultsense_pipelines.cover.search import anneal_cover
+from tools.cover_search.anneal import anneal_cover
+from tools.cover_search.holey import holey_floor
 
 
 def _missing_required(blocks, s: int, e: int) -> set[tuple[int, int]]:
@@ -32,25 +33,37 @@ def test_annealing_with_a_hole_beats_the_full_cover():
 
 
 def test_stored_holey_covers_cover_every_required_pair_above_the_floor():
-    raw = json.loads(holey.HOLEY_PATH.read_text())
-    assert raw, "the holey-cover table is empty"
-    for key, blocks in raw.items():
-        k, s, e = (int(t) for t in key.split(","))
-        assert _missing_required(blocks, s, e) == set(), key
+    stored = table.read_table(table.table_path("holey"), validate=False)
+    assert stored, "the holey-cover table is empty"
+    for c in stored:
+        k, s, e, blocks = c.k, c.n - c.hole, c.hole, c.probes
+        assert e >= 2, c.key
+        assert _missing_required(blocks, s, e) == set(), c.key
         assert all(len(set(b)) == len(b) <= k and min(b) >= 0 and max(b) < s + e for b in blocks)
-        assert len(blocks) >= holey.holey_floor(s, e, k)
+        assert len(blocks) >= holey_floor(s, e, k)
 
 
 def test_a_stored_holey_cover_that_misses_a_pair_is_ignored(tmp_path, monkeypatch):
-    bad = tmp_path / "holey_covers.json"
-    bad.write_text('{"3,4,3": [[0,1,4],[2,3,4]], "3,2,2": [[0,1,2],[0,1,3]]}')
-    monkeypatch.setattr(holey, "HOLEY_PATH", bad)
-    holey._load.cache_clear()
+    bad = tmp_path / "holey.json"
+    bad.write_text(
+        json.dumps(
+            {
+                "format": table.FORMAT,
+                "covers": [
+                    {"n": 7, "k": 3, "hole": 3, "probes": table.encode_probes([[0, 1, 4], [2, 3, 4]])},
+                    {"n": 4, "k": 3, "hole": 2, "probes": table.encode_probes([[0, 1, 2], [0, 1, 3]])},
+                ],
+            }
+        )
+    )
+    monkeypatch.setattr(table, "TABLE_DIR", tmp_path)
+    table.clear_cache()
     try:
-        assert holey.holey_cover(4, 3, 3) is None  # misses {0, 2} and more
-        assert holey.holey_cover(2, 2, 3) is not None  # {0,1}, {0,2}, {0,3}, {1,2}, {1,3}; {2,3} is the hole
+        assert table.holey_cover(4, 3, 3) is None  # misses {0, 2} and more
+        assert table.holey_cover(2, 2, 3) is not None  # {0,1}, {0,2}, {0,3}, {1,2}, {1,3}; {2,3} is the hole
     finally:
-        holey._load.cache_clear()
+        monkeypatch.undo()
+        table.clear_cache()
 
 
 @pytest.mark.parametrize("n", [162, 166, 170])

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.cover.aligned import aligned_td_cover
 from faultsense_pipelines.cover.designs import affine_plus_one
-from faultsense_pipelines.cover.resolvable import anneal_resolvable, resolvable_cover
 from faultsense_pipelines.cover.rounds import ordered_rounds, plan_rounds, rounds_lower_bound, tabu_rounds
+from faultsense_pipelines.cover.table import resolvable_cover
 from tests.cover_checks import uncovered
+from tools.cover_search.resolvable import anneal_resolvable
 
 
 def _assert_schedule(probes, rounds) -> None:

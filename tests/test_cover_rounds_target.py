@@ -12,7 +12,7 @@ import pytest
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.cover.rounds import rounds_lower_bound
 
-# k=8: n=75 is met by a cyclic cover (135 probes in 15 rounds, faultsense_pipelines/cover/cyclic.py),
+# k=8: n=75 is met by a cyclic cover (135 probes in 15 rounds, cover/data/cyclic.json, tools/cover_search/cyclic_search.py),
 # n=175, 275 and 300 by stored covers (601 probes in 37 rounds, 1512 in 60, 1678 in 64;
 # docs/cover_large.md); the covers they replace missed it (595 probes in 49 rounds, 1459 in 77,
 # 1681 in 76).

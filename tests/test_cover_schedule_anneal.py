@@ -1,4 +1,4 @@
-"""Offline round squeezing (cover/schedule_anneal.py, numba): fewer rounds, or fewer probes, still a cover.
+"""Offline round squeezing (tools/cover_search/schedule_anneal.py, numba): fewer rounds, or fewer probes, still a cover.
 
 Every result is checked here by brute force (pairs) and by a first-fit written out here
 (rounds), not by the module's own checks.
@@ -12,8 +12,8 @@ from faultsense_pipelines.cover.greedy import greedy_cover
 
 pytest.importorskip("numba")
 
-from faultsense_pipelines.cover.schedule_anneal import squeeze_rounds
 from tests.cover_checks import first_fit_rounds, uncovered
+from tools.cover_search.schedule_anneal import squeeze_rounds
 
 
 def test_greedy_cover_is_squeezed_into_fewer_rounds_with_the_same_probe_budget():
@@ -52,14 +52,14 @@ def test_a_cap_below_one_is_refused_and_one_above_what_the_rounds_hold_is_lowere
 
 
 def test_the_command_writes_the_cover_round_by_round_to_the_given_file(tmp_path):
-    import json
-
     from faultsense_pipelines.cover import table
-    from faultsense_pipelines.cover.schedule_anneal import main
+    from tools.cover_search.schedule_anneal import main
 
     out = tmp_path / "covers.json"
     assert main(["104", "17,16", "210", "--moves=2e6", "--write", f"--out={out}"]) == 0  # TD(8,13): 17 rounds
-    entry = json.loads(out.read_text())["8"]["104"]
-    probes = table.decode_probes(entry["probes"], entry["id_bytes"])
+    (entry,) = table.read_table(out)
+    assert (entry.n, entry.k, entry.recipe, entry.tool) == (104, 8, "104 17,16 210 --moves=2e6", "schedule_anneal")
+    probes = entry.probes
     assert uncovered(probes, 104) == set()
-    assert len(probes) <= 210 and first_fit_rounds(probes) <= entry["rounds"] <= 16
+    assert entry.first_fit_rounds is not None
+    assert len(probes) <= 210 and first_fit_rounds(probes) <= entry.first_fit_rounds <= 16

@@ -28,9 +28,9 @@ from faultsense_pipelines.cover import plan_cover
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "faultsense_pipelines"
 # sizes whose plan changes when one stored table is missing (checked by deleting each from an
-# installed copy): small_covers.json (34, 4), large_covers.json (112, 8), holey_covers.json
-# (160, 8: 490 probes, 497 without), resolvable_covers.json (25, 8: 6 rounds, 13 without),
-# cyclic_covers.json (75, 8: 15 rounds, 21 without)
+# installed copy): cover/data/small.json (34, 4), large.json (112, 8), holey.json
+# (160, 8: 490 probes, 497 without), resolvable.json (25, 8: 6 rounds, 13 without),
+# cyclic.json (75, 8: 15 rounds, 21 without)
 TABLED_SIZES = ((34, 4), (112, 8), (160, 8), (25, 8), (75, 8))
 # the files the passive detectors' assets read when the run config names none
 ASSET_DEFAULTS = (
@@ -60,7 +60,7 @@ def test_every_package_folder_of_the_repository_is_an_installed_package_of_the_o
 def _shipped_data_files() -> dict[str, Path]:
     """Wheel path -> source file for every data file the wheel must carry: all of ``data/``, the cover tables."""
     data = [f for f in sorted((PACKAGE / "data").rglob("*")) if f.is_file() and "__pycache__" not in f.parts]
-    files = [*data, *sorted((PACKAGE / "cover").glob("*.json"))]
+    files = [*data, *sorted((PACKAGE / "cover" / "data").glob("*.json"))]
     return {f.relative_to(ROOT).as_posix(): f for f in files}
 
 

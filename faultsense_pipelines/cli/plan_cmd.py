@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cover import Cover, plan_cover
+from ..cover import Cover, CoverMethod, plan_cover
 from .errors import check_cover_args, fail
 
 __all__ = ["plan", "register"]
@@ -20,14 +20,16 @@ _SHOWN_PROBES = 12
 def plan(
     gpus: Annotated[str, typer.Option("--gpus", metavar="N", help="GPUs in the replica, n >= 2.")],
     probe_size: Annotated[str, typer.Option("--probe-size", metavar="K", help="GPUs per probe, 2 <= k <= n.")],
-    method: Annotated[str, typer.Option("--method", help="Cover method: best | greedy.")] = "best",
+    method: Annotated[
+        str, typer.Option("--method", help=f"Cover method: {CoverMethod.BEST} | {CoverMethod.GREEDY}.")
+    ] = CoverMethod.BEST.value,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Plan the Phase 1 cover: size-k probes containing every GPU and every GPU pair, in rounds."""
     n = _integer("--gpus", gpus)
     k = _integer("--probe-size", probe_size)
     check_cover_args(n, k, method)
-    cover = plan_cover(n, k, method)
+    cover = plan_cover(n, k, CoverMethod(method))
     if as_json:
         typer.echo(json.dumps(cover.to_dict()))
     else:

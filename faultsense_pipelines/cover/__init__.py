@@ -5,23 +5,49 @@
 
 * ``"greedy"`` -- the paper's Algorithm 1 (FaultSense, APSys '26, §4.2), :mod:`.greedy`.
 * ``"best"`` (default) -- as close to the Schönheim bound as known designs and local search
-  get, never worse than greedy, :mod:`.best`.
+  get, never worse than greedy, :mod:`.best`, with covers found offline and stored
+  (:mod:`.table`; the searches live in ``tools/cover_search/``, outside the package).
+
+The methods are :class:`CoverMethod` members; plain strings with their values are accepted.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import lru_cache
-from typing import Literal
+from typing import Any
 
 from .bounds import all_pairs, schonheim_bound
 from .greedy import greedy_cover
 from .rounds import plan_rounds
 
-__all__ = ["MAX_GPUS", "Cover", "CoverMethod", "all_pairs", "greedy_cover", "plan_cover", "schonheim_bound"]
+__all__ = [
+    "COVER_METHODS",
+    "MAX_GPUS",
+    "Cover",
+    "CoverMethod",
+    "all_pairs",
+    "greedy_cover",
+    "plan_cover",
+    "schonheim_bound",
+    "validate_cover_args",
+]
 
-CoverMethod = Literal["greedy", "best"]
-COVER_METHODS: tuple[str, ...] = ("greedy", "best")
+
+class CoverMethod(StrEnum):
+    """How :func:`plan_cover` builds a cover; the values are what the CLI, fleet files and JSON carry.
+
+    >>> CoverMethod("best") is CoverMethod.BEST, CoverMethod.GREEDY == "greedy", f"{CoverMethod.BEST}"
+    (True, True, 'best')
+    """
+
+    GREEDY = "greedy"  # the paper's Algorithm 1
+    BEST = "best"  # designs, transversal designs, stored covers (the default)
+
+
+#: the method values, in the order error messages list them
+COVER_METHODS: tuple[str, ...] = tuple(m.value for m in CoverMethod)
 
 
 @dataclass(frozen=True)
@@ -31,7 +57,7 @@ class Cover:
     Attributes:
         gpus: n, GPUs in the replica.
         probe_size: k, GPUs per probe (probes may hold fewer when n < k).
-        method: how it was built (``"greedy"`` or ``"best"``).
+        method: how it was built: a :class:`CoverMethod` value (a plain ``str``, ``"greedy"`` or ``"best"``).
         probes: sorted tuples of 0-based GPU ids; together they contain every GPU and pair.
         rounds: indices into ``probes``; probes of one round share no GPU.
         lower_bound: Schönheim's bound L(n, k) on the number of probes.
@@ -49,7 +75,7 @@ class Cover:
         """n(n-1)/2: probes needed to test every pair separately."""
         return all_pairs(self.gpus)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (the ``faultsense plan --json`` contract)."""
         return {
             "gpus": self.gpus,
@@ -66,8 +92,11 @@ class Cover:
 MAX_GPUS = 4096
 
 
-def validate_cover_args(n: int, k: int, method: str) -> None:
-    """Raise ``ValueError`` naming the bad value if (n, k, method) cannot be planned."""
+def validate_cover_args(n: int, k: int, method: CoverMethod | str) -> None:
+    """Raise ``ValueError`` naming the bad value if (n, k, method) cannot be planned.
+
+    ``method`` is a :class:`CoverMethod` or its value (``"greedy"``, ``"best"``).
+    """
     if not isinstance(n, int) or n < 2:
         raise ValueError(f"gpus must be an integer >= 2, got {n!r}")
     if n > MAX_GPUS:
@@ -81,13 +110,13 @@ def validate_cover_args(n: int, k: int, method: str) -> None:
 
 
 @lru_cache(maxsize=256)
-def plan_cover(n: int, k: int, method: str = "best") -> Cover:
+def plan_cover(n: int, k: int, method: CoverMethod | str = CoverMethod.BEST) -> Cover:
     """Build (or fetch from the in-process cache) the Phase 1 cover for ``n`` GPUs and probe size ``k``.
 
     Args:
         n: GPUs in the replica (>= 2).
         k: probe size (2 <= k <= n).
-        method: ``"greedy"`` (paper's Algorithm 1) or ``"best"``.
+        method: :class:`CoverMethod` (or its value): ``"greedy"`` (paper's Algorithm 1) or ``"best"``.
 
     Returns:
         A :class:`Cover` whose probes contain every GPU and every GPU pair.
@@ -99,7 +128,8 @@ def plan_cover(n: int, k: int, method: str = "best") -> Cover:
     ((0, 1, 2, 3), (4, 5, 6, 7))
     """
     validate_cover_args(n, k, method)
-    if method == "greedy":
+    method = CoverMethod(method)
+    if method is CoverMethod.GREEDY:
         probes = greedy_cover(n, k)
     else:
         from .best import best_cover
@@ -109,7 +139,7 @@ def plan_cover(n: int, k: int, method: str = "best") -> Cover:
     return Cover(
         gpus=n,
         probe_size=k,
-        method=method,
+        method=method.value,
         probes=tuple(tuple(p) for p in probes),
         rounds=tuple(tuple(r) for r in rounds),
         lower_bound=schonheim_bound(n, k),

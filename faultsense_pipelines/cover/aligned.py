@@ -32,9 +32,11 @@ References:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .fields import galois_field, prime_power
+from .fields import Ring, galois_field, prime_power
 from .refine import complete_greedily
 
 __all__ = ["SPREAD_SETS", "aligned_td_cover"]
@@ -97,7 +99,10 @@ def aligned_td_cover(n: int, k: int, spread: bool = False) -> tuple[list[Block],
     if M is None:
         return None
     T = _translates(F, M)
-    point = lambda g, x: g * m + int(x)  # noqa: E731
+
+    def point(g: int, x: Any) -> int:
+        return g * m + int(x)
+
     infinite = list(range(k * m, n))
     # visits[b] = {group: infinite GPU}; leftover visits become extra probes
     visits: list[dict[int, int]] = [{} for _ in range(m)]
@@ -152,7 +157,7 @@ def aligned_td_cover(n: int, k: int, spread: bool = False) -> tuple[list[Block],
     return probes, rounds
 
 
-def _translates(F, M: list[int]) -> list[int]:
+def _translates(F: Ring, M: list[int]) -> list[int]:
     """Translates t with {t + x : t, x in M} = the field, chosen greedily (most new elements)."""
     covered = np.zeros(F.order, dtype=bool)
     out: list[int] = []

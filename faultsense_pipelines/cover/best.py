@@ -11,11 +11,13 @@ the fewest probes among:
 3. a transversal design TD(k, m) on k groups of at most m GPUs, plus e "infinite" GPUs,
    with each group and the infinite GPUs covered recursively by ``best_cover`` -- the
    classical recursion that gives C(km, k, 2) ~ L(km, k) when the groups are covered well --
-   or, where stored, by holey covers (:mod:`.holey`: the pairs among the infinite GPUs are
-   left to one cover of their own instead of being covered again in every group);
-4. a small cover found offline by simulated annealing (:mod:`.table`), and one found in
-   rounds of disjoint probes (:mod:`.resolvable`: a few probes more, far fewer rounds), or
-   one base round developed cyclically into rounds (:mod:`.cyclic`);
+   or, where stored, by holey covers (:func:`.table.holey_cover`: the pairs among the
+   infinite GPUs are left to one cover of their own instead of being covered again in every
+   group);
+4. a cover found offline (``tools/cover_search/``) and stored (:mod:`.table`): a small cover
+   found by simulated annealing, one found in rounds of disjoint probes (``resolvable``: a
+   few probes more, far fewer rounds), or one base round developed cyclically into rounds
+   (``cyclic``);
 
 each refined by merging probes that fit in one and dropping redundant ones. Probes are
 listed round by round (parallel classes of the designs first), so that first-fit rounds
@@ -31,6 +33,8 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -38,17 +42,22 @@ import numpy as np
 
 from .aligned import aligned_td_cover
 from .bounds import schonheim_bound
-from .cyclic import cyclic_cover
 from .designs import Design, blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
 from .greedy import greedy_cover
-from .holey import holey_cover
 from .recursion import MAX_INFINITE, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
 from .refine import extend, fill_to_size, merge_small, remove_redundant, truncate
-from .resolvable import resolvable_cover
 from .rounds import ordered_rounds, plan_rounds, rounds_lower_bound
-from .table import lookup
+from .table import Key, StoredCover, cyclic_cover, holey_cover, override_tables, resolvable_cover, tabled_cover
 
-__all__ = ["Candidate", "best_cover", "best_cover_source", "clear_caches"]
+__all__ = [
+    "Candidate",
+    "best_cover",
+    "best_cover_source",
+    "clear_caches",
+    "fewest_probes_candidate",
+    "planning_with_tables",
+    "td_candidate",
+]
 
 Block = tuple[int, ...]
 Rounds = tuple[tuple[int, ...], ...]
@@ -131,7 +140,7 @@ def _candidates(n: int, k: int) -> tuple[Candidate, ...]:
     if k == 2:
         return (_round_robin(n),)
     candidates = []
-    stored = lookup(n, k)
+    stored = tabled_cover(n, k)
     if stored is not None:
         candidates.append(_refined(list(stored), n, k, "table"))
     for in_rounds, source in ((resolvable_cover(n, k), "resolvable"), (cyclic_cover(n, k), "cyclic")):
@@ -191,9 +200,72 @@ def _round_robin(n: int) -> Candidate:
 
 
 def clear_caches() -> None:
-    """Forget every memoised sub-cover (for benchmarks of cold planning, and the table generator)."""
+    """Forget every memoised sub-cover (for benchmarks of cold planning, and the table generators)."""
     for f in (_candidates, _best, _fewest_rounds, _greedy, td_alive, _planned_rounds, _aligned):
         f.cache_clear()
+
+
+@contextmanager
+def planning_with_tables(**tables: Mapping[Key, StoredCover]) -> Iterator[None]:
+    """Plan with the named stored tables replaced by ``tables`` (:func:`.table.override_tables`).
+
+    ``best``'s memoised sub-covers are forgotten on entry and on exit, so plans inside see only
+    the given tables and plans after see the files again. A table dict the caller adds covers to
+    while inside takes effect after :func:`clear_caches`. The offline searches
+    (``tools/cover_search/``) use it to search from the constructions alone.
+
+    >>> with planning_with_tables(small={}, large={}, holey={}, resolvable={}, cyclic={}):
+    ...     best_cover_source(34, 4)
+    'TD(4,7)+6'
+    >>> best_cover_source(34, 4)
+    'table'
+
+    Raises:
+        ValueError: an unknown table name.
+    """
+    with override_tables(**tables):
+        clear_caches()
+        try:
+            yield
+        finally:
+            clear_caches()
+
+
+def fewest_probes_candidate(n: int, k: int) -> Candidate:
+    """The candidate with the fewest probes for (n, k), not yet filled to size k.
+
+    The cover sub-covers of transversal designs use, and the start of the offline searches;
+    probes listed round by round (first fit), ties broken by fewer rounds. Memoised.
+
+    Raises:
+        ValueError: if ``n < 1`` or ``k < 2``.
+
+    >>> c = fewest_probes_candidate(13, 4)
+    >>> len(c.blocks), c.source
+    (13, 'PG(2,3)')
+    """
+    if n < 1 or k < 2:
+        raise ValueError(f"need gpus >= 1 and probe_size >= 2, got n={n}, k={k}")
+    return _best(n, k)
+
+
+def td_candidate(n: int, k: int, resolvable_only: bool = False) -> Candidate | None:
+    """The fewest-probe TD(k, m) + e infinite GPUs cover of ``n`` GPUs (groups covered
+    recursively), or None if no transversal design fits.
+
+    Args:
+        n: GPUs; k: probe size.
+        resolvable_only: only resolvable TDs without infinite GPUs (their parallel classes
+            are rounds; the start of the round squeezes of ``tools/cover_search``).
+
+    Returns:
+        The candidate, listed round by round (Gordon, Kuperberg, Patashnik, J. Combin.
+        Designs 3 (1995): coverings from transversal designs).
+
+    >>> td_candidate(104, 8).source
+    'TD(8,13)'
+    """
+    return _best_td(n, k, resolvable_only=resolvable_only)
 
 
 def _fewest(n: int, k: int) -> int:
@@ -321,10 +393,13 @@ def _groups_count(sizes: list[int], e: int, k: int, rounds_first: bool = False) 
     infinite GPUs.
     """
     full = sum(len(_sub(s + e, k, rounds_first).blocks) for s in sizes)
-    holes = [holey_cover(s, e, k) for s in sizes] if e >= 2 and not rounds_first else [None]
-    if any(h is None for h in holes):
+    if e < 2 or rounds_first:
         return full, False
-    holey = sum(len(h) for h in holes) + len(_best(e, k).blocks)
+    holes = [holey_cover(s, e, k) for s in sizes]
+    counts = [len(h) for h in holes if h is not None]
+    if len(counts) < len(holes):
+        return full, False
+    holey = sum(counts) + len(_best(e, k).blocks)
     return (holey, True) if holey < full else (full, False)
 
 

@@ -166,16 +166,16 @@ def tabu_rounds(
         return best
     G = _gpu_matrix(probes, n)
     real = n > G
-    by_gpu = [np.flatnonzero((g == G).any(axis=1)) for g in range(n)]
+    by_gpu = [np.flatnonzero(np.equal(G, g).any(axis=1)) for g in range(n)]
     rng = np.random.default_rng(seed)
     left = iterations
     while len(best) > floor and left > 0:
         colour = _drop_smallest(best, G, n)
-        spent, colour = _tabucol(G, real, by_gpu, n, colour, len(best) - 1, min(left, attempt), rng)
+        spent, found = _tabucol(G, real, by_gpu, n, colour, len(best) - 1, min(left, attempt), rng)
         left -= spent
-        if colour is None:
+        if found is None:
             break
-        best = [np.flatnonzero(colour == c).tolist() for c in range(len(best) - 1)]
+        best = [np.flatnonzero(found == c).tolist() for c in range(len(best) - 1)]
     return best
 
 
@@ -198,7 +198,16 @@ def _drop_smallest(rounds: list[list[int]], G: np.ndarray, n: int) -> np.ndarray
     return colour
 
 
-def _tabucol(G, real, by_gpu, n, colour, R, budget, rng) -> tuple[int, np.ndarray | None]:
+def _tabucol(
+    G: np.ndarray,
+    real: np.ndarray,
+    by_gpu: list[np.ndarray],
+    n: int,
+    colour: np.ndarray,
+    R: int,
+    budget: int,
+    rng: np.random.Generator,
+) -> tuple[int, np.ndarray | None]:
     """TabuCol on GPU clashes with R colours; (moves spent, colouring without clashes or None)."""
     occ = np.zeros((n + 1, R), dtype=np.int64)  # occ[g, c]: probes of round c holding GPU g
     np.add.at(occ, (G.ravel(), np.repeat(colour, G.shape[1])), 1)

@@ -1,4 +1,4 @@
-"""Offline search for the n = 300, k = 8 cover stored in ``large_covers.json`` (1678 probes, 64 rounds).
+"""Offline search for the n = 300, k = 8 cover of the ``large`` table (1678 probes, 64 rounds).
 
 ``best``'s TD(8,37)+4 cover (1681 probes) needs 76 rounds: its 37 parallel classes use every
 group GPU, so the 4 infinite GPUs' probes (56 each) cannot join them. Here the 4 infinite
@@ -16,34 +16,38 @@ GPUs visit the groups *inside* the class rounds:
   (39 probes); the few pairs left are covered by greedy patch probes.
 
 Count: 1369 TD blocks + 5 x 37 translates + 3 x 39 + patches. The probes are then scheduled
-by :mod:`.round_search` (tabu search, R lowered from :func:`.rounds.plan_rounds` one round at
+by :mod:`.round_search` (tabu search, R lowered from ``plan_rounds`` one round at
 a time), refined as ``best`` refines a table cover, their short probes filled with GPUs idle in
 their round, and listed round by round.
 
 Regenerate (deterministic, about a minute on one core; needs numba, the ``[search]`` extra):
 
-    .venv/bin/python -m faultsense_pipelines.cover.class_search --write
+    .venv/bin/python -m tools.cover_search.class_search --write
 """
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import sys
+from collections.abc import Sequence
 
 import numpy as np
 
-from .refine import complete_greedily, merge_small, pair_counts, remove_redundant, uncovered_pairs
-from .rounds import ordered_rounds, plan_rounds
+from faultsense_pipelines.cover.best import fewest_probes_candidate
+from faultsense_pipelines.cover.refine import complete_greedily, merge_small, pair_counts, remove_redundant, uncovered_pairs
+from faultsense_pipelines.cover.rounds import ordered_rounds, plan_rounds
+from faultsense_pipelines.cover.table import StoredCover
 
-__all__ = ["M_37", "assign_visits", "class_aligned_cover", "search"]
+from .store import update_table
+
+__all__ = ["M_37", "assign_visits", "class_aligned_cover", "entry", "search"]
 
 M_37 = (1, 3, 20, 26, 27, 35, 36)
 Block = tuple[int, ...]
 
 
-def assign_visits(M, m: int, groups: int, infinite: int, seed: int, moves: int) -> tuple[int, list[list[int]]]:
+def assign_visits(M: Sequence[int], m: int, groups: int, infinite: int, seed: int, moves: int) -> tuple[int, list[list[int]]]:
     """Anneal ``assign[b][j]``: the group (< ``groups``) infinite GPU j joins in class round b.
 
     Infinite GPUs join distinct groups in a round; the cost is the number of (infinite GPU,
@@ -75,26 +79,28 @@ def assign_visits(M, m: int, groups: int, infinite: int, seed: int, moves: int) 
             continue
         other = row.index(new) if new in row else -1
         before = cost
-        move(j, old, b, -1), move(j, new, b, +1)
+        move(j, old, b, -1)
+        move(j, new, b, +1)
         if other >= 0:
-            move(other, new, b, -1), move(other, old, b, +1)
+            move(other, new, b, -1)
+            move(other, old, b, +1)
         delta = cost - before
         if delta <= 0 or rng.random() < math.exp(-delta / temperature):
             row[j] = new
             if other >= 0:
                 row[other] = old
         else:
-            move(j, new, b, -1), move(j, old, b, +1)
+            move(j, new, b, -1)
+            move(j, old, b, +1)
             if other >= 0:
-                move(other, old, b, -1), move(other, new, b, +1)
+                move(other, old, b, -1)
+                move(other, new, b, +1)
         temperature = max(0.02, temperature * (1 - 8 / moves))
     return cost, assign
 
 
 def class_aligned_cover(seed: int = 0, moves: int = 2_000_000) -> list[Block]:
     """The unscheduled n = 300, k = 8 cover described in the module docstring."""
-    from .best import _best
-
     m, k, e, translated = 37, 8, 4, 5
     _, assign = assign_visits(M_37, m, translated, e, seed, moves)
     point = lambda g, y: g * m + y % m  # noqa: E731
@@ -108,7 +114,7 @@ def class_aligned_cover(seed: int = 0, moves: int = 2_000_000) -> list[Block]:
             probes.append(tuple(sorted([point(g, (g + 1) * b + x) for x in M_37] + extra)))
     for x in M_37:
         probes += [tuple(point(i, b + x + i * b) for i in range(k)) for b in range(m)]
-    sub = [tuple(b) for b in _best(41, k).blocks]
+    sub = [tuple(b) for b in fewest_probes_candidate(41, k).blocks]
     replication = np.bincount(np.concatenate(sub), minlength=41)
     inf = sorted(range(41), key=lambda v: (replication[v], v))[:e]
     rest = [v for v in range(41) if v not in inf]
@@ -123,7 +129,7 @@ def class_aligned_cover(seed: int = 0, moves: int = 2_000_000) -> list[Block]:
 
 def _fewest_rounds(probes: list[Block], n: int, target: int) -> list[Block]:
     """Probes listed round by round, R lowered by tabu search (3 seeds per R) down to ``target``."""
-    from .round_search import schedule_in_rounds
+    from .round_search import schedule_in_rounds  # numba
 
     rounds = plan_rounds(probes, n)
     probes = [probes[i] for r in rounds for i in r]
@@ -154,13 +160,15 @@ def search(n: int = 300, k: int = 8, target: int = 64, seed: int = 0) -> list[Bl
     return out
 
 
-if __name__ == "__main__":
-    from . import table
-
-    found = search()
+def entry(seed: int = 0) -> StoredCover:
+    """The ``large`` table entry :func:`search` makes (n = 300, k = 8)."""
+    found = search(seed=seed)
     rounds = len(ordered_rounds(found, 300))
-    print(f"n=300, k=8: {len(found)} probes, {rounds} rounds (first fit in stored order)")
+    return StoredCover(300, 8, tuple(found), first_fit_rounds=rounds, tool="class_search")
+
+
+if __name__ == "__main__":
+    made = entry()
+    print(f"n=300, k=8: {len(made.probes)} probes, {made.first_fit_rounds} rounds (first fit in stored order)")
     if "--write" in sys.argv:
-        raw = json.loads(table.LARGE_TABLE_PATH.read_text())
-        raw.setdefault("8", {})["300"] = {"rounds": rounds, "id_bytes": 2, "probes": table.encode_probes(found, 2)}
-        table.LARGE_TABLE_PATH.write_text(json.dumps(raw, separators=(",", ":")) + "\n")
+        update_table([made])

@@ -7,10 +7,11 @@ probe or idle; the cost is the number of unmet difference requirements
 (class, class, difference) occurs in the base probes. Cost 0 is a base round whose development
 covers every pair in m rounds of b probes.
 
-Regenerate ``cyclic_covers.json`` (deterministic for the seeds in :data:`CYCLIC_TARGETS`; a few
-minutes on one core; needs the ``[search]`` extra):
+Regenerate the ``cyclic`` table (``faultsense_pipelines/cover/data/cyclic.json``, the base round
+developed; deterministic for the seeds in :data:`CYCLIC_TARGETS`; a few minutes on one core;
+needs the ``[search]`` extra):
 
-    .venv/bin/python -m faultsense_pipelines.cover.cyclic_search --write
+    .venv/bin/python -m tools.cover_search.cyclic_search --write
 
 References:
     K. J. Nurmela, P. R. J. Östergård, "Upper bounds for covering designs by simulated
@@ -19,15 +20,18 @@ References:
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
+from typing import TextIO
 
 import numpy as np
 from numba import njit
 
-from .cyclic import CYCLIC_PATH, _load, develop, unmet_differences
+from faultsense_pipelines.cover.table import StoredCover
+
+from .cyclic import develop, unmet_differences
+from .store import replace_table
 
 __all__ = ["CYCLIC_TARGETS", "regenerate_cyclic", "search_base_round"]
 
@@ -140,18 +144,25 @@ def search_base_round(
     return int(best), base
 
 
-def regenerate_cyclic(targets=CYCLIC_TARGETS, write: bool = False, log=sys.stderr) -> dict[str, dict]:
+def regenerate_cyclic(
+    targets: tuple[tuple[int, int, int, int, int, int, int], ...] = CYCLIC_TARGETS,
+    write: bool = False,
+    log: TextIO = sys.stderr,
+) -> list[StoredCover]:
     """Search every target (seeds 0, 1, ... until one meets every requirement) and, with
-    ``write``, store the found base rounds in ``cyclic_covers.json``."""
-    out: dict[str, dict] = {}
+    ``write``, store the developed covers found in the ``cyclic`` table."""
+    out: list[StoredCover] = []
     for n, k, m, classes, b, moves, seeds in targets:
         start = time.time()
         for seed in range(seeds):
             unmet, base = search_base_round(m, classes, k, b, moves, seed)
             if unmet == 0:
-                out[f"{k},{n}"] = {"m": m, "classes": classes, "base": base}
                 break
         rounds = develop(base, m, classes)
+        if unmet == 0:
+            out.append(
+                StoredCover(n, k, tuple(p for r in rounds for p in r), rounds=tuple(len(r) for r in rounds), cyclic=(m, classes))
+            )
         print(
             f"cyclic n={n} k={k} Z_{m} x {classes}, {b} base probes: "
             f"{'found' if unmet == 0 else f'{unmet} requirements unmet'} at seed {seed}, "
@@ -160,8 +171,7 @@ def regenerate_cyclic(targets=CYCLIC_TARGETS, write: bool = False, log=sys.stder
             flush=True,
         )
     if write:
-        CYCLIC_PATH.write_text(json.dumps(out, separators=(",", ":")) + "\n")
-        _load.cache_clear()
+        replace_table(out, name="cyclic")
     return out
 
 

@@ -1,4 +1,4 @@
-"""Resolvable covers: pair covers listed as rounds of GPU-disjoint probes, found by annealing.
+"""Offline search for the ``resolvable`` table: pair covers in rounds of GPU-disjoint probes.
 
 A cover is *resolvable in R rounds* if its probes split into R rounds whose probes share no
 GPU; then Phase 1 runs in R rounds. Small covers that meet Schönheim's bound often pairwise
@@ -8,11 +8,13 @@ b = floor(s / k) disjoint probes of k GPUs (the rest idle) -- and simulated anne
 swaps two GPUs of one round (between two probes, or a probe and the idle GPUs) until every
 pair is covered; every state is a valid schedule, so only coverage is searched. R starts at
 the lower bound max(ceil((s-1)/(k-1)), ceil(L(s, k) / b)) and grows until a cover is found.
+No stored table is read: every size reproduces on its own (:func:`search_resolvable`).
 
-Found covers are stored in ``resolvable_covers.json`` (key ``"k,s"``: the rounds, each a
-list of probes) and re-checked when loaded. Regenerate (deterministic; minutes on one core):
+Found covers are stored in the ``resolvable`` table (``faultsense_pipelines/cover/data/
+resolvable.json``: the probes round by round, ``rounds`` their round sizes). Regenerate
+(deterministic; about 30 minutes on one core):
 
-    .venv/bin/python -m faultsense_pipelines.cover.resolvable
+    .venv/bin/python -m tools.cover_search.resolvable
 
 References:
     K. J. Nurmela, P. R. J. Östergård, "Upper bounds for covering designs by simulated
@@ -22,27 +24,20 @@ References:
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import sys
 import time
-from functools import lru_cache
-from pathlib import Path
+from typing import TextIO
 
-from . import table
-from .bounds import schonheim_bound
+from faultsense_pipelines.cover.bounds import schonheim_bound
+from faultsense_pipelines.cover.refine import remove_redundant
+from faultsense_pipelines.cover.table import StoredCover
 
-__all__ = [
-    "RESOLVABLE_PATH",
-    "RESOLVABLE_SEARCHED",
-    "anneal_resolvable",
-    "regenerate_resolvable",
-    "resolvable_cover",
-    "valid_rounds",
-]
+from .store import replace_table
 
-RESOLVABLE_PATH = Path(__file__).with_name("resolvable_covers.json")
+__all__ = ["RESOLVABLE_SEARCHED", "anneal_resolvable", "regenerate_resolvable", "search_resolvable"]
+
 # (k, GPU counts searched, annealing moves per attempted number of rounds, most rounds tried above the floor)
 RESOLVABLE_SEARCHED: tuple[tuple[int, range, int, int], ...] = ((8, range(16, 81), 600_000, 4),)
 
@@ -169,76 +164,54 @@ def _floor_rounds(s: int, k: int) -> int:
     return max(-(-(s - 1) // (k - 1)), -(-schonheim_bound(s, k) // (s // k)))
 
 
-def valid_rounds(rounds: Rounds, s: int, k: int) -> bool:
-    """A pair cover of ``s`` GPUs (:func:`.table._is_cover`) whose rounds are GPU-disjoint."""
-    disjoint = all(len({g for b in r for g in b}) == sum(len(b) for b in r) for r in rounds)
-    return disjoint and table._is_cover(tuple(b for r in rounds for b in r), s, k)
+def search_resolvable(s: int, k: int, iterations: int, above: int) -> StoredCover | None:
+    """Anneal s GPUs at R = floor, floor + 1, ..., floor + ``above`` full rounds; at the first R
+    that works, drop probes one at a time while a cover is still found; the smallest, or None.
 
-
-@lru_cache(maxsize=1)
-def _load() -> dict[tuple[int, int], Rounds]:
-    if not RESOLVABLE_PATH.exists():
-        return {}
-    out: dict[tuple[int, int], Rounds] = {}
-    for key, rounds in json.loads(RESOLVABLE_PATH.read_text()).items():
-        k, s = (int(t) for t in key.split(","))
-        cover = tuple(tuple(tuple(int(g) for g in b) for b in r) for r in rounds)
-        if valid_rounds(cover, s, k):
-            out[(s, k)] = cover
-    return out
-
-
-def resolvable_cover(s: int, k: int) -> Rounds | None:
-    """The stored resolvable cover of ``s`` GPUs with probe size ``k`` (rounds of probes), or None.
-
-    None while the small-cover tables are being regenerated (:func:`.table.lookup_enabled`), so
-    their searches start from the constructions alone.
-
-    >>> r = resolvable_cover(25, 8)
-    >>> r is None or all(len({g for b in rnd for g in b}) == 8 * len(rnd) for rnd in r)
-    True
+    Redundant probes are dropped at the end (rounds keep their order; a round may shrink).
     """
-    if not table.lookup_enabled():
+    floor = _floor_rounds(s, k)
+    found = None
+    rounds = floor
+    for rounds in range(floor, floor + above + 1):
+        found = anneal_resolvable(s, k, rounds, iterations, seed=rounds)
+        if found is not None:
+            break
+    while found is not None:
+        count = sum(map(len, found))
+        fewer = None
+        if count > max(rounds, schonheim_bound(s, k)):
+            fewer = anneal_resolvable(s, k, rounds, iterations, seed=count, probes=count - 1)
+        if fewer is None:
+            break
+        found = fewer
+    if found is None:
         return None
-    return _load().get((s, k))
+    keep = set(remove_redundant([b for r in found for b in r], s))
+    kept = [[b for b in r if b in keep] for r in found]
+    return StoredCover(s, k, tuple(b for r in kept for b in r), rounds=tuple(len(r) for r in kept))
 
 
-def regenerate_resolvable(searched=RESOLVABLE_SEARCHED, log=sys.stderr) -> dict[str, list]:
-    """Anneal each (k, s) of ``searched`` at R = floor, floor + 1, ... full rounds; at the first R
-    that works, drop probes one at a time while a cover is still found; store the smallest."""
-    from .refine import remove_redundant
-
-    out: dict[str, list] = {}
+def regenerate_resolvable(
+    searched: tuple[tuple[int, range, int, int], ...] = RESOLVABLE_SEARCHED, *, write: bool = True, log: TextIO = sys.stderr
+) -> list[StoredCover]:
+    """:func:`search_resolvable` for every (k, s) of ``searched``; with ``write``, replace the table."""
+    out: list[StoredCover] = []
     for k, sizes, iterations, above in searched:
         for s in sizes:
             start = time.time()
-            floor = _floor_rounds(s, k)
-            found = None
-            for rounds in range(floor, floor + above + 1):
-                found = anneal_resolvable(s, k, rounds, iterations, seed=rounds)
-                if found is not None:
-                    break
-            while found is not None:
-                count = sum(map(len, found))
-                fewer = None
-                if count > max(rounds, schonheim_bound(s, k)):
-                    fewer = anneal_resolvable(s, k, rounds, iterations, seed=count, probes=count - 1)
-                if fewer is None:
-                    break
-                found = fewer
-            if found is not None:
-                keep = set(remove_redundant([b for r in found for b in r], s))
-                out[f"{k},{s}"] = [[list(b) for b in r if b in keep] for r in found]
-            got = out.get(f"{k},{s}")
+            got = search_resolvable(s, k, iterations, above)
+            if got is not None:
+                out.append(got)
             print(
-                f"resolvable k={k} s={s}: floor {floor} rounds, found "
-                f"{'none' if got is None else f'{len(got)} rounds, {sum(map(len, got))} probes'} "
+                f"resolvable k={k} s={s}: floor {_floor_rounds(s, k)} rounds, found "
+                f"{'none' if got is None else f'{len(got.in_rounds())} rounds, {len(got.probes)} probes'} "
                 f"(L={schonheim_bound(s, k)}, {time.time() - start:.1f} s)",
                 file=log,
                 flush=True,
             )
-    RESOLVABLE_PATH.write_text(json.dumps(out, separators=(",", ":")) + "\n")
-    _load.cache_clear()
+    if write:
+        replace_table(out, name="resolvable")
     return out
 
 

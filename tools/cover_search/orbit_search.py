@@ -18,11 +18,11 @@ counting uncovered *pair orbits*, with ``static`` probes that never move. g = 1 
 search above. Cyclic searches (Z_112 plus short orbits for n = 112, 113; Z_176 and Z_88 for
 n = 176) stalled 1-25 pair orbits short, so no cyclic cover is stored.
 
-Regenerate ``large_covers.json`` (seeded, so it writes the same covers; about 70 s on one core,
-rounds included):
+Regenerate their entries of the ``large`` table (``faultsense_pipelines/cover/data/large.json``;
+seeded, so it writes the same covers; about 70 s on one core, rounds included):
 
     .venv/bin/pip install -e '.[search]'
-    nice -n 10 .venv/bin/python -m faultsense_pipelines.cover.orbit_search [PATH]
+    nice -n 10 .venv/bin/python -m tools.cover_search.orbit_search [PATH]
 
 References:
     K. J. Nurmela, P. R. J. Östergård, "Upper bounds for covering designs by simulated
@@ -33,18 +33,22 @@ References:
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 import time
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 from numba import njit
 
-from .bounds import schonheim_bound
-from .designs import transversal_design
-from .refine import uncovered_pairs
+from faultsense_pipelines.cover.bounds import schonheim_bound
+from faultsense_pipelines.cover.designs import transversal_design
+from faultsense_pipelines.cover.refine import uncovered_pairs
+from faultsense_pipelines.cover.table import StoredCover, holey_cover
+
+from .round_search import fewest_rounds
+from .store import update_table
 
 __all__ = [
     "TARGETS",
@@ -54,17 +58,18 @@ __all__ = [
     "permuted_holey_start",
     "search_base_probes",
     "search_holey",
+    "search_target",
     "search_td_residual",
     "td_blocks",
 ]
 
 # (n, k, TD order m, infinite GPUs e, free probes, annealing moves, seed, holey search): the
 # sizes where best's TD(k, m) + e recursion landed just above 1.10 x Schönheim. The free probes
-# start from the stored holey covers H(s, e, k) of the groups (holey_covers.json), or, where
+# start from the stored holey covers H(s, e, k) of the groups (the ``holey`` table), or, where
 # a holey search (probes, moves, t0) is given, from one found here (H(19, 24, 8) = 30 < 31 stored).
 # n = 175 and 176 were here too (TD(8,19)+23 and +24: 595 and 603 probes, but 49 rounds each, with
 # a holey search H(19, 24, 8) = 30 for 176); their stored covers now come from
-# cover/schedule_anneal.py (601 and 605 probes in 37 rounds, the rounds target).
+# tools/cover_search/schedule_anneal.py (601 and 605 probes in 37 rounds, the rounds target).
 TARGETS: tuple[tuple[int, int, int, int, int, int, int, tuple[int, int, float] | None], ...] = (
     (112, 8, 13, 8, 72, 30_000_000, 0, None),
     (113, 8, 13, 9, 76, 30_000_000, 0, None),
@@ -242,7 +247,7 @@ def search_base_probes(
 
     Returns:
         ``(uncovered pair orbits, base probes)`` of the best state met; 0 means the
-        developed probes (:func:`.orbits.develop`) cover every pair.
+        developed probes cover every pair.
     """
     n = orbits * g + fixed
     table, rep_p, rep_q = pair_orbit_table(g, orbits, fixed)
@@ -359,45 +364,45 @@ def permuted_holey_start(
     ]
 
 
-def main(path: Path | None = None, log=sys.stderr) -> dict:
-    """Search every target of :data:`TARGETS`; write the covers found to ``large_covers.json``.
+def search_target(
+    target: tuple[int, int, int, int, int, int, int, tuple[int, int, float] | None], log: TextIO = sys.stderr
+) -> StoredCover | None:
+    """The ``large`` table entry one target of :data:`TARGETS` makes, or None if its search fails.
 
-    Covers are stored explicitly (hex probes), listed round by round for the fewest rounds
-    :func:`.round_search.fewest_rounds` finds (first fit in the stored order uses at most
-    ``rounds``); a target whose search fails keeps what the file has.
+    Listed round by round for the fewest rounds :func:`.round_search.fewest_rounds` finds (first
+    fit in the stored order uses at most ``first_fit_rounds``).
     """
-    from .holey import holey_cover
-    from .round_search import fewest_rounds
-    from .table import LARGE_TABLE_PATH, encode_probes
+    n, k, m, e, probes, moves, seed, holey_search = target
+    begin = time.time()
+    sizes, static = td_blocks(n, k, m, e)
+    if holey_search is None:
+        holey = [list(holey_cover(s, e, k) or ()) for s in sizes]
+    else:
+        found = search_holey(sizes[0], e, k, holey_search[0], seed=seed, moves=holey_search[1], t0=holey_search[2])
+        holey = [found or [] for _ in sizes]
+    start = permuted_holey_start(n, k, m, e, holey, seed=seed)
+    cover = search_td_residual(n, k, m, e, probes, start, seed=seed, moves=moves)
+    allowed = int(1.10 * schonheim_bound(n, k))
+    print(
+        f"n={n} k={k} TD({k},{m})+{e}: {len(static)} + {probes} = {len(static) + probes} probes "
+        f"(allowed {allowed}): {'found' if cover else 'not found'} ({time.time() - begin:.0f} s)",
+        file=log,
+        flush=True,
+    )
+    if cover is None:
+        return None
+    rounds = fewest_rounds(cover, n, seed=seed)
+    print(f"  rounds: {len(rounds)} ({time.time() - begin:.0f} s)", file=log, flush=True)
+    listed = tuple(tuple(sorted(cover[i])) for r in rounds for i in r)
+    return StoredCover(n, k, listed, first_fit_rounds=len(rounds), tool="orbit_search")
 
-    path = path or LARGE_TABLE_PATH
-    out: dict[str, dict[str, dict]] = json.loads(path.read_text()) if path.exists() else {}
-    for n, k, m, e, probes, moves, seed, holey_search in TARGETS:
-        begin = time.time()
-        sizes, static = td_blocks(n, k, m, e)
-        if holey_search is None:
-            holey = [list(holey_cover(s, e, k) or ()) for s in sizes]
-        else:
-            found = search_holey(sizes[0], e, k, holey_search[0], seed=seed, moves=holey_search[1], t0=holey_search[2])
-            holey = [found or [] for _ in sizes]
-        start = permuted_holey_start(n, k, m, e, holey, seed=seed)
-        cover = search_td_residual(n, k, m, e, probes, start, seed=seed, moves=moves)
-        allowed = int(1.10 * schonheim_bound(n, k))
-        print(
-            f"n={n} k={k} TD({k},{m})+{e}: {len(static)} + {probes} = {len(static) + probes} probes "
-            f"(allowed {allowed}): {'found' if cover else 'not found'} ({time.time() - begin:.0f} s)",
-            file=log,
-            flush=True,
-        )
-        if cover is not None:
-            rounds = fewest_rounds(cover, n, seed=seed)
-            print(f"  rounds: {len(rounds)} ({time.time() - begin:.0f} s)", file=log, flush=True)
-            out.setdefault(str(k), {})[str(n)] = {
-                "rounds": len(rounds),
-                "probes": encode_probes([cover[i] for r in rounds for i in r]),
-            }
-    path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
-    return out
+
+def main(path: Path | None = None, log: TextIO = sys.stderr) -> list[StoredCover]:
+    """Search every target of :data:`TARGETS`; write the covers found to the ``large`` table
+    (or the table file ``path``); a target whose search fails keeps what the table has."""
+    found = [c for c in (search_target(t, log) for t in TARGETS) if c is not None]
+    update_table(found, path=path)
+    return found
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Cyclic resolvable covers: one base round of disjoint probes, developed over Z_m into m rounds.
+"""Cyclic resolvable covers (offline): one base round of disjoint probes, developed over Z_m into m rounds.
 
 The n = m * c GPUs are the points (i, j) of Z_m x {0, ..., c - 1} (GPU id ``j * m + i``). A
 *base round* is a set of GPU-disjoint probes; its *development* is the m rounds obtained by
@@ -10,11 +10,12 @@ Whether the development covers every pair is decided by *differences*: a pair {(
 is covered iff some base probe holds two GPUs of classes j, j' whose first coordinates differ by
 i' - i (by +-(i' - i) when j = j'). So the n(n - 1)/2 pairs reduce to
 ``c * floor(m / 2) + m * c * (c - 1) / 2`` *difference requirements*, and the base round is
-searched in that small space (:mod:`.cyclic_search`, offline). Each unmet requirement leaves a
+searched in that small space (:mod:`.cyclic_search`, numba). Each unmet requirement leaves a
 whole orbit (m pairs, or m / 2 for the difference m / 2) uncovered.
 
-Found base rounds are stored in ``cyclic_covers.json`` (key ``"k,n"``: ``m``, ``classes`` and
-``base``, the base probes as lists of GPU ids) and re-checked pair by pair when loaded.
+Found covers are stored developed in the ``cyclic`` table (``faultsense_pipelines/cover/data/
+cyclic.json``: the m rounds' probes, ``rounds`` their sizes, ``cyclic`` ``{"m", "classes"}``), and
+``faultsense_pipelines.cover.table.cyclic_cover`` re-checks them pair by pair when loaded.
 
 Example: n = 75, k = 8 as Z_15 x {0..4}: 9 base probes developed into 15 rounds of 9 probes
 (135 probes) cover all 2775 pairs; no other construction found fewer than 18 rounds.
@@ -27,17 +28,9 @@ References:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from functools import lru_cache
-from pathlib import Path
 
-from . import table
-from .resolvable import valid_rounds
-
-__all__ = ["CYCLIC_PATH", "cyclic_cover", "develop", "unmet_differences"]
-
-CYCLIC_PATH = Path(__file__).with_name("cyclic_covers.json")
+__all__ = ["develop", "unmet_differences"]
 
 Block = tuple[int, ...]
 Rounds = tuple[tuple[Block, ...], ...]
@@ -98,36 +91,3 @@ def unmet_differences(base: Sequence[Sequence[int]], m: int, classes: int) -> li
     need = [(j, j, d) for j in range(classes) for d in range(1, m // 2 + 1)]
     need += [(j, jj, d) for j in range(classes) for jj in range(j + 1, classes) for d in range(m)]
     return [r for r in need if r not in met]
-
-
-@lru_cache(maxsize=1)
-def _load() -> dict[tuple[int, int], Rounds]:
-    if not CYCLIC_PATH.exists():
-        return {}
-    out: dict[tuple[int, int], Rounds] = {}
-    for key, entry in json.loads(CYCLIC_PATH.read_text()).items():
-        k, n = (int(t) for t in key.split(","))
-        m, classes = int(entry["m"]), int(entry["classes"])
-        if m * classes != n:
-            continue
-        try:
-            rounds = develop(entry["base"], m, classes)
-        except ValueError:
-            continue
-        if valid_rounds(rounds, n, k):  # the check every stored cover in rounds passes
-            out[(n, k)] = rounds
-    return out
-
-
-def cyclic_cover(n: int, k: int) -> Rounds | None:
-    """The stored cyclic resolvable cover of ``n`` GPUs with probe size ``k``, or None.
-
-    None while the small-cover tables are being regenerated (:func:`.table.lookup_enabled`).
-
-    >>> r = cyclic_cover(75, 8)  # rounds, probes
-    >>> len(r), sum(map(len, r))
-    (15, 135)
-    """
-    if not table.lookup_enabled():
-        return None
-    return _load().get((n, k))

@@ -1,4 +1,4 @@
-"""Offline search for few rounds of a stored cover: tabu search on a fixed number of rounds (needs numba).
+"""Offline search for few rounds of a cover: tabu search on a fixed number of rounds (needs numba).
 
 A round is a set of GPU-disjoint probes. With the number of rounds R fixed, every probe gets
 a round and the cost is the number of *clashes*, sum over rounds and GPUs of
@@ -22,13 +22,17 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from .rounds import ordered_rounds, plan_rounds
+from faultsense_pipelines.cover.rounds import ordered_rounds, plan_rounds
 
-__all__ = ["fewest_rounds", "schedule_in_rounds"]
+__all__ = ["fewest_rounds", "schedule_in_rounds", "tabu_colouring"]
 
 
 @njit(cache=False)
-def _tabu(probes, n, rounds, steps, seed, colour):  # pragma: no cover - compiled
+def tabu_colouring(probes, n, rounds, steps, seed, colour):  # pragma: no cover - compiled
+    """TabuCol on probes sharing GPUs: ``probes`` (count x k int64, -1 pads), ``colour`` the start.
+
+    Returns (fewest clashes met, the colouring reaching it); ``colour`` is changed in place.
+    """
     np.random.seed(seed)
     count, k = probes.shape
     occ = np.zeros((rounds, n), np.int64)
@@ -113,14 +117,14 @@ def schedule_in_rounds(
     colour = np.zeros(len(probes), np.int64)
     for r, ids in enumerate(ordered_rounds(probes, n)):
         colour[ids] = r % rounds
-    clashes, found = _tabu(table, n, rounds, steps, seed, colour)
+    clashes, found = tabu_colouring(table, n, rounds, steps, seed, colour)
     if clashes:
         return None
     return [[int(i) for i in np.flatnonzero(found == r)] for r in range(rounds) if (found == r).any()]
 
 
 def fewest_rounds(probes: Sequence[Sequence[int]], n: int, *, steps: int = 300_000, seed: int = 0) -> list[list[int]]:
-    """The fewest rounds found: :func:`.rounds.plan_rounds`' R, then R - 1, R - 2, ... by tabu search until one fails."""
+    """The fewest rounds found: ``plan_rounds``' R, then R - 1, R - 2, ... by tabu search until one fails."""
     best = plan_rounds(probes, n)
     while True:
         found = schedule_in_rounds(probes, n, len(best) - 1, steps=steps, seed=seed)

@@ -1,4 +1,4 @@
-"""Local search for small pair covers: simulated annealing on the number of uncovered pairs.
+"""Local search for small pair covers: simulated annealing on the number of uncovered pairs (offline).
 
 Given b probes of size k on n GPUs, the cost is the number of GPU pairs no probe contains; a
 cost of 0 is a cover with b probes. A move takes an uncovered pair {u, v}, a probe holding u,
@@ -44,7 +44,8 @@ def anneal_cover(
         t0: initial temperature (in uncovered pairs).
         t_end: final temperature; T cools geometrically from t0 to t_end over the budget.
         hole: the last ``hole`` GPUs form a hole: pairs among them need no probe (an
-            incomplete cover, for groups that share "infinite" GPUs in :mod:`.best`).
+            incomplete cover, for groups that share "infinite" GPUs in
+            ``faultsense_pipelines.cover.best``).
 
     Returns:
         Sorted probes covering every pair, or None if the budget ran out first.

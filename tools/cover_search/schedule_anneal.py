@@ -23,7 +23,7 @@ probes in 60 rounds, lowering R 66 -> 60; n = 175 from the resolvable truncated 
 (616 probes, 29 rounds) to 601 probes in 37 rounds by shedding. The result is listed round by
 round, so first fit in the stored order (what ``best`` does with a table cover) uses at most
 R rounds. Seeded: the same arguments give the same cover; each stored entry keeps its
-arguments as ``recipe``, and ``python -m faultsense_pipelines.cover.schedule_anneal --all --write``
+arguments as ``recipe``, and ``python -m tools.cover_search.schedule_anneal --all --write``
 reruns them all.
 
 References:
@@ -33,7 +33,6 @@ References:
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -42,10 +41,15 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from .round_search import _tabu
-from .rounds import ordered_rounds
+from faultsense_pipelines.cover import best
+from faultsense_pipelines.cover.refine import remove_redundant
+from faultsense_pipelines.cover.rounds import ordered_rounds
+from faultsense_pipelines.cover.table import StoredCover, is_cover, large_cover, read_table, table_path
 
-__all__ = ["main", "squeeze_rounds"]
+from .round_search import tabu_colouring
+from .store import update_table
+
+__all__ = ["main", "squeeze_recipe", "squeeze_rounds"]
 
 Block = tuple[int, ...]
 
@@ -176,7 +180,7 @@ def _start(probes: Sequence[Block], n: int, k: int, R: int, seed: int, steps: in
     colour = np.zeros(len(probes), np.int64)
     for r, ids in enumerate(ordered_rounds(probes, n)):
         colour[ids] = r % R
-    clashes, colour = _tabu(table, n, R, steps, seed, colour)
+    clashes, colour = tabu_colouring(table, n, R, steps, seed, colour)
     rounds: list[list[list[int]]] = [[] for _ in range(R)]
     for p in np.argsort(colour, kind="stable"):
         rounds[colour[p]].append([int(g) for g in table[p]])
@@ -296,9 +300,6 @@ def squeeze_rounds(
         ValueError: if ``cap`` or ``R`` is below 1. A cap above what R rounds hold
             (R * floor(n / k) probes) is lowered to it.
     """
-    from .refine import remove_redundant
-    from .table import _is_cover
-
     k = max(len(b) for b in probes)
     if cap < 1 or R < 1:
         raise ValueError(f"need cap >= 1 and R >= 1; got cap={cap}, R={R}")
@@ -333,7 +334,7 @@ def squeeze_rounds(
     out = [tuple(b) for rnd in rounds for b in rnd]
     keep = set(remove_redundant(out, n))
     out = [b for b in out if b in keep]
-    assert _is_cover(tuple(out), n, k) and len(ordered_rounds(out, n)) <= R
+    assert is_cover(out, n, k) and len(ordered_rounds(out, n)) <= R
     return out
 
 
@@ -345,51 +346,58 @@ def main(argv: list[str]) -> int:
     From ``best``'s transversal-design cover of N GPUs (``--resolvable``: its resolvable one;
     ``--from-stored``: the cover the large table holds for N), squeeze into R1 rounds, then R2,
     ... each from the last cover found (seeds 0..S-1 per R), at most CAP probes. ``--write``
-    stores the result in ``large_covers.json`` (or ``--out``), listed round by round, with the
-    arguments as its ``recipe``.
+    stores the result in the ``large`` table (or the table file ``--out``), listed round by round,
+    with the arguments as its ``recipe``.
     """
-    from . import best, table
-
-    opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
     tail = [a for a in argv if a == "--write" or a.startswith("--out=")]
     if "--all" in argv:
-        stored = json.loads(table.LARGE_TABLE_PATH.read_text()).get("8", {})
-        return max([main(e["recipe"].split() + tail) for e in stored.values() if "recipe" in e], default=0)
-    recipe = " ".join(a for a in argv if a not in tail)
+        stored = read_table(table_path("large"), validate=False)
+        return max([main([*c.recipe.split(), *tail]) for c in stored if c.recipe and c.tool == "schedule_anneal"], default=0)
+    found = squeeze_recipe([a for a in argv if a not in tail])
+    if found is None:
+        return 1
+    if "--write" in argv:
+        out = next((a.split("=", 1)[1] for a in tail if a.startswith("--out=")), None)
+        update_table([found], path=Path(out) if out else None)
+    return 0
+
+
+def squeeze_recipe(argv: list[str]) -> StoredCover | None:
+    """Run one recipe (the arguments of :func:`main` without ``--write``/``--out``, as stored in an
+    entry's ``recipe``): the ``large`` table entry it makes, or None if a squeeze failed."""
+    opts = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+    recipe = " ".join(argv)
     n, cap = int(argv[0]), int(argv[2])
+    start: list[Block] | None
     if "--from-stored" in argv:
-        stored = table.large_cover(n, 8)
-        start, source = (None, "") if stored is None else (list(stored), "the stored cover")
+        stored_cover = large_cover(n, 8)
+        start, source = (None, "") if stored_cover is None else (list(stored_cover), "the stored cover")
     else:
-        td = best._best_td(n, 8, resolvable_only="--resolvable" in argv)
+        td = best.td_candidate(n, 8, resolvable_only="--resolvable" in argv)
         start, source = (None, "") if td is None else (list(td.blocks), td.source)
     if start is None:
         print(f"n={n}: no cover to start from", file=sys.stderr)
-        return 1
+        return None
     found: list[Block] = start
     print(f"n={n}: start {source}, {len(found)} probes", file=sys.stderr)
-    kw = dict(moves=int(float(opts.get("moves", 2e8))), reheats=int(opts.get("reheats", 1)), pick_best="--pick-best" in argv)
+    moves, reheats, pick_best = int(float(opts.get("moves", 2e8))), int(opts.get("reheats", 1)), "--pick-best" in argv
     for R in (int(r) for r in argv[1].split(",")):
         seeds = range(int(opts.get("seeds", 4)))
-        nxt = next((f for s in seeds if (f := squeeze_rounds(found, n, R, cap, seed=s, **kw))), None)
+        nxt = next(
+            (
+                f
+                for s in seeds
+                if (f := squeeze_rounds(found, n, R, cap, seed=s, moves=moves, reheats=reheats, pick_best=pick_best))
+            ),
+            None,
+        )
         if nxt is None:
             print(f"n={n}: no cover in {R} rounds with <= {cap} probes", file=sys.stderr)
-            return 1
+            return None
         found = nxt
     rounds = len(ordered_rounds(found, n))
     print(f"n={n}, k=8: {len(found)} probes, {rounds} rounds (first fit in stored order)", flush=True)
-    if "--write" in argv:
-        path = Path(opts["out"]) if "out" in opts else table.LARGE_TABLE_PATH
-        raw = json.loads(path.read_text()) if path.exists() else {}
-        idb = 1 if n <= 256 else 2
-        raw.setdefault("8", {})[str(n)] = {
-            "rounds": rounds,
-            "id_bytes": idb,
-            "recipe": recipe,
-            "probes": table.encode_probes(found, idb),
-        }
-        path.write_text(json.dumps(raw, separators=(",", ":")) + "\n")
-    return 0
+    return StoredCover(n, 8, tuple(found), first_fit_rounds=rounds, tool="schedule_anneal", recipe=recipe)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Developer tools of the FaultSense repository (not part of the installed package)."""
