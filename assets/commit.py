@@ -1,20 +1,21 @@
-"""How a sweep changes its (replica, hour) partition of the ledger: all at the end, or not at all.
+"""How a sweep changes its (replica, hour) partition of the ledger: in one commit, or not at all.
 
-A sweep writes nothing while it measures. Only when it completes does it *commit*: the
-partition's Phase 1 and Phase 2 probe files and its fault batch are replaced together (and
-a failed attempt's file of the same partition is removed), so re-running an hour replaces
-its rows, never adds to them.
+A sweep writes nothing while it measures. Only when it completes does it *commit*: one
+Delta commit (:meth:`LedgerStore.commit`) replaces every row of the partition's batch
+``faultsense-<replica>-hHH`` -- its Phase 1 and Phase 2 probe rows and its fault rows -- and
+of its failed attempt ``...-failed``, so re-running an hour replaces its rows, never adds to
+them, and a process killed at any moment (``kill -9``, ``SIGTERM``, power loss) leaves the
+partition as it was or as exactly the new sweep, never a mix: the commit is one atomic entry
+of the table's log.
 
 A sweep that fails (the executor cannot start, a server is unreachable, a worker crashes)
-leaves the completed sweep's files alone -- an executor error is never evidence about a
-GPU, so it must not erase faults an earlier sweep confirmed -- and records what it did
-measure, error rows included, in one file of its own, ``<replica>-hHH-failed.parquet`` of
-``probe_runs`` (replaced by the next failed attempt of the partition, removed by the next
-completed one).
+leaves the completed sweep's rows alone -- an executor error is never evidence about a GPU,
+so it must not erase faults an earlier sweep confirmed -- and records what it did measure,
+error rows included, as the batch ``faultsense-<replica>-hHH-failed`` (replaced by the next
+failed attempt of the partition, removed by the next completed one).
 
-An interrupted sweep (Ctrl-C, ``SIGINT``) writes nothing at all. A commit that has begun
-finishes before the interrupt is raised, so a partition is always either as it was or
-exactly one completed sweep.
+An interrupted sweep (Ctrl-C, ``SIGINT``) writes nothing at all; a commit that has begun
+finishes before the interrupt is raised.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from faultsense_pipelines.ledger import PROBE_RUNS, FaultRow, LedgerStore, ProbeRunRow
+from faultsense_pipelines.ledger import FaultRow, LedgerStore, ProbeRunRow
 
 from .partitions import SweepKey
 from .rows import DETECTOR
@@ -33,13 +34,13 @@ __all__ = ["commit_sweep", "failed_batch", "fault_batch", "interrupts_deferred",
 
 
 def fault_batch(key: SweepKey) -> str:
-    """Name of the sweep's file in ``fault_ledger/``, e.g. ``faultsense-sim-64-h08``."""
+    """The sweep partition's batch in the ledger, e.g. ``faultsense-sim-64-h08`` (probe and fault rows)."""
     return f"{DETECTOR}-{key.batch()}"
 
 
 def failed_batch(key: SweepKey) -> str:
-    """Name of the latest failed attempt's file in ``probe_runs/``, e.g. ``sim-64-h08-failed``."""
-    return key.batch("failed")
+    """The latest failed attempt's batch, e.g. ``faultsense-sim-64-h08-failed`` (probe rows only)."""
+    return f"{DETECTOR}-{key.batch('failed')}"
 
 
 @contextmanager
@@ -69,34 +70,40 @@ def commit_sweep(
     phase1: Sequence[ProbeRunRow],
     phase2: Sequence[ProbeRunRow] | None,
     faults: Sequence[FaultRow],
+    sweep_id: str = "",
 ) -> tuple[str, str]:
-    """Replace the partition with one completed sweep.
+    """Replace the partition with one completed sweep, in one commit.
 
     Args:
         phase1: the sweep's Phase 1 probe rows.
-        phase2: its Phase 2 probe rows; None when it needed no drill-down (an earlier
-            sweep's Phase 2 file is removed).
+        phase2: its Phase 2 probe rows; None when it needed no drill-down.
         faults: its fault rows (may be empty: the partition is healthy).
+        sweep_id: recorded in the commit's metadata (``faultsense.sweep_id``).
 
     Returns:
-        The Phase 1 probe file's and the fault file's paths.
+        The table's path with the new version (``.../delta@v12``), twice (probe rows and
+        fault rows are in the same commit).
     """
+    batch = fault_batch(key)
     with interrupts_deferred():
-        runs = store.write_probe_runs(list(phase1), day=key.day, batch=key.batch("phase1")).path
-        if phase2 is None:
-            store.delete_batch(PROBE_RUNS, day=key.day, batch=key.batch("phase2"))
-        else:
-            store.write_probe_runs(list(phase2), day=key.day, batch=key.batch("phase2"))
-        path = store.write_faults(list(faults), day=key.day, batch=fault_batch(key)).path
-        store.delete_batch(PROBE_RUNS, day=key.day, batch=failed_batch(key))
-    return runs, path
+        written = store.commit(
+            key.day,
+            replace=[batch, failed_batch(key)],
+            probe_runs={batch: [*phase1, *(phase2 or ())]},
+            faults={batch: list(faults)},
+            note={"faultsense.sweep_id": sweep_id, "faultsense.partition": f"{key.hour}|{key.replica}"},
+        )
+    where = f"{written.path}@v{written.version}"
+    return where, where
 
 
 def record_failed_attempt(store: LedgerStore, key: SweepKey, rows: Sequence[ProbeRunRow]) -> str:
-    """Write a failed sweep's rows to the partition's ``-failed`` file; nothing else changes.
+    """Write a failed sweep's rows as the partition's ``-failed`` batch (one commit); nothing else changes.
 
     Returns:
-        The file's path.
+        The table's path with the new version.
     """
+    batch = failed_batch(key)
     with interrupts_deferred():
-        return store.write_probe_runs(list(rows), day=key.day, batch=failed_batch(key)).path
+        written = store.commit(key.day, replace=[batch], probe_runs={batch: list(rows)})
+    return f"{written.path}@v{written.version}"

@@ -1,8 +1,8 @@
 """``fault_ledger``: the sweep's localized faults as rows of the Parquet fault ledger, and its checks.
 
-Checks (each scoped to the run's ``date=`` partition of the ledger):
+Checks (each reads the ledger table's current version, scoped to the run's ``date`` partition):
 
-* ``fault_ledger_schema`` -- every fault file has exactly :data:`FAULT_SCHEMA`'s columns and types;
+* ``fault_ledger_schema`` -- the table has every :data:`FAULT_SCHEMA` column with its type;
 * ``fault_ledger_unique_rows`` -- no ``fault_id`` appears twice (re-runs replace, never add);
 * ``probe_latencies_valid`` (blocking, on ``phase1_probe_run``) -- no NaN, infinite or negative
   latency in the sweep's Phase 1 or the day's ``probe_runs``, and no latency on an error row;
@@ -16,7 +16,7 @@ from typing import Any
 
 import dagster as dg
 
-from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA, LedgerStore
+from faultsense_pipelines.ledger import FAULT_SCHEMA
 from faultsense_pipelines.localize import Localization, Phase1Result
 from faultsense_pipelines.resources.executors import redact_secrets
 from faultsense_pipelines.resources.fleet import FleetResource
@@ -35,8 +35,8 @@ __all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "p
     partitions_def=SWEEP_PARTITIONS,
     group_name="ledger",
     kinds={"parquet"},
-    description="The sweep's verdicts as fault rows under <ledger>/fault_ledger/date=YYYY-MM-DD/ (one file per partition, replaced on re-run), "
-    "committed together with both phases' probe rows.",
+    description="The sweep's verdicts as fault rows of the ledger's Delta table (dataset=fault_ledger), "
+    "committed in one commit with both phases' probe rows (replaced on re-run).",
 )
 def fault_ledger(
     context: dg.AssetExecutionContext, phase2_drilldown: Localization, fleet: FleetResource, ledger: LedgerResource
@@ -53,7 +53,12 @@ def fault_ledger(
     }
     rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
     _, path = commit_sweep(
-        store, key, phase1=probe_rows(loc.phase1.records, **common), phase2=probe_rows(loc.phase2_records, **common), faults=rows
+        store,
+        key,
+        phase1=probe_rows(loc.phase1.records, **common),
+        phase2=probe_rows(loc.phase2_records, **common),
+        faults=rows,
+        sweep_id=context.run.run_id,
     )
     confirmed = [r.component for r in rows if r.status == "confirmed"]
     return dg.MaterializeResult(
@@ -72,19 +77,25 @@ def _day(context: dg.AssetCheckExecutionContext) -> str | None:
     return sweep_key(context).day if context.has_partition_key else None
 
 
-def _files_of_day(store: LedgerStore, dataset: str, day: str | None) -> list[str]:
-    return [f for f in store.files(dataset) if day is None or f"/date={day}/" in f]
-
-
-@dg.asset_check(asset=fault_ledger, description="Every fault_ledger file of the day has the ledger's columns and types.")
+@dg.asset_check(asset=fault_ledger, description="The ledger table's current version has every fault_ledger column with its type.")
 def fault_ledger_schema(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     store = ledger.store()
-    files = _files_of_day(store, FAULT_LEDGER, _day(context))
-    expected = FAULT_SCHEMA.remove_metadata()
-    bad = [f for f in files if not store.read_schema(f).remove_metadata().equals(expected)]
+    schema = store.table_schema()
+    version = store.version()
+    bad = []
+    if schema is not None:
+        for f in FAULT_SCHEMA:
+            if f.name not in schema.names:
+                bad.append(f"{f.name}: missing")
+            elif not schema.field(f.name).type.equals(f.type):
+                bad.append(f"{f.name}: {schema.field(f.name).type} (expected {f.type})")
     return dg.AssetCheckResult(
         passed=not bad,
-        metadata={"files_checked": len(files), "bad_files": dg.MetadataValue.md("\n".join(f"- {f}" for f in bad) or "none")},
+        metadata={
+            "table_version": -1 if version is None else version,
+            "columns_checked": len(FAULT_SCHEMA),
+            "bad_columns": dg.MetadataValue.md("\n".join(f"- {b}" for b in bad) or "none"),
+        },
     )
 
 

@@ -9,8 +9,8 @@ With a drill-down, ``fault_ledger`` commits both phases' rows and the verdicts.
 
 Nothing is written before the commit (:mod:`.commit`): a replica whose executor fails (cannot
 start, unreachable server, crashed worker, timeout) keeps the partition's last completed
-sweep, faults included, gets its attempt's rows (error rows included) in the partition's
-``-failed`` probe file and a failed step naming the cause; an interrupted sweep writes nothing.
+sweep, faults included, gets its attempt's rows (error rows included) committed as the
+partition's ``-failed`` batch and a failed step naming the cause; an interrupted sweep writes nothing.
 """
 
 from datetime import UTC, datetime
@@ -26,7 +26,7 @@ from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
 
-from .commit import commit_sweep, fault_batch, record_failed_attempt
+from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import latency_plot, suspects_markdown, verdicts_markdown
 from .rows import degraded_row, error_rows, probe_rows
@@ -82,7 +82,7 @@ def _fail_with_errors(
     path = record_failed_attempt(store, key, rows)
     return dg.Failure(
         description=f"replica {key.replica}: {errors} of {total} Phase {phase} probes could not be measured "
-        f"({first}); error rows written to probe_runs ({path.rsplit('/', 1)[-1]}); no fault rows written, the partition's last completed sweep kept",
+        f"({first}); error rows committed to the ledger as batch {failed_batch(key)} ({path.rsplit('/', 1)[-1]}); no fault rows written, the partition's last completed sweep kept",
         metadata={"error_probes": errors, "probe_runs_file": dg.MetadataValue.path(path), "ledger": store.display_uri},
     )
 
@@ -131,7 +131,7 @@ def phase1_probe_run(
             if result.replica_degraded
             else []
         )
-        written, path = commit_sweep(store, key, phase1=rows, phase2=None, faults=faults)
+        written, path = commit_sweep(store, key, phase1=rows, phase2=None, faults=faults, sweep_id=context.run.run_id)
         context.log_event(
             dg.AssetMaterialization(
                 asset_key="fault_ledger",

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 
 from faultsense_pipelines.ledger import (
+    FAULT_LEDGER,
     FAULT_SCHEMA,
     PROBE_RUN_SCHEMA,
+    PROBE_RUNS,
     SCHEMA_VERSION,
     FaultRow,
     LedgerStore,
@@ -68,13 +62,15 @@ def test_components_and_fault_ids_follow_the_documented_form() -> None:
     assert a not in others and len(others) == 2
 
 
-def test_files_are_hive_partitioned_by_date_with_the_documented_columns(tmp_path: Path) -> None:
+def test_the_ledger_is_one_delta_table_with_the_documented_columns(tmp_path: Path) -> None:
     store = LedgerStore(str(tmp_path))
     written = store.write_faults([gpu_row(17)], day="2026-11-30", batch="faultsense-sim-64-h08")
-    assert written.path == f"{tmp_path}/fault_ledger/date=2026-11-30/faultsense-sim-64-h08.parquet"
-    store.write_probe_runs(probe_rows(3), day="2026-11-30", batch="sim-64-h08-phase1")
-    schema = pq.read_schema(written.path)
-    assert schema.names == [
+    assert written.path == f"{tmp_path}/delta" and written.rows == 1
+    assert (tmp_path / "delta" / "_delta_log").is_dir()
+    store.write_probe_runs(probe_rows(3), day="2026-11-30", batch="faultsense-sim-64-h08")
+    assert store.version() == written.version + 1
+    faults = store.read_table(FAULT_LEDGER)
+    assert faults.schema.names == [
         "fault_id",
         "detected_at",
         "sweep_id",
@@ -89,35 +85,53 @@ def test_files_are_hive_partitioned_by_date_with_the_documented_columns(tmp_path
         "phase",
         "probes_used",
         "schema_version",
+        "date",
+        "batch",
     ]
-    assert schema.remove_metadata().equals(FAULT_SCHEMA.remove_metadata())
-    assert schema.metadata[b"faultsense.schema_version"] == str(SCHEMA_VERSION).encode()
-    runs = pq.read_schema(f"{tmp_path}/probe_runs/date=2026-11-30/sim-64-h08-phase1.parquet")
-    assert runs.names == ["sweep_id", "replica", "phase", "probe_index", "gpus", "latency_ms", "repeat", "executor", "error"]
-    assert runs.remove_metadata().equals(PROBE_RUN_SCHEMA.remove_metadata())
+    for f in FAULT_SCHEMA:
+        assert faults.schema.field(f.name).type.equals(f.type), f.name
+    runs = store.read_table(PROBE_RUNS)
+    assert runs.schema.names[:9] == [
+        "sweep_id",
+        "replica",
+        "phase",
+        "probe_index",
+        "gpus",
+        "latency_ms",
+        "repeat",
+        "executor",
+        "error",
+    ]
+    for f in PROBE_RUN_SCHEMA:
+        assert runs.schema.field(f.name).type.equals(f.type), f.name
+    assert faults.column("schema_version").to_pylist() == [SCHEMA_VERSION]
+    assert all("/dataset=probe_runs/date=2026-11-30/" in p for p in store.files(PROBE_RUNS))
 
 
-def test_pandas_and_duckdb_read_the_ledger_as_is(tmp_path: Path) -> None:
+def test_pandas_pyarrow_and_duckdb_read_the_table_without_our_code(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
     store = LedgerStore(str(tmp_path))
     store.write_faults([gpu_row(17), gpu_row(5)], day="2026-11-30", batch="b1")
     store.write_faults([gpu_row(9, window="2026-11-29-23:00")], day="2026-11-29", batch="b2")
     store.write_probe_runs(probe_rows(4), day="2026-11-30", batch="r1")
+    store.write_faults([gpu_row(17)], day="2026-11-30", batch="b1")  # replaces b1: a stale file stays on disk
 
-    by_pandas = pd.read_parquet(tmp_path / "fault_ledger")
-    assert sorted(by_pandas["gpu"].tolist()) == [5, 9, 17]
+    table = DeltaTable(str(tmp_path / "delta"))
+    by_pandas = table.to_pandas(filters=[("dataset", "=", "fault_ledger")])
+    assert sorted(by_pandas["gpu"].tolist()) == [9, 17]
     assert sorted(by_pandas["date"].astype(str).unique()) == ["2026-11-29", "2026-11-30"]
 
+    ledger = table.to_pyarrow_dataset()  # noqa: F841 - read by DuckDB below
     by_duckdb = duckdb.sql(
-        f"SELECT date, count(*) AS n FROM read_parquet('{tmp_path}/fault_ledger/*/*.parquet', hive_partitioning = true) GROUP BY date ORDER BY date"
+        "SELECT date, count(*) AS n FROM ledger WHERE dataset = 'fault_ledger' GROUP BY date ORDER BY date"
     ).fetchall()
-    assert [(str(d), n) for d, n in by_duckdb] == [("2026-11-29", 1), ("2026-11-30", 2)]
-    latencies = duckdb.sql(
-        f"SELECT sum(latency_ms), max(len(gpus)) FROM read_parquet('{tmp_path}/probe_runs/**/*.parquet', hive_partitioning = true)"
-    ).fetchall()[0]
+    assert [(str(d), n) for d, n in by_duckdb] == [("2026-11-29", 1), ("2026-11-30", 1)]
+    latencies = duckdb.sql("SELECT sum(latency_ms), max(len(gpus)) FROM ledger WHERE dataset = 'probe_runs'").fetchall()[0]
     assert latencies == (10.0 + 11.0 + 12.0 + 13.0, 2)
 
     mine = store.read_faults(since="2026-11-30")
-    assert sorted(mine["gpu"].tolist()) == [5, 17] and str(mine["gpu"].dtype) == "Int32"
+    assert mine["gpu"].tolist() == [17] and str(mine["gpu"].dtype) == "Int32"
 
 
 def test_rewriting_a_batch_replaces_its_rows_and_an_empty_batch_clears_them(tmp_path: Path) -> None:
@@ -129,7 +143,7 @@ def test_rewriting_a_batch_replaces_its_rows_and_an_empty_batch_clears_them(tmp_
     assert len(store.read_faults()) == 3
     store.write_faults([], day="2026-11-30", batch="faultsense-sim-64-h08")
     assert store.read_faults()["gpu"].tolist() == [1]
-    assert len(store.files("fault_ledger")) == 2
+    assert store.version() == 5  # create (version 0), then one commit per write
 
 
 def test_passive_detectors_append_machine_and_fabric_rows_without_gpu_ids(tmp_path: Path) -> None:
@@ -182,11 +196,11 @@ def test_a_passive_rescan_of_the_same_window_replaces_its_rows_and_a_clean_resca
     first = append_passive_faults(uri, found, **scan)
     again = append_passive_faults(uri, found, **scan)
     df = LedgerStore(uri).read_faults()
-    assert first.path == again.path and len(df) == 2
+    assert first.batch == again.batch and len(df) == 2
     assert sorted(df["fault_id"]) == sorted(make_fault_id("minder", "train-a", window, c) for c, _ in found)
     assert set(df["status"]) == {"confirmed"} and set(df["replica"]) == {"train-a"}
     other = append_passive_faults(uri, found[:1], **{**scan, "window": "next", "batch_key": "metrics.parquet|next"})
-    assert other.path != first.path and len(LedgerStore(uri).read_faults()) == 3
+    assert other.batch != first.batch and len(LedgerStore(uri).read_faults()) == 3
     append_passive_faults(uri, [], **scan)
     assert LedgerStore(uri).read_faults()["fault_id"].tolist() == [make_fault_id("minder", "train-a", "next", "machine:node-07")]
 
@@ -242,44 +256,10 @@ def test_probe_rows_refuse_nan_or_negative_latencies_and_latencies_on_error_rows
         ProbeRunRow("r", "a", 1, 0, (0, 1), 3.0, 0, "local", error="timeout")
 
 
-def test_an_fsspec_filesystem_uri_works_like_a_local_path() -> None:
-    store = LedgerStore("memory://faultsense-test-ledger")
-    store.write_faults([gpu_row(3)], day="2026-11-30", batch="b")
-    store.write_faults([gpu_row(3)], day="2026-11-30", batch="b")
-    assert store.read_faults()["component"].tolist() == ["gpu:3"]
-
-
-_WRITER = textwrap.dedent(
-    """
-    import sys
-    from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
-    gpus = tuple(range(2048))
-    rows = [ProbeRunRow("big", "sim-64", 1, i, gpus, 1.0, 0, "simulated") for i in range(6_000)]
-    print("ready", flush=True)
-    LedgerStore(sys.argv[1]).write_probe_runs(rows, day="2026-11-30", batch="sim-64-h08-phase1")
-    """
-)
-
-
-def test_a_writer_killed_mid_write_leaves_the_earlier_file_intact(tmp_path: Path) -> None:
-    store = LedgerStore(str(tmp_path))
-    store.write_probe_runs(probe_rows(5), day="2026-11-30", batch="sim-64-h08-phase1")
-    folder = tmp_path / "probe_runs" / "date=2026-11-30"
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + 120
-        while not any(p.name.endswith(".tmp") for p in folder.iterdir()):
-            assert proc.poll() is None, "the writer finished before it could be killed"
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
-    assert any(p.name.startswith(".") for p in folder.iterdir()), "the killed write left its hidden temporary file"
-    assert store.read_probe_runs()["latency_ms"].tolist() == [10.0, 11.0, 12.0, 13.0, 14.0]
-    assert len(pd.read_parquet(tmp_path / "probe_runs")) == 5
-    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/probe_runs/*/*.parquet')").fetchall() == [(5,)]
+@pytest.mark.parametrize("uri", ["memory://faultsense-test-ledger", " /tmp/ledger", "/tmp/ledger\n"])
+def test_a_uri_the_delta_table_cannot_use_is_refused_in_one_line(uri: str) -> None:
+    with pytest.raises(ValueError, match=r"not supported by the ledger.s Delta table|surrounding whitespace"):
+        LedgerStore(uri)
 
 
 def test_ledger_show_of_a_missing_path_or_a_file_says_there_is_no_ledger(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
@@ -15,11 +15,7 @@ from faultsense_pipelines.definitions import ANALYTICS_JOB, COVER_JOB
 from faultsense_pipelines.ledger import LedgerStore
 from tests.pipeline_helpers import HOUR, HOURS, add_replicas, new_defs, skipped_steps, sweep
 
-
-@pytest.fixture
-def instance():
-    with dg.DagsterInstance.ephemeral() as inst:
-        yield inst
+pytestmark = pytest.mark.integration  # real in-process Dagster runs
 
 
 def test_probe_cover_materializes_each_fleet_shape_with_its_statistics(tmp_path: Path, instance) -> None:
@@ -80,7 +76,7 @@ def test_a_healthy_replica_skips_phase2_and_writes_an_empty_fault_batch(tmp_path
     assert "fault_ledger" in skipped_steps(result)
     store = LedgerStore(str(ledger))
     assert store.read_faults().empty
-    assert [Path(f).name for f in store.files("fault_ledger")] == ["faultsense-sim-healthy-h08.parquet"]
+    assert set(store.read_table("probe_runs").column("batch").to_pylist()) == {"faultsense-sim-healthy-h08"}
     assert set(store.read_probe_runs()["phase"]) == {1}
     ledger_event = instance.get_latest_materialization_event(dg.AssetKey("fault_ledger"))
     assert ledger_event.asset_materialization.partition == dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"})
@@ -93,16 +89,17 @@ def test_sweeping_three_hours_writes_three_partitions_and_a_rerun_changes_no_row
     for hour in HOURS:  # what a backfill over 05:00-07:00 launches: one run per partition
         assert sweep(defs, instance, "sim-faulty", hour).success
     store = LedgerStore(str(ledger))
-    assert [Path(f).name for f in store.files("fault_ledger")] == [f"faultsense-sim-faulty-h0{h}.parquet" for h in (5, 6, 7)]
+    batches = sorted(set(store.read_table("fault_ledger").column("batch").to_pylist()))
+    assert batches == [f"faultsense-sim-faulty-h0{h}" for h in (5, 6, 7)]
     faults, runs = store.read_faults(), store.read_probe_runs()
     assert faults.groupby("fault_id").size().max() == 1
     assert len(faults[faults["status"] == "confirmed"]) == 3 * 2
-    before = (len(faults), len(runs), len(store.files("probe_runs")))
+    before = (len(faults), len(runs), len(set(runs["sweep_id"])))
 
     again = sweep(defs, instance, "sim-faulty", HOURS[1])
     assert again.success
     faults2, runs2 = store.read_faults(), store.read_probe_runs()
-    assert (len(faults2), len(runs2), len(store.files("probe_runs"))) == before
+    assert (len(faults2), len(runs2), len(set(runs2["sweep_id"]))) == before
     assert set(faults2[faults2["fault_id"].isin(faults["fault_id"])]["fault_id"]) == set(faults["fault_id"])
     assert again.run_id in set(faults2["sweep_id"])
     partitions = instance.get_materialized_partitions(dg.AssetKey("fault_ledger"))
@@ -125,15 +122,16 @@ def test_the_checks_catch_duplicate_fault_rows_and_bad_latencies_from_other_writ
     defs, ledger = new_defs(tmp_path)
     add_replicas(instance, defs)
     assert sweep(defs, instance, "sim-faulty").success
-    day = ledger / "fault_ledger" / "date=2026-11-30"
-    pq.write_table(pq.read_table(day / "faultsense-sim-faulty-h08.parquet"), day / "copied-by-hand.parquet")
-    runs_day = ledger / "probe_runs" / "date=2026-11-30"
-    table = pq.read_table(runs_day / "sim-faulty-h08-phase1.parquet")
-    latency = table.column("latency_ms").to_pylist()
-    latency[0] = -1.0
-    pq.write_table(
-        table.set_column(table.schema.get_field_index("latency_ms"), "latency_ms", pa.array(latency)), runs_day / "edited.parquet"
-    )
+    from deltalake import DeltaTable, write_deltalake
+
+    # other writers, without our code: a copy of the fault rows and an edited probe row, appended to the table
+    table = DeltaTable(str(ledger / "delta")).to_pyarrow_table()
+    faults = table.filter(pa.compute.equal(table.column("dataset"), "fault_ledger"))
+    copied = faults.set_column(faults.schema.get_field_index("batch"), "batch", pa.array(["copied-by-hand"] * len(faults)))
+    runs = table.filter(pa.compute.equal(table.column("dataset"), "probe_runs")).slice(0, 1)
+    edited = runs.set_column(runs.schema.get_field_index("latency_ms"), "latency_ms", pa.array([-1.0]))
+    edited = edited.set_column(edited.schema.get_field_index("batch"), "batch", pa.array(["edited"]))
+    write_deltalake(str(ledger / "delta"), pa.concat_tables([copied, edited]), mode="append")
 
     result = sweep(defs, instance, "sim-faulty")
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
@@ -142,7 +140,7 @@ def test_the_checks_catch_duplicate_fault_rows_and_bad_latencies_from_other_writ
     assert not result.success
     assert result.asset_materializations_for_node("phase2_drilldown") == []
     assert result.asset_materializations_for_node("fault_ledger") == []
-    (runs_day / "edited.parquet").unlink()
+    assert LedgerStore(str(ledger)).delete_batch("probe_runs", day="2026-11-30", batch="edited")
     result = sweep(defs, instance, "sim-faulty")
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"probe_latencies_valid": True, "fault_ledger_schema": True, "fault_ledger_unique_rows": False}

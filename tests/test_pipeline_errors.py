@@ -60,8 +60,9 @@ def test_a_replica_whose_server_is_down_gets_error_rows_no_faults_and_the_others
     assert runs["error"].notna().all() and runs["latency_ms"].isna().all() and runs["repeat"].isna().all()
     assert (runs["executor"] == "vllm").all()
     assert store.read_faults(replica="prod-dead").empty
-    assert not [f for f in store.files("fault_ledger") if "prod-dead" in f]  # a failed sweep writes no fault file
-    assert [Path(f).name for f in store.files("probe_runs") if "prod-dead" in f] == ["prod-dead-h08-failed.parquet"]
+    dead_batches = {b for b in store.read_table("probe_runs").column("batch").to_pylist() if "prod-dead" in b}
+    assert dead_batches == {"faultsense-prod-dead-h08-failed"}  # a failed sweep writes only its attempt's batch
+    assert not [b for b in store.read_table("fault_ledger").column("batch").to_pylist() if "prod-dead" in b]
     assert store.read_faults(replica="sim-faulty")["component"].tolist() == ["gpu:5"]
 
     assert not any(SECRET in e for e in events), "the API key reached the Dagster event log"

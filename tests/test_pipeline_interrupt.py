@@ -1,6 +1,6 @@
 """A failed or interrupted sweep never destroys what the ledger already holds.
 
-Real Dagster instance, real Parquet ledger, real worker processes, a real ``SIGINT``.
+Real Dagster instance, real Delta ledger, real worker processes, a real ``SIGINT``.
 """
 
 from __future__ import annotations
@@ -48,9 +48,11 @@ replicas:
 
 
 def ledger_state(ledger: Path) -> dict[str, str]:
-    """Every file under the ledger (hidden ones included) -> SHA-256 of its bytes."""
+    """Every file under the ledger (hidden ones included, the sweep locks not) -> SHA-256 of its bytes."""
     return {
-        str(f.relative_to(ledger)): hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(ledger.rglob("*")) if f.is_file()
+        str(f.relative_to(ledger)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(ledger.rglob("*"))
+        if f.is_file() and ".locks" not in f.relative_to(ledger).parts
     }
 
 
@@ -69,7 +71,9 @@ def test_a_failed_rerun_keeps_the_confirmed_fault_and_a_successful_rerun_replace
         # the completed sweep's files are byte for byte what they were; one file was added
         after = ledger_state(ledger)
         assert {k: v for k, v in after.items() if k in committed} == committed
-        assert sorted(set(after) - set(committed)) == ["probe_runs/date=2026-11-30/sim-faulty-h08-failed.parquet"]
+        added = sorted(set(after) - set(committed))  # one commit: a log entry and the attempt's data file
+        assert len(added) == 2 and added[0].startswith("delta/_delta_log/") and added[0].endswith(".json"), added
+        assert added[1].startswith("delta/dataset=probe_runs/date=2026-11-30/") and added[1].endswith(".parquet"), added
         kept = store.read_faults()
         assert kept.loc[kept["status"] == "confirmed", "component"].tolist() == ["gpu:5"]
         attempt = store.read_probe_runs()
@@ -92,7 +96,10 @@ def test_a_failed_first_sweep_of_an_hour_writes_its_error_rows_and_no_fault_file
     with dg.DagsterInstance.ephemeral() as instance:
         (failed,), _ = run_sweep(fleet, hour=HOUR, instance=instance)
     assert not failed.success
-    assert sorted(ledger_state(ledger)) == ["probe_runs/date=2026-11-30/sim-faulty-h08-failed.parquet"]
+    store = LedgerStore(str(ledger))
+    assert store.read_faults().empty
+    runs = store.read_table("probe_runs")
+    assert set(runs.column("batch").to_pylist()) == {"faultsense-sim-faulty-h08-failed"} and len(store.files("probe_runs")) == 1
 
 
 @pytest.mark.parametrize(
@@ -134,7 +141,7 @@ def _seed_partition(ledger: Path) -> None:
     store = LedgerStore(str(ledger))
     day, sweep = "2026-11-30", "earlier-sweep"
     runs = [ProbeRunRow(sweep, "local-4", 1, i, (i, (i + 1) % 4), 10.0 + i, 0, "local") for i in range(4)]
-    store.write_probe_runs(runs, day=day, batch="local-4-h08-phase1")
+    store.write_probe_runs(runs, day=day, batch="faultsense-local-4-h08")
     fault = FaultRow(
         fault_id=make_fault_id("faultsense", "local-4", HOUR, "gpu:2"),
         detected_at=datetime(2026, 11, 30, 8, 5, tzinfo=UTC),

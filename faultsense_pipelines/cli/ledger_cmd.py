@@ -43,8 +43,9 @@ def default_ledger_uri(ledger: str | None, fleet: Path | None) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add ``faultsense ledger ...`` to ``app``."""
-    ledger_app = typer.Typer(help="Read the fault ledger.", no_args_is_help=True)
+    ledger_app = typer.Typer(help="Read, convert and maintain the fault ledger.", no_args_is_help=True)
     app.add_typer(ledger_app, name="ledger")
+    register_maintenance(ledger_app)
 
     @ledger_app.command("show")
     def show(
@@ -79,7 +80,14 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         if (kind := store.root_kind()) != "directory":
             fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
-        df = store.read_faults(since=day, replica=replica, detector=detector)
+        from faultsense_pipelines.ledger import LedgerError
+
+        try:
+            df = store.read_faults(since=day, replica=replica, detector=detector)
+        except LedgerError as exc:
+            fail(str(exc), code=1)
+        if store.version() is None and store.legacy_files():
+            typer.echo(f"note: {store.display_uri} holds a pre-Delta Parquet ledger; run `faultsense ledger convert`", err=True)
         if replica is not None and df.empty:
             _note_unmatched_replica(store, replica, day)
         if status is not None:
@@ -107,6 +115,79 @@ def register(app: typer.Typer) -> None:
         console = Console()
         # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses
         (console if console.is_terminal else Console(width=250)).print(table)
+
+
+def _open_store(ledger: str | None, fleet: Path | None) -> LedgerStore:
+    """The ledger store for ``--ledger`` / ``$FAULTSENSE_LEDGER`` / the fleet's, or one line and exit 2."""
+    from faultsense_pipelines.fleet import FleetError
+    from faultsense_pipelines.ledger import LedgerStore
+
+    try:
+        store = LedgerStore(default_ledger_uri(ledger, fleet))
+    except (FleetError, ValueError) as exc:
+        fail(str(exc))
+    if (kind := store.root_kind()) != "directory":
+        fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
+    return store
+
+
+def register_maintenance(ledger_app: typer.Typer) -> None:
+    """Add ``faultsense ledger convert`` and ``faultsense ledger maintain`` to ``ledger_app``."""
+
+    @ledger_app.command("convert")
+    def convert(
+        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
+        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to convert."),
+        keep: bool = typer.Option(
+            False, "--keep-parquet", help="Leave the old Parquet folders in place (default: move them to legacy-parquet/)."
+        ),
+    ) -> None:
+        """Copy a pre-Delta Parquet ledger (fault_ledger/, probe_runs/) into the ledger's Delta table."""
+        from faultsense_pipelines.ledger import LedgerError
+
+        store = _open_store(ledger, fleet)
+        try:
+            rows, skipped = store.convert_legacy(move_aside=not keep)
+        except (LedgerError, OSError) as exc:
+            fail(str(exc), code=1)
+        for line in skipped:
+            typer.echo(f"skipped: {' '.join(line.split())[:300]}", err=True)
+        typer.echo(f"converted {rows} rows into {store.table_uri} (version {store.version()}); {len(skipped)} files skipped")
+        if skipped:
+            raise typer.Exit(1)
+
+    @ledger_app.command("maintain")
+    def maintain(
+        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
+        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to maintain."),
+        retain_days: str = typer.Option(
+            None, "--retain-days", metavar="DAYS", help="Delete days older than this (default: keep all)."
+        ),
+        vacuum_hours: str = typer.Option(
+            "168", "--vacuum-hours", metavar="HOURS", help="Delete unreferenced files older than this."
+        ),
+        compact: bool = typer.Option(True, "--compact/--no-compact", help="Merge small files (one commit)."),
+    ) -> None:
+        """Compaction and retention of the ledger's Delta table (safe while readers read)."""
+        from faultsense_pipelines.ledger import LedgerError
+
+        def count(text: str | None, flag: str, top: int) -> int | None:
+            if text is None:
+                return None
+            if not text.strip().isdigit() or int(text) > top:
+                fail(f"{flag} must be an integer in 0..{top}, got {text[:80]!r}")
+            return int(text)
+
+        days, hours = count(retain_days, "--retain-days", 100_000), count(vacuum_hours, "--vacuum-hours", 1_000_000)
+        store = _open_store(ledger, fleet)
+        try:
+            done = store.maintain(retain_days=days, vacuum_hours=float(hours or 0), compact=compact)
+        except LedgerError as exc:
+            fail(str(exc))
+        typer.echo(
+            f"{store.table_uri}: {done['rows_deleted']} rows deleted, {done['files_compacted']} files compacted, "
+            f"{done['files_vacuumed']} files vacuumed; version {done['version']}"
+        )
 
 
 def _note_unmatched_replica(store: LedgerStore, replica: str, day: date) -> None:

@@ -20,8 +20,11 @@ from pathlib import Path
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from faultsense_pipelines.redaction import scrub
 
 from .errors import fail
 
@@ -192,6 +195,7 @@ def run_sweep(
     from faultsense_pipelines.assets.partitions import REPLICAS, check_hour_key, current_hour_key
     from faultsense_pipelines.definitions import ANALYTICS_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
+    from faultsense_pipelines.ledger.lock import ReplicaLocked, replica_lock
 
     hour = check_hour_key(hour) if hour is not None else current_hour_key()
     if ledger_uri is not None and not str(ledger_uri).strip():
@@ -231,9 +235,18 @@ def run_sweep(
                 outcome, t0 = ReplicaSweep(name, fleet.replica(name).executor), time.monotonic()
                 key = dg.MultiPartitionKey({"hour": hour, "replica": name})
                 try:
-                    result = job.execute_in_process(instance=instance, partition_key=key, run_config=config, raise_on_error=False)
+                    # one sweep of a replica at a time on this ledger (a second one is refused, not queued)
+                    with replica_lock(store.uri, name):
+                        result = job.execute_in_process(
+                            instance=instance, partition_key=key, run_config=config, raise_on_error=False
+                        )
                 except KeyboardInterrupt:
                     raise SweepInterrupted(name) from None
+                except ReplicaLocked as exc:
+                    outcome.error, outcome.seconds = str(exc), time.monotonic() - t0
+                    outcomes.append(outcome)
+                    on_done and on_done(outcome)
+                    continue
                 if sigint.fired() or _interrupted(result):
                     raise SweepInterrupted(name)
                 outcome = _summarize(outcome, result)
@@ -251,7 +264,7 @@ def run_sweep(
 
 def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
     table = Table(
-        title=f"FaultSense sweep {hour} UTC -> ledger {ledger}",
+        title=f"FaultSense sweep {hour} UTC -> ledger {escape(ledger)}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
@@ -371,7 +384,10 @@ def register(app: typer.Typer) -> None:
                 out.print(f"{o.replica}: {o.unjudged_links} links unjudged (no passing probe held them)", highlight=False)
             if not o.success:
                 out.print(
-                    f"[red]{o.replica} failed[/red] (run {o.run_id}): {o.error}", soft_wrap=True, markup=True, highlight=False
+                    f"[red]{o.replica} failed[/red] (run {o.run_id}): {escape(scrub(o.error))}",
+                    soft_wrap=True,
+                    markup=True,
+                    highlight=False,
                 )
         if not all(o.success for o in outcomes):
             raise typer.Exit(1)

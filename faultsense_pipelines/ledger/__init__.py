@@ -1,9 +1,12 @@
-"""The fault ledger: two hive-partitioned Parquet datasets every detector writes and analytics read.
+"""The fault ledger: one Delta Lake table holding two datasets every detector writes and analytics read.
 
 Layout under the ledger URI (see ``docs/ledger.md``)::
 
-    fault_ledger/date=YYYY-MM-DD/<batch>.parquet   one row per fault, FAULT_SCHEMA
-    probe_runs/date=YYYY-MM-DD/<batch>.parquet     one row per probe repeat, PROBE_RUN_SCHEMA
+    delta/_delta_log/...                                the commits
+    delta/dataset=fault_ledger/date=YYYY-MM-DD/*.parquet one row per fault, FAULT_SCHEMA columns
+    delta/dataset=probe_runs/date=YYYY-MM-DD/*.parquet   one row per probe repeat, PROBE_RUN_SCHEMA columns
+
+A sweep's probe and fault rows change together, in one commit (:meth:`LedgerStore.commit`).
 
 Public API for other detectors (stable): build :class:`FaultRow` objects and hand them to
 :func:`append_faults` (or :meth:`LedgerStore.write_faults`)::
@@ -37,7 +40,7 @@ from .schema import (
     make_fault_id,
     replica_component,
 )
-from .store import LedgerStore, WriteResult, append_faults, append_passive_faults, as_day
+from .store import TABLE_DIR, TABLE_SCHEMA, LedgerError, LedgerStore, WriteResult, append_faults, append_passive_faults, as_day
 
 __all__ = [
     "COMPONENT_KINDS",
@@ -47,7 +50,10 @@ __all__ = [
     "PROBE_RUN_SCHEMA",
     "SCHEMA_VERSION",
     "STATUSES",
+    "TABLE_DIR",
+    "TABLE_SCHEMA",
     "FaultRow",
+    "LedgerError",
     "LedgerStore",
     "ProbeRunRow",
     "WriteResult",

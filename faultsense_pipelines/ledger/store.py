@@ -1,28 +1,41 @@
-"""Where the ledger lives, and how its files are written and read.
+"""Where the ledger lives, and how it is written and read: one Delta Lake table.
 
-A :class:`LedgerStore` wraps one ledger URI: a local path, ``file://``, any filesystem
-pyarrow knows (``s3://``, ``gs://``, ``hdfs://``, ``abfs://``) or, failing that, any fsspec
-protocol (``memory://``, ``gcs://``, ...). Each write is one Parquet file named after its
-*batch* under ``<dataset>/date=YYYY-MM-DD/``:
+A :class:`LedgerStore` wraps one ledger URI: a local path, ``file://``, ``s3://``, ``gs://``,
+``az://``/``abfs://``, ``hdfs://`` (what ``deltalake`` understands, :data:`DELTA_SCHEMES`). All rows live in
+**one Delta table**, ``<ledger>/delta/``, partitioned by ``dataset`` (``fault_ledger`` or
+``probe_runs``) and ``date`` (``YYYY-MM-DD``); each row also carries its ``batch`` (what
+wrote it: a sweep partition ``faultsense-<replica>-hHH``, its failed attempt
+``...-failed``, or a passive detector's scan).
 
-* atomic: the table is written to a hidden temporary file next to the target, then renamed
-  over it, so readers (and a run killed mid-write) only ever see a whole old or a whole new
-  file; hidden (``.``-prefixed) files are ignored by pyarrow, pandas, DuckDB globs and Spark;
-* idempotent: writing the same (day, batch) again replaces that file, never adds rows.
+* **one commit per change**: :meth:`LedgerStore.commit` replaces any set of batches of one
+  day -- probe rows and fault rows together -- in a single Delta commit (one
+  ``_delta_log`` entry, written atomically). A process killed at any moment leaves the table
+  at the old or the new version, never between; files of an unfinished write are not in
+  the log, invisible to every Delta reader, and removed by :meth:`LedgerStore.maintain`.
+* **both datasets, one snapshot**: probe rows and verdict rows of a sweep are in the same
+  table, so every reader of one version sees the same sweep in both.
+* **concurrent writers**: Delta's optimistic concurrency refuses a commit whose
+  partitions changed since it read them; :meth:`commit` then retries its (idempotent,
+  whole-batch) replacement, so concurrent writers of one batch are serialized (the last
+  one wins, never a mix, never duplicates).
+* idempotent: writing the same (day, batch) again replaces its rows, never adds rows.
 
-Batch names may hold only ``[A-Za-z0-9_-]``, so nothing written can leave the ledger folder.
+Batch names may hold only ``[A-Za-z0-9_-]`` (they appear in predicates and metadata).
+Ledgers written before the Delta table (hive-partitioned Parquet files under
+``fault_ledger/`` and ``probe_runs/``) are converted by :meth:`LedgerStore.convert_legacy`
+(``faultsense ledger convert``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
-import uuid
-from collections.abc import Collection, Sequence
+import time
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pandas as pd
@@ -34,19 +47,62 @@ import pyarrow.parquet as pq
 from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
 from .schema import FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS, make_fault_id
 
-__all__ = ["LedgerStore", "WriteResult", "append_faults", "append_passive_faults", "as_day"]
+__all__ = [
+    "DELTA_SCHEMES",
+    "TABLE_DIR",
+    "TABLE_SCHEMA",
+    "LedgerError",
+    "LedgerStore",
+    "WriteResult",
+    "append_faults",
+    "append_passive_faults",
+    "as_day",
+]
 
+#: The Delta table's folder under the ledger URI.
+TABLE_DIR = "delta"
+#: URI schemes the Delta table can live on (``deltalake``'s object stores).
+DELTA_SCHEMES = ("file", "s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "hdfs", "viewfs", "lakefs")
 _BATCH_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,199}")
 _SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA}
-_PARTITIONING = ds.partitioning(pa.schema([("date", pa.string())]), flavor="hive")
+_PARTITION_BY = ["dataset", "date"]
+_KEYS = ("dataset", "date", "batch")
+_COMMIT_RETRIES = 20
+
+
+def _table_schema() -> pa.Schema:
+    fields: dict[str, pa.Field] = {
+        "dataset": pa.field("dataset", pa.string(), nullable=False),
+        "date": pa.field("date", pa.string(), nullable=False),
+        "batch": pa.field("batch", pa.string(), nullable=False),
+    }
+    for schema in (FAULT_SCHEMA, PROBE_RUN_SCHEMA):
+        for f in schema:
+            if f.name not in fields:
+                keep = f.name in ("sweep_id", "replica")
+                fields[f.name] = pa.field(f.name, f.type, nullable=not keep)
+    return pa.schema(list(fields.values()))
+
+
+#: The Delta table's columns: ``dataset``, ``date``, ``batch``, then every column of
+#: :data:`.schema.FAULT_SCHEMA` and :data:`.schema.PROBE_RUN_SCHEMA` (shared ones once;
+#: a row of one dataset has the other's columns null).
+TABLE_SCHEMA = _table_schema()
+
+
+class LedgerError(ValueError):
+    """The ledger cannot be read or written as asked (one line naming the place)."""
 
 
 @dataclass(frozen=True)
 class WriteResult:
-    """One file written: its ``path`` (as the store's URI shows it) and its ``rows``."""
+    """One commit: the table's ``path`` (as the store shows it), the ``rows`` it wrote, the
+    table ``version`` it created and the ``batch`` (or comma-joined batches) it replaced."""
 
     path: str
     rows: int
+    version: int = -1
+    batch: str = ""
 
 
 def as_day(day: date | str) -> date:
@@ -60,12 +116,12 @@ def as_day(day: date | str) -> date:
     try:
         return date.fromisoformat(str(day))
     except ValueError:
-        raise ValueError(f"day must be a date or 'YYYY-MM-DD', got {day!r}") from None
+        raise ValueError(f"day must be a date or 'YYYY-MM-DD', got {str(day)[:80]!r}") from None
 
 
 def _check_batch(batch: str) -> str:
     if not isinstance(batch, str) or not _BATCH_RE.fullmatch(batch):
-        raise ValueError(f"batch must be 1-200 of A-Z, a-z, 0-9, '_' and '-' (starting alphanumeric), got {batch!r}")
+        raise ValueError(f"batch must be 1-200 of A-Z, a-z, 0-9, '_' and '-' (starting alphanumeric), got {str(batch)[:80]!r}")
     return batch
 
 
@@ -91,24 +147,53 @@ def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
         return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), root.rstrip("/")
 
 
+def _to_table(table: pa.Table, dataset: str, day: str, batch: str) -> pa.Table:
+    """``table`` (one dataset's schema) as rows of :data:`TABLE_SCHEMA`."""
+    n = table.num_rows
+    columns = []
+    for f in TABLE_SCHEMA:
+        if f.name == "dataset":
+            columns.append(pa.array([dataset] * n, pa.string()))
+        elif f.name == "date":
+            columns.append(pa.array([day] * n, pa.string()))
+        elif f.name == "batch":
+            columns.append(pa.array([batch] * n, pa.string()))
+        elif f.name in table.column_names:
+            columns.append(table.column(f.name).cast(f.type))
+        else:
+            columns.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(columns, schema=TABLE_SCHEMA)
+
+
 class LedgerStore:
-    """The fault ledger under one URI.
+    """The fault ledger under one URI (one Delta table, see the module docstring).
 
     Args:
-        uri: local path (relative paths are taken from the current directory) or URI.
+        uri: local path (relative paths are taken from the current directory; surrounding
+            whitespace is refused) or URI.
 
     Raises:
-        ValueError: if no filesystem understands ``uri``.
+        ValueError: if ``uri`` is empty, has surrounding whitespace, or no filesystem
+            understands it.
     """
 
     def __init__(self, uri: str) -> None:
         if not isinstance(uri, str) or not uri.strip():
-            raise ValueError(f"ledger URI must be a non-empty string, got {uri!r}")
+            raise ValueError(f"ledger URI must be a non-empty string, got {str(uri)[:80]!r}")
+        if uri != uri.strip() or any(ord(c) < 32 for c in uri):
+            raise ValueError(f"ledger URI must not have surrounding whitespace or control characters, got {_redact(uri)[:80]!r}")
+        scheme = urlsplit(uri).scheme.lower() if "://" in uri else ""
+        if scheme and scheme not in DELTA_SCHEMES:
+            raise ValueError(
+                f"ledger URI scheme {scheme}:// is not supported by the ledger's Delta table "
+                f"(use a local path or one of {', '.join(s + '://' for s in DELTA_SCHEMES)}), got {_redact(uri)[:80]!r}"
+            )
         try:
             self._fs, self._root = _resolve(uri)
         except (ValueError, ImportError, OSError) as exc:
-            raise ValueError(f"cannot open ledger {_redact(uri)!r}: {exc}") from None
+            raise ValueError(f"cannot open ledger {_redact(uri)[:80]!r}: {str(exc)[:120]}") from None
         self.uri = uri
+        self._table_uri = f"{self._root}/{TABLE_DIR}" if "://" not in uri else f"{uri.rstrip('/')}/{TABLE_DIR}"
 
     def __repr__(self) -> str:
         return f"LedgerStore({self.display_uri!r})"
@@ -117,6 +202,11 @@ class LedgerStore:
     def display_uri(self) -> str:
         """The ledger location without credentials (what logs and the UI show)."""
         return self._root if "://" not in self.uri else _redact(self.uri)
+
+    @property
+    def table_uri(self) -> str:
+        """The Delta table's location without credentials (``<ledger>/delta``)."""
+        return f"{self.display_uri.rstrip('/')}/{TABLE_DIR}"
 
     def root_kind(self) -> str:
         """What the ledger URI points at: ``"directory"``, ``"file"`` or ``"missing"``.
@@ -129,93 +219,173 @@ class LedgerStore:
             return "directory"
         return "missing" if kind == pafs.FileType.NotFound else "file"
 
-    def dataset_path(self, dataset: str) -> str:
-        """Root of ``fault_ledger`` or ``probe_runs`` on the store's filesystem."""
-        if dataset not in _SCHEMAS:
-            raise ValueError(f"dataset must be one of {', '.join(_SCHEMAS)}, got {dataset!r}")
-        return f"{self._root}/{dataset}"
+    # -- the Delta table -----------------------------------------------------------------------
 
-    def file_path(self, dataset: str, day: date | str, batch: str) -> str:
-        """Path of the file holding ``batch`` of ``day`` in ``dataset``."""
-        return f"{self.dataset_path(dataset)}/date={as_day(day).isoformat()}/{_check_batch(batch)}.parquet"
+    def _open(self, version: int | None = None) -> Any:
+        """The Delta table (at ``version``, default the latest), or None when there is none yet."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
 
-    # -- writing -----------------------------------------------------------------------------
-
-    def _write(self, dataset: str, table: pa.Table, day: date | str, batch: str) -> WriteResult:
-        final = self.file_path(dataset, day, batch)
-        folder, name = final.rsplit("/", 1)
-        tmp = f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
-        self._fs.create_dir(folder, recursive=True)
         try:
-            pq.write_table(table, tmp, filesystem=self._fs)
-            self._fs.move(tmp, final)
-        except BaseException:
-            self._delete_quietly(tmp)
-            raise
-        return WriteResult(path=final, rows=table.num_rows)
+            return DeltaTable(self._table_uri, version=version)
+        except TableNotFoundError:
+            return None
+        except Exception as exc:  # a corrupt log, a foreign folder: one line naming the table
+            raise LedgerError(f"ledger table {self.table_uri} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
 
-    def _delete_quietly(self, path: str) -> None:
-        with contextlib.suppress(OSError, FileNotFoundError):
-            self._fs.delete_file(path)
+    def _create(self) -> None:
+        from deltalake import DeltaTable
+
+        try:
+            DeltaTable.create(self._table_uri, schema=TABLE_SCHEMA, partition_by=_PARTITION_BY, mode="ignore")
+        except Exception:
+            if self._open() is None:  # a concurrent creator won: fine; anything else: raise
+                raise
+
+    def version(self) -> int | None:
+        """The table's current version, or None when nothing was written yet."""
+        table = self._open()
+        return None if table is None else int(table.version())
+
+    def commit(
+        self,
+        day: date | str,
+        *,
+        replace: Collection[str],
+        faults: Mapping[str, Sequence[FaultRow]] | None = None,
+        probe_runs: Mapping[str, Sequence[ProbeRunRow]] | None = None,
+        note: Mapping[str, str] | None = None,
+        datasets: Collection[str] = (FAULT_LEDGER, PROBE_RUNS),
+    ) -> WriteResult:
+        """Replace every row of the batches ``replace`` of ``day`` (both datasets) in **one** commit.
+
+        Args:
+            day: the ``date`` partition.
+            replace: the batches whose rows (fault and probe rows alike) are removed.
+            faults, probe_runs: the new rows, by batch (each batch must be in ``replace``);
+                an empty or missing batch just clears it.
+            note: extra commit metadata (``faultsense.*`` keys), e.g. the sweep id.
+            datasets: the datasets whose rows of those batches are replaced (default both).
+
+        Returns:
+            The table path, the rows written and the new table version.
+
+        Raises:
+            ValueError: a bad batch name, or a batch to write that is not in ``replace``.
+            LedgerError: the commit still conflicted after 20 retries, or the table is broken.
+        """
+        from deltalake import CommitProperties, write_deltalake
+        from deltalake.exceptions import CommitFailedError
+
+        iso = as_day(day).isoformat()
+        batches = sorted({_check_batch(b) for b in replace})
+        if not batches:
+            raise ValueError("commit needs at least one batch to replace")
+        if not datasets or any(d not in _SCHEMAS for d in datasets):
+            raise ValueError(f"datasets must be some of {', '.join(_SCHEMAS)}, got {sorted(datasets)}")
+        parts = []
+        for dataset, rows_by_batch, to_table in (
+            (FAULT_LEDGER, faults or {}, fault_table),
+            (PROBE_RUNS, probe_runs or {}, probe_run_table),
+        ):
+            for batch, rows in rows_by_batch.items():
+                if batch not in batches or dataset not in datasets:
+                    raise ValueError(f"batch {batch!r} of {dataset} is written but not replaced ({batches}, {sorted(datasets)})")
+                parts.append(_to_table(to_table(list(rows)), dataset, iso, batch))  # type: ignore[operator]
+        data = pa.concat_tables(parts) if parts else TABLE_SCHEMA.empty_table()
+        names = ", ".join(f"'{b}'" for b in batches)
+        kinds = ", ".join(f"'{d}'" for d in sorted(datasets))
+        predicate = f"dataset IN ({kinds}) AND date = '{iso}' AND batch IN ({names})"
+        metadata = {"faultsense.batches": ",".join(batches), "faultsense.date": iso, **(note or {})}
+        if self._open() is None:
+            self._create()
+        for attempt in range(_COMMIT_RETRIES):
+            try:
+                write_deltalake(
+                    self._table_uri,
+                    data,
+                    mode="overwrite",
+                    predicate=predicate,
+                    partition_by=_PARTITION_BY,
+                    commit_properties=CommitProperties(custom_metadata=metadata, max_commit_retries=10),
+                )
+                break
+            except CommitFailedError:  # a concurrent writer changed these partitions: redo the whole replacement
+                time.sleep(0.02 * (attempt + 1))
+        else:
+            raise LedgerError(f"ledger table {self.table_uri}: commit of {batches} still conflicts after {_COMMIT_RETRIES} tries")
+        return WriteResult(path=self.table_uri, rows=data.num_rows, version=self.version() or 0, batch=",".join(batches))
 
     def write_faults(self, rows: Sequence[FaultRow], *, day: date | str, batch: str) -> WriteResult:
-        """Write (or replace) one batch of fault rows for ``day``.
+        """Write (or replace) one batch of fault rows for ``day`` (one commit).
 
         Args:
             rows: the batch's rows; may be empty (records that the batch found nothing,
                 and clears rows an earlier run of the same batch wrote).
-            day: the hive partition, ``date=YYYY-MM-DD``.
-            batch: the file's name, unique per writer and window, e.g.
-                ``"faultsense-sim-64-h08"`` or ``"minder-2026-11-30T08"``; start it with
-                the detector's name.
+            day: the ``date`` partition.
+            batch: unique per writer and window, e.g. ``"faultsense-sim-64-h08"`` or
+                ``"minder-2026-11-30T08"``; start it with the detector's name.
 
         Returns:
-            The file's path and row count.
+            The table, the row count and the new version.
         """
-        return self._write(FAULT_LEDGER, fault_table(rows), day, batch)
+        return self.commit(day, replace=[batch], faults={batch: rows}, datasets=[FAULT_LEDGER])
 
     def write_probe_runs(self, rows: Sequence[ProbeRunRow], *, day: date | str, batch: str) -> WriteResult:
         """Write (or replace) one batch of probe measurements for ``day`` (see :meth:`write_faults`)."""
-        return self._write(PROBE_RUNS, probe_run_table(rows), day, batch)
+        return self.commit(day, replace=[batch], probe_runs={batch: rows}, datasets=[PROBE_RUNS])
 
     def delete_batch(self, dataset: str, *, day: date | str, batch: str) -> bool:
-        """Remove one batch file (a re-run that supersedes it); True if it existed."""
-        path = self.file_path(dataset, day, batch)
-        if self._fs.get_file_info(path).type == pafs.FileType.NotFound:
+        """Remove one batch's rows of ``dataset`` (one commit); True if it had any."""
+        if dataset not in _SCHEMAS:
+            raise ValueError(f"dataset must be one of {', '.join(_SCHEMAS)}, got {dataset!r}")
+        table = self._open()
+        if table is None:
             return False
-        self._fs.delete_file(path)
-        return True
+        iso, batch = as_day(day).isoformat(), _check_batch(batch)
+        metrics = table.delete(f"dataset = '{dataset}' AND date = '{iso}' AND batch = '{batch}'")
+        return bool(metrics.get("num_deleted_rows", 0))
 
     # -- reading -----------------------------------------------------------------------------
 
     def files(self, dataset: str) -> list[str]:
-        """Every visible Parquet file of ``dataset``, sorted (hidden temporary files excluded)."""
-        selector = pafs.FileSelector(self.dataset_path(dataset), recursive=True, allow_not_found=True)
-        infos = self._fs.get_file_info(selector)
-        return sorted(
-            i.path
-            for i in infos
-            if i.type == pafs.FileType.File and i.base_name.endswith(".parquet") and not i.base_name.startswith((".", "_"))
-        )
+        """The data files of ``dataset`` in the table's current version, sorted (empty without a table)."""
+        if dataset not in _SCHEMAS:
+            raise ValueError(f"dataset must be one of {', '.join(_SCHEMAS)}, got {dataset!r}")
+        table = self._open()
+        if table is None:
+            return []
+        return sorted(f for f in table.file_uris() if f"/dataset={dataset}/" in f)
+
+    def table_schema(self) -> pa.Schema | None:
+        """The Arrow schema of the table's current version (None without a table)."""
+        table = self._open()
+        return None if table is None else pa.schema(table.schema().to_arrow())
 
     def read_schema(self, path: str) -> pa.Schema:
         """The Parquet schema stored in one file of the ledger."""
         return pq.read_schema(path, filesystem=self._fs)
 
-    def _read(self, dataset: str, since: date | str | None, replica: str | None, extra: ds.Expression | None) -> pd.DataFrame:
+    def read_table(self, dataset: str, *, version: int | None = None, filter: ds.Expression | None = None) -> pa.Table:
+        """Rows of ``dataset`` (its own columns plus ``date`` and ``batch``) at ``version`` (default: current)."""
         schema = _SCHEMAS[dataset]
-        full = schema.append(pa.field("date", pa.string()))
-        paths = self.files(dataset)
-        if not paths:
-            return full.empty_table().to_pandas(types_mapper=_nullable_ints)
-        dataset_ = ds.dataset(
-            paths,
-            schema=full,
-            filesystem=self._fs,
-            format="parquet",
-            partitioning=_PARTITIONING,
-            partition_base_dir=self.dataset_path(dataset),
+        columns = [f.name for f in schema] + ["date", "batch"]
+        table = self._open(version)
+        if table is None:
+            return pa.schema([*schema, pa.field("date", pa.string()), pa.field("batch", pa.string())]).empty_table()
+        cond = ds.field("dataset") == dataset
+        if filter is not None:
+            cond = cond & filter
+        try:
+            got = table.to_pyarrow_dataset().to_table(columns=columns, filter=cond)
+        except (OSError, pa.ArrowException) as exc:
+            raise LedgerError(f"ledger table {self.table_uri} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+        target = pa.schema(
+            [*(f.with_nullable(True) for f in schema), pa.field("date", pa.string()), pa.field("batch", pa.string())]
         )
+        return got.cast(target)
+
+    def _read(self, dataset: str, since: date | str | None, replica: str | None, extra: ds.Expression | None) -> pd.DataFrame:
         cond = ds.scalar(True)
         if since is not None:
             cond = cond & (ds.field("date") >= as_day(since).isoformat())
@@ -223,12 +393,13 @@ class LedgerStore:
             cond = cond & (ds.field("replica") == replica)
         if extra is not None:
             cond = cond & extra
-        return dataset_.to_table(filter=cond).to_pandas(types_mapper=_nullable_ints)
+        table = self.read_table(dataset, filter=cond).drop_columns(["batch"])
+        return table.to_pandas(types_mapper=_nullable_ints)
 
     def read_faults(
         self, *, since: date | str | None = None, replica: str | None = None, detector: str | None = None
     ) -> pd.DataFrame:
-        """Fault rows, oldest first, with the partition ``date`` as a column.
+        """Fault rows of the table's current version, oldest first, with the partition ``date``.
 
         Args:
             since: keep partitions on or after this day.
@@ -238,6 +409,9 @@ class LedgerStore:
         Returns:
             A DataFrame with the :data:`.schema.FAULT_SCHEMA` columns plus ``date``
             (``gpu``, ``peer_gpu``, ``phase``, ``probes_used`` as nullable ``Int32``).
+
+        Raises:
+            LedgerError: the table exists but cannot be read.
         """
         extra = ds.field("detector") == detector if detector is not None else None
         df = self._read(FAULT_LEDGER, since, replica, extra)
@@ -247,6 +421,136 @@ class LedgerStore:
         """Probe measurements with the partition ``date`` as a column (see :meth:`read_faults`)."""
         return self._read(PROBE_RUNS, since, replica, None)
 
+    # -- legacy Parquet ledgers -----------------------------------------------------------------
+
+    def legacy_files(self) -> list[str]:
+        """Parquet files of a pre-Delta ledger (``fault_ledger/`` and ``probe_runs/`` hive folders)."""
+        out = []
+        for dataset in _SCHEMAS:
+            selector = pafs.FileSelector(f"{self._root}/{dataset}", recursive=True, allow_not_found=True)
+            out += [
+                i.path
+                for i in self._fs.get_file_info(selector)
+                if i.type == pafs.FileType.File and i.base_name.endswith(".parquet") and not i.base_name.startswith((".", "_"))
+            ]
+        return sorted(out)
+
+    def convert_legacy(self, *, move_aside: bool = True) -> tuple[int, list[str]]:
+        """Copy a pre-Delta Parquet ledger into the Delta table, one commit per day.
+
+        Batch names follow the files: a sweep's ``<replica>-hHH-phase1/-phase2`` probe files
+        and its ``faultsense-<replica>-hHH`` fault file become batch
+        ``faultsense-<replica>-hHH``, ``<replica>-hHH-failed`` becomes
+        ``faultsense-<replica>-hHH-failed``, any other file keeps its name. Re-running
+        replaces, never duplicates. With ``move_aside`` the old folders are renamed to
+        ``legacy-parquet/<dataset>`` afterwards, so nothing reads them twice.
+
+        Returns:
+            The rows converted and the files skipped, each as ``"<path>: <why>"`` (a corrupt
+            or foreign file is named and skipped; it never stops the others).
+        """
+        by_day: dict[str, dict[str, dict[str, list[pa.Table]]]] = {}
+        skipped: list[str] = []
+        for path in self.legacy_files():
+            dataset = next(d for d in _SCHEMAS if f"/{d}/" in path)
+            folder, name = path.rsplit("/", 2)[-2:]
+            if not folder.startswith("date="):
+                skipped.append(f"{path}: not under a date= folder")
+                continue
+            try:
+                day = as_day(folder[len("date=") :]).isoformat()
+                table = pq.read_table(path, filesystem=self._fs)
+                expected = _SCHEMAS[dataset]
+                missing = [f.name for f in expected if f.name not in table.column_names]
+                if missing:
+                    raise ValueError(f"not a {dataset} file (missing columns {', '.join(missing[:4])})")
+                table = table.select([f.name for f in expected]).cast(expected)
+            except (OSError, ValueError, pa.ArrowException) as exc:
+                skipped.append(f"{path}: {' '.join(str(exc).split())[:120]}")
+                continue
+            batch = _legacy_batch(dataset, name[: -len(".parquet")])
+            by_day.setdefault(day, {}).setdefault(batch, {}).setdefault(dataset, []).append(table)
+        converted = 0
+        for day, batches in sorted(by_day.items()):
+            parts = [
+                _to_table(t, dataset, day, batch)
+                for batch, datasets in batches.items()
+                for dataset, tables in datasets.items()
+                for t in tables
+            ]
+            converted += sum(p.num_rows for p in parts)
+            self._commit_tables(day, sorted(batches), pa.concat_tables(parts))
+        if move_aside and by_day:
+            for dataset in _SCHEMAS:
+                src = f"{self._root}/{dataset}"
+                if self._fs.get_file_info(src).type == pafs.FileType.Directory:
+                    self._fs.create_dir(f"{self._root}/legacy-parquet", recursive=True)
+                    self._fs.move(src, f"{self._root}/legacy-parquet/{dataset}")
+        return converted, skipped
+
+    def _commit_tables(self, day: str, batches: list[str], data: pa.Table) -> None:
+        from deltalake import CommitProperties, write_deltalake
+
+        if self._open() is None:
+            self._create()
+        names = ", ".join(f"'{_check_batch(b)}'" for b in batches)
+        write_deltalake(
+            self._table_uri,
+            data,
+            mode="overwrite",
+            predicate=f"date = '{day}' AND batch IN ({names})",
+            partition_by=_PARTITION_BY,
+            commit_properties=CommitProperties(custom_metadata={"faultsense.operation": "convert-legacy"}),
+        )
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def maintain(
+        self, *, retain_days: int | None = None, vacuum_hours: float = 168.0, compact: bool = True, today: date | None = None
+    ) -> dict[str, int]:
+        """Compaction and retention: drop old days, merge small files, delete unreferenced files.
+
+        Args:
+            retain_days: keep only ``date`` partitions within this many days before ``today``
+                (None: keep everything).
+            vacuum_hours: delete data files no version newer than this many hours needs --
+                files a replaced sweep or a killed write left (time travel stays possible that
+                far back).
+            compact: merge each partition's small files (one commit; readers unaffected).
+            today: the reference day (default: today, UTC).
+
+        Returns:
+            ``rows_deleted``, ``files_compacted`` (removed by compaction), ``files_vacuumed``
+            and the final ``version``.
+
+        Raises:
+            LedgerError: there is no ledger table here.
+        """
+        table = self._open()
+        if table is None:
+            raise LedgerError(f"no ledger table at {self.table_uri}")
+        out = {"rows_deleted": 0, "files_compacted": 0, "files_vacuumed": 0}
+        if retain_days is not None:
+            if isinstance(retain_days, bool) or not isinstance(retain_days, int) or not 0 <= retain_days <= 100_000:
+                raise ValueError(f"retain_days must be an integer in 0..100000, got {str(retain_days)[:80]!r}")
+            cutoff = ((today or datetime.now(UTC).date()) - timedelta(days=retain_days)).isoformat()
+            out["rows_deleted"] = int(table.delete(f"date < '{cutoff}'").get("num_deleted_rows", 0))
+        if compact:
+            out["files_compacted"] = int(table.optimize.compact().get("numFilesRemoved", 0))
+        vacuumed = table.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
+        out["files_vacuumed"] = len(vacuumed)
+        out["version"] = int(table.version())
+        return out
+
+
+def _legacy_batch(dataset: str, name: str) -> str:
+    """The Delta batch of a pre-Delta file name (see :meth:`LedgerStore.convert_legacy`)."""
+    if dataset == PROBE_RUNS:
+        m = re.fullmatch(r"(.+-h\d\d)-(phase1|phase2|failed)", name)
+        if m:
+            return f"faultsense-{m.group(1)}" + ("-failed" if m.group(2) == "failed" else "")
+    return _check_batch(name)
+
 
 def _nullable_ints(t: pa.DataType) -> object:
     return pd.Int32Dtype() if t == pa.int32() else None
@@ -255,14 +559,14 @@ def _nullable_ints(t: pa.DataType) -> object:
 def append_faults(uri: str, rows: Sequence[FaultRow], *, batch: str, day: date | str | None = None) -> WriteResult:
     """Add one batch of fault rows to the ledger at ``uri`` (the passive detectors' entry point).
 
-    Writing the same ``batch`` for the same day again replaces it, so a re-run never
-    duplicates rows.
+    Writing the same ``batch`` for the same day again replaces it (one commit), so a re-run
+    never duplicates rows.
 
     Args:
         uri: the ledger URI (the fleet file's ``ledger``).
         rows: fault rows, e.g. ``detector="minder"``, ``component_kind="machine"``,
             ``component="machine:node-07"``, ``gpu``/``peer_gpu`` None.
-        batch: file name, e.g. ``"minder-2026-11-30T08"`` (start with the detector's name).
+        batch: e.g. ``"minder-2026-11-30T08"`` (start with the detector's name).
         day: the ``date=`` partition; default the UTC date of the first row's ``detected_at``.
 
     Raises:

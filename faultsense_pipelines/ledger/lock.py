@@ -1,0 +1,75 @@
+"""One lock per (ledger, replica): two ``faultsense sweep`` processes never sweep one replica at once.
+
+The lock is an advisory ``flock`` on a small file: ``<ledger>/.locks/<replica>.lock`` for a
+local ledger, ``$XDG_CACHE_HOME/faultsense/locks/<hash of the URI>-<replica>.lock`` (this
+machine only) for an object-store ledger. The kernel drops it when its process dies, however
+it dies, so a killed sweep never leaves a stale lock. The file holds the holder's pid, for
+the message a refused second sweep prints. (Dagster runs of the UI and the schedules are
+serialized per replica by the run queue's tag limit, see ``dagster.yaml``.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from .rows import NAME_RE
+
+__all__ = ["ReplicaLocked", "lock_path", "replica_lock"]
+
+
+class ReplicaLocked(RuntimeError):
+    """Another process holds the replica's sweep lock."""
+
+
+def lock_path(ledger_uri: str, replica: str) -> Path:
+    """Where the sweep lock of ``replica`` on the ledger at ``ledger_uri`` lives.
+
+    Raises:
+        ValueError: ``replica`` is not a replica name.
+    """
+    if not isinstance(replica, str) or not NAME_RE.fullmatch(replica):
+        raise ValueError(f"replica must be 1-64 of a-z, 0-9, '_' and '-', got {str(replica)[:80]!r}")
+    if "://" not in ledger_uri or ledger_uri.startswith("file://"):
+        root = Path(ledger_uri.removeprefix("file://")).expanduser().resolve()
+        return root / ".locks" / f"{replica}.lock"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(ledger_uri.encode()).hexdigest()[:16]
+    return cache / "faultsense" / "locks" / f"{digest}-{replica}.lock"
+
+
+@contextlib.contextmanager
+def replica_lock(ledger_uri: str, replica: str) -> Iterator[Path]:
+    """Hold the sweep lock of ``replica`` while the block runs (never waits).
+
+    Yields:
+        The lock file's path.
+
+    Raises:
+        ReplicaLocked: another process holds it; the message names the replica, the holder's
+            pid and the lock file.
+    """
+    path = lock_path(ledger_uri, replica)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise ReplicaLocked(
+                f"another sweep of {replica} is running on this ledger (pid {holder}, lock {path}); not swept"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield path
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,62 @@
+"""``faultsense ledger convert`` (pre-Delta Parquet ledger -> Delta table) and ``faultsense ledger maintain``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+from faultsense_pipelines.cli import app
+from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, LedgerStore, fault_table, probe_run_table
+
+from .test_ledger import gpu_row, probe_rows
+
+
+def _legacy(root: Path) -> None:
+    """A Parquet ledger as the pre-Delta code wrote it, plus one corrupt and one foreign file."""
+    faults = root / "fault_ledger" / "date=2026-11-30"
+    runs = root / "probe_runs" / "date=2026-11-30"
+    faults.mkdir(parents=True)
+    runs.mkdir(parents=True)
+    pq.write_table(fault_table([gpu_row(17), gpu_row(5)]), faults / "faultsense-sim-64-h08.parquet")
+    pq.write_table(fault_table([gpu_row(3)]), faults / "minder-train-a-0123456789ab.parquet")
+    pq.write_table(probe_run_table(probe_rows(3)), runs / "sim-64-h08-phase1.parquet")
+    pq.write_table(probe_run_table(probe_rows(2)), runs / "sim-64-h08-phase2.parquet")
+    pq.write_table(probe_run_table(probe_rows(1)), runs / "sim-64-h09-failed.parquet")
+    (runs / "broken.parquet").write_bytes(b"PAR1 not really")
+    pq.write_table(pa.table({"x": [1]}), runs / "foreign.parquet")
+
+
+def test_convert_copies_a_parquet_ledger_into_the_table_and_names_what_it_skipped(tmp_path: Path) -> None:
+    _legacy(tmp_path)
+    result = CliRunner().invoke(app, ["ledger", "convert", "--ledger", str(tmp_path)])
+    assert result.exit_code == 1, result.output  # two files skipped
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("skipped:")]
+    assert (
+        len(skipped) == 2
+        and any("broken.parquet" in s for s in skipped)
+        and any("foreign.parquet: not a probe_runs" in s for s in skipped)
+    )
+    assert "converted 9 rows" in result.stdout
+    store = LedgerStore(str(tmp_path))
+    faults, runs = store.read_table(FAULT_LEDGER).to_pandas(), store.read_table(PROBE_RUNS).to_pandas()
+    assert sorted(faults["batch"]) == ["faultsense-sim-64-h08", "faultsense-sim-64-h08", "minder-train-a-0123456789ab"]
+    assert runs.groupby("batch").size().to_dict() == {"faultsense-sim-64-h08": 5, "faultsense-sim-64-h09-failed": 1}
+    assert not (tmp_path / "fault_ledger").exists() and (tmp_path / "legacy-parquet" / "fault_ledger").is_dir()
+
+
+def test_maintain_compacts_applies_retention_and_vacuums(tmp_path: Path) -> None:
+    store = LedgerStore(str(tmp_path))
+    for day in ("2026-11-01", "2026-11-29", "2026-11-30"):
+        for _ in range(3):  # each rewrite leaves the replaced file behind
+            store.write_probe_runs(probe_rows(4), day=day, batch="faultsense-sim-64-h08")
+    before = len(list((tmp_path / "delta").rglob("*.parquet")))
+    done = store.maintain(retain_days=7, vacuum_hours=0, today=__import__("datetime").date(2026, 11, 30))
+    assert done["rows_deleted"] == 4
+    assert sorted(set(store.read_probe_runs()["date"])) == ["2026-11-29", "2026-11-30"]
+    after = len(list((tmp_path / "delta").rglob("*.parquet")))
+    assert before == 9 and after == 2 and done["files_vacuumed"] >= 7
+    result = CliRunner().invoke(app, ["ledger", "maintain", "--ledger", str(tmp_path), "--retain-days", "x"])
+    assert result.exit_code == 2 and result.stderr.strip() == "error: --retain-days must be an integer in 0..100000, got 'x'"
