@@ -291,7 +291,7 @@ class LedgerStore:
             for batch, rows in rows_by_batch.items():
                 if batch not in batches or dataset not in datasets:
                     raise ValueError(f"batch {batch!r} of {dataset} is written but not replaced ({batches}, {sorted(datasets)})")
-                parts.append(_to_table(to_table(list(rows)), dataset, iso, batch))  # type: ignore[operator]
+                parts.append(_to_table(to_table(list(rows)), dataset, iso, batch))  # type: ignore[arg-type]
         data = pa.concat_tables(parts) if parts else TABLE_SCHEMA.empty_table()
         names = ", ".join(f"'{b}'" for b in batches)
         kinds = ", ".join(f"'{d}'" for d in sorted(datasets))

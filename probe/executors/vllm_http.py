@@ -500,7 +500,7 @@ def _loads(data: bytes | str, what: str) -> object:
         ) from None
 
 
-_KINDS = {dict: "an object", list: "a list", str: "a string"}
+_KINDS: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
 
 
 def _kind(value: object) -> str:
