@@ -73,8 +73,11 @@ def test_analytic_model_finds_a_loss_present_from_the_first_iteration():
     frame, _ = _frame(topo, iterations=30, lossy=[LossyLink(0, 7, 0.01, "down", 0)], seed=5)
     faults = scan(frame, topo, ScanConfig(model="analytic"))
     assert [(f.switch, f.port, f.first_iteration) for f in faults] == [("leaf00", "up07", 0)]
-    # the learned model takes a loss present from the start as the norm
-    assert scan(frame, topo, ScanConfig(model="learned")) == []
+    # the learned (default) model cross-checks the analytic shares, which hold here whatever the
+    # traffic (no down link: every leaf gets 1/8 from each spine), so it finds the loss from 0 too
+    learned = scan(frame, topo, ScanConfig(model="learned"))
+    assert [(f.switch, f.port, f.first_iteration) for f in learned] == [("leaf00", "up07", 0)]
+    assert learned[0].loss_estimate == pytest.approx(0.01, rel=0.2)
 
 
 def test_analytic_ring_model_takes_down_links_elsewhere_into_account():
@@ -83,9 +86,15 @@ def test_analytic_ring_model_takes_down_links_elsewhere_into_account():
     ring = scan(frame, topo, ScanConfig(model="analytic", traffic="ring"))
     assert [(f.switch, f.port, f.first_iteration) for f in ring] == [("leaf03", "up05", 0)]
     # assuming uniform traffic, spine 3 expects packets from leaf 0, but leaf 0 only sends to
-    # leaf 1, which has no link to spine 3: a false alarm, with loss 100%
+    # leaf 1, which has no link to spine 3: that port never carries a packet and is not judged
+    # (it used to be a false alarm with loss 100%); the other spines still get more from leaves 0
+    # and 1 than uniform traffic says, so the others look short: wrong-model false alarms
     uniform = scan(frame, topo, ScanConfig(model="analytic", traffic="uniform"))
-    assert ("spine03", "down00", 1.0) in {(f.switch, f.port, f.loss_estimate) for f in uniform}
+    assert ("spine03", "down00") not in {(f.switch, f.port) for f in uniform}
+    assert any(f.switch.startswith("spine") for f in uniform)
+    # the default model uses the analytic shares only where they do not depend on the traffic
+    # and the counts agree, so the wrong assumption costs it nothing
+    assert all(f.switch == "leaf03" for f in scan(frame, topo, ScanConfig(traffic="uniform")))
 
 
 @pytest.mark.parametrize("rate", [0.005, 0.02, 0.05])
@@ -198,3 +207,50 @@ def test_a_spine_alarm_explains_only_overlapping_not_weaker_echoes_on_other_link
     assert kept == [upstream, later, strong, reverse]
     # without the spine's counters nothing is explained
     assert drop_echoes([echo], {"leaf06"}) == [echo]
+
+
+# The issue's fabric: 16 leaves x 8 spines x 8 hosts, 8 rings, ~123k packets per link per iteration.
+ISSUE_COLLECTIVE = RingAllReduce(channels=8, buffer_bytes=int(123_000 * 8 * 4096 * 128 / 254))
+
+
+def test_a_loss_inside_the_first_twenty_iterations_is_dated_at_its_start_and_not_halved():
+    """Leaf counters only, 1% spine->leaf from iteration 10 (was: first 21, loss 0.0056)."""
+    topo = fat_tree(16, 8, 8)
+    frame, _ = _frame(topo, 60, [LossyLink(3, 5, 0.01, "down", 10)], seed=5, switches=topo.leaves, collective=ISSUE_COLLECTIVE)
+    (fault,) = scan(frame, topo)
+    assert (fault.switch, fault.peer) == ("leaf03", "spine05")
+    assert abs(fault.first_iteration - 10) <= 1
+    assert fault.loss_estimate == pytest.approx(0.01, rel=0.2)
+
+
+def test_half_percent_from_iteration_twenty_is_found_within_sixty_iterations():
+    """0.5% from iteration 20 at ~123k packets (was: not found; the oracle needs ~17)."""
+    topo = fat_tree(16, 8, 8)
+    frame, _ = _frame(topo, 60, [LossyLink(6, 2, 0.005, "down", 20)], seed=8, collective=ISSUE_COLLECTIVE)
+    (fault,) = scan(frame, topo)
+    assert (fault.switch, fault.peer) == ("leaf06", "spine02")
+    # at 1.8 standard deviations an iteration even the likelihood-ratio change point is within 1
+    # iteration in only ~79% of runs (2,000 Gaussian runs, bench/results/flowpulse.md); 90% within 3
+    assert abs(fault.first_iteration - 20) <= 5 and fault.detected_iteration - 20 < 17 * 1.5
+    assert fault.loss_estimate == pytest.approx(0.005, rel=0.2)
+
+
+def test_with_down_links_the_learned_reference_finds_an_early_loss_without_absorbing_it():
+    """Marked down links make the analytic shares traffic-dependent: the learned path judges, from row 2 on."""
+    topo = fat_tree(4, 8, 8, down=[(0, 3)])
+    big = RingAllReduce(channels=8, buffer_bytes=16 * 2**30)
+    frame, _ = _frame(topo, 50, [LossyLink(2, 6, 0.01, "down", 8)], seed=9, collective=big)
+    (fault,) = scan(frame, topo, ScanConfig(traffic="uniform"))
+    assert (fault.switch, fault.peer) == ("leaf02", "spine06")
+    assert abs(fault.first_iteration - 8) <= 1
+    assert fault.loss_estimate == pytest.approx(0.01, rel=0.2)
+
+
+def test_a_down_link_the_topology_does_not_mark_raises_no_alarm():
+    actual = fat_tree(4, 8, 8, down=[(1, 3)])
+    counters = simulate(actual, 150, collective=COLLECTIVE, seed=14)
+    frame = validate_counters(counters_frame(counters))
+    claimed = fat_tree(4, 8, 8)  # says every link is up
+    # the port that never carried a packet is taken as down; the spines that now get more from
+    # leaves 0 and 1 than the analytic shares say fail the cross-check and learn their shares
+    assert scan(frame, claimed) == []

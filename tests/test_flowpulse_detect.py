@@ -161,3 +161,30 @@ def test_a_senders_surplus_lowering_every_other_port_alike_is_not_a_loss():
     (alarm,) = detect_switch(np.vstack([x[:100], y]), np.full(4, 0.25))
     assert alarm.port == 1 and 97 <= alarm.start <= 102
     assert alarm.loss_estimate == pytest.approx(0.005, rel=0.2)
+
+
+def test_change_point_matches_a_brute_force_likelihood_maximization():
+    rng = np.random.default_rng(3)
+    mu = np.full(40, 10_000.0)
+    x = rng.poisson(mu * np.where(np.arange(40) >= 17, 0.97, 1.0)).astype(float)
+    from faultsense_pipelines.flowpulse.detect import change_point
+
+    def profile(k):  # Gaussian log-likelihood ratio of "short by a common fraction from k on"
+        d, v = (mu[k:] - x[k:]).sum(), mu[k:].sum()
+        return d * d / v if d > 0 else -1.0
+
+    assert change_point(x, mu, 30) == max(range(31), key=profile) == 17
+
+
+def test_learned_reference_is_frozen_during_an_excursion_and_grows_otherwise():
+    from faultsense_pipelines.flowpulse.detect import detect_switch_learned, excursion_starts
+
+    s = np.array([[0.0], [0.5], [0.0], [0.0], [1.0], [2.0], [3.0]])
+    assert excursion_starts(s)[:, 0].tolist() == [0, 1, 1, 3, 4, 4, 4]
+    rng = np.random.default_rng(21)
+    # 0.5% at 522k from row 12: the old fixed 20-row reference would have learned it as normal
+    x = _counts(rng, 60, N_522K, loss=0.005, onset=12)
+    (alarm,) = detect_switch_learned(x)
+    assert alarm.port == 5 and abs(alarm.start - 12) <= 1 and alarm.alarm - 12 < 15
+    assert alarm.loss_estimate == pytest.approx(0.005, rel=0.2)
+    assert detect_switch_learned(_counts(rng, 300, N_522K)) == []

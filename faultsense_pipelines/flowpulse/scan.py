@@ -1,10 +1,13 @@
 """Scan a fabric's counters: judge every reporting switch locally, then name the lossy links.
 
-Each switch that exported counters is judged on its own (:func:`detect.detect_switch`) against
-expected shares that are either analytic (the spraying model over the topology's live links
-and an assumed leaf-to-leaf traffic pattern) or learned from the switch's earlier
-iterations (the first ``reference``, then all but the last ``lag``). A flagged ingress port
-names the link it sits on (the switch, the port, the peer at the other end).
+Each switch that exported counters is judged on its own. The expected shares of its ports are
+either analytic (the spraying model over the topology's live links and an assumed leaf-to-leaf
+traffic pattern) or, by default, learned: the analytic shares where they do not depend on the
+traffic pattern and the switch's own counts agree with them (:func:`analytic_fits`; an exact
+reference, so a loss present from the first iteration is found), otherwise shares learned from
+the switch's past that never take in a deviation under test (:func:`detect.detect_switch_learned`).
+A port that never carried a packet is treated as down whatever the topology says. A flagged
+ingress port names the link it sits on (the switch, the port, the peer at the other end).
 
 A loss on a leaf-to-spine link also thins what that spine forwards on, so the next leaf's port
 from that spine sees an *echo* of the deficit. When the spine's own counters are present and
@@ -22,9 +25,8 @@ import numpy as np
 import pandas as pd
 
 from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
-from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, detect_switch
+from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, detect_switch, detect_switch_learned
 from faultsense_pipelines.flowpulse.model import (
-    growing_reference,
     leaf_ring,
     learned_dispersion,
     learned_shares,
@@ -32,9 +34,11 @@ from faultsense_pipelines.flowpulse.model import (
 )
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["LinkFault", "ScanConfig", "drop_echoes", "scan", "scan_ingress"]
+__all__ = ["LinkFault", "ScanConfig", "analytic_fits", "drop_echoes", "scan", "scan_ingress"]
 
 Model = Literal["learned", "analytic"]
+CHECK_SIGMAS = 5.0  # pooled residual, in standard errors, at which the analytic shares are refused
+MIN_REFERENCE = 2  # iterations a learned reference needs before any CUSUM may run
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,11 @@ class ScanConfig:
         traffic: the analytic model's leaf-to-leaf traffic: ``"uniform"`` (every leaf pair
             alike) or ``"ring"`` (ring all-reduce over the leaves in name order: each leaf
             sends to the next, as NCCL's rings over nodes do).
-        reference: iterations the learned shares first come from (>= 2); not judged themselves.
-            Later iterations join the reference once they are ``lag`` iterations old.
-        lag: iterations a new deviation is judged before it can enter the learned reference.
+        reference: iterations the counters' dispersion over binomial is estimated from (>= 2).
+            The learned CUSUMs do not wait for them: each runs as soon as its own reference is
+            good enough, and every iteration, the first ones included, is judged.
+        lag: iterations a deviation that no CUSUM has flagged may hold a learned reference
+            frozen; after that it joins the reference (a slow drift of the norm is learned).
         design_loss: smallest loss rate a CUSUM is tuned to, in (0, 1); each port runs
             ``designs`` CUSUMs tuned to design_loss, 2x, 4x, ... (default 0.25%, 0.5%, 1%, 2%).
         designs: parallel CUSUMs per port (>= 1).
@@ -64,7 +70,7 @@ class ScanConfig:
     model: Model = "learned"
     traffic: Literal["uniform", "ring"] = "uniform"
     reference: int = 20
-    lag: int = 50
+    lag: int = 200
     design_loss: float = 0.0025
     designs: int = 4
     false_alarm_rate: float = FALSE_ALARM_RATE
@@ -138,41 +144,85 @@ def _analytic_shares(topology: FabricTopology, traffic: str) -> dict[tuple[str, 
     return shares
 
 
-def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[tuple[str, str], float]) -> list[LinkFault]:
+def _switch_shares(ing: SwitchIngress, analytic: dict[tuple[str, str], float], live: np.ndarray) -> np.ndarray:
+    """(P,) analytic shares of one switch's ports, 0 where not live, normalized."""
+    shares = np.array([analytic.get((ing.switch, p), 0.0) for p in ing.peers]) * live
+    return shares / shares.sum() if shares.sum() > 0 else shares
+
+
+def analytic_fits(packets: np.ndarray, shares: np.ndarray, dispersion: float = 1.0, sigmas: float = CHECK_SIGMAS) -> bool:
+    """Cross-check of the analytic shares against a switch's own counts, pooled over all its iterations.
+
+    With the common scale s (median over judged ports of observed over expected packets), port j's
+    pooled standardized residual is z_j = (X_j - s E_j) / sqrt(dispersion * s E_j (1 - pi_j)).
+    A loss lowers one port; a wrong model (a traffic pattern other than assumed, a down link the
+    topology does not mark, hashing that is not uniform) moves several, or raises one. So the
+    shares fit when no port stands ``sigmas`` above its expectation and at most one below it. With
+    T iterations the check sees a model error of ``sigmas / sqrt(T)`` standard deviations an
+    iteration.
+
+    Args:
+        packets: (T, P) packets; shares: (P,) analytic shares, 0 for a port not judged.
+        dispersion: variance over binomial (>= 1). sigmas: the cut (> 0).
+
+    Returns:
+        True if the analytic shares are consistent with the counts.
+
+    Examples:
+        >>> x = np.array([[1000, 1000, 1000, 1000], [1000, 1010, 990, 1000]])
+        >>> analytic_fits(x, np.full(4, 0.25)), analytic_fits(x, np.array([0.3, 0.3, 0.2, 0.2]))
+        (True, False)
+    """
+    x = np.asarray(packets, dtype=float)
+    judged = shares > 0
+    if judged.sum() < 2 or x.shape[0] == 0:
+        return False
+    observed = x.sum(axis=0)
+    expected = x.sum() * shares
+    scale = float(np.median(observed[judged] / expected[judged]))
+    var = dispersion * scale * expected * (1 - shares)
+    z = np.divide(observed - scale * expected, np.sqrt(var), out=np.zeros_like(var), where=judged & (var > 0))
+    return bool((z <= sigmas).all() and (z < -sigmas).sum() <= 1)
+
+
+def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[str, dict[tuple[str, str], float]]) -> list[LinkFault]:
     packets = np.where(ing.up, ing.packets, 0)  # a down link is expected to carry nothing
-    first = 0
+    live = ing.up & (packets.sum(axis=0) > 0)  # nor does a link that never carried a packet
+    packets = np.where(live, packets, 0)
+    if packets.shape[0] < 2:
+        return []
+    window = packets[: max(2, config.reference)]
+    disp = learned_dispersion(window, learned_shares(window))
+    shares = _switch_shares(ing, analytic[config.traffic], live)
     if config.model == "analytic":
-        shares = np.array([analytic.get((ing.switch, p), 0.0) for p in ing.peers]) * ing.up
-        shares = shares / shares.sum() if shares.sum() > 0 else shares
-        ref, disp = np.inf, 1.0
+        alarms = detect_switch(packets, shares, **_test_settings(config), dispersion=1.0)
+    elif np.allclose(shares, _switch_shares(ing, analytic[_OTHER[config.traffic]], live), rtol=1e-9, atol=1e-12) and (
+        analytic_fits(packets, shares, disp)
+    ):  # the analytic shares hold whatever the traffic, and the counts agree: an infinite reference
+        alarms = detect_switch(packets, shares, **_test_settings(config), dispersion=disp)
     else:
-        if packets.shape[0] <= config.reference:
-            return []
-        reference = packets[: config.reference]
-        disp = learned_dispersion(reference, learned_shares(reference))
-        shares, ref = growing_reference(packets, config.reference, config.lag)
-        packets, first = packets[config.reference :], config.reference
-    alarms = detect_switch(
-        packets,
-        shares,
-        design_losses=config.design_losses,
-        false_alarm_rate=config.false_alarm_rate,
-        threshold=config.threshold,
-        reference_packets=ref,
-        dispersion=disp,
-    )
+        alarms = detect_switch_learned(
+            packets, **_test_settings(config), dispersion=disp, min_reference=MIN_REFERENCE, max_freeze=config.lag
+        )
     its = ing.iterations
     return [
         LinkFault(
             ing.switch,
             ing.ports[a.port],
             ing.peers[a.port],
-            int(its[first + a.start]),
-            int(its[first + a.alarm]),
+            int(its[a.start]),
+            int(its[a.alarm]),
             round(a.loss_estimate, 6),
         )
         for a in alarms
     ]
+
+
+_OTHER = {"uniform": "ring", "ring": "uniform"}
+
+
+def _test_settings(config: ScanConfig) -> dict:
+    return {"design_losses": config.design_losses, "false_alarm_rate": config.false_alarm_rate, "threshold": config.threshold}
 
 
 def _explains(upstream: LinkFault, echo: LinkFault, slack: int) -> bool:
@@ -221,7 +271,7 @@ def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config:
     Notes:
         O(T * P) per switch for the CUSUM.
     """
-    analytic = _analytic_shares(topology, config.traffic) if config.model == "analytic" else {}
+    analytic = {t: _analytic_shares(topology, t) for t in ("uniform", "ring")}
     faults = [f for ing in ingress for f in _judge(ing, config, analytic)]
     reporting = {ing.switch for ing in ingress}
     faults = [
