@@ -127,11 +127,8 @@ def main() -> None:
                         probes = loc.probes_phase1 + loc.probes_phase2
                     else:
                         p1 = run_phase1(ex, cover, repeats=args.repeats)
-                        degraded, verdicts = p1.replica_degraded, ()
-                        probes = len(p1.records)
-                        if not degraded:
-                            recs, verdicts = run_evidence_phase2(ex, p1, repeats=args.repeats, seed=seed)
-                            probes += len(recs)
+                        recs, verdicts = run_evidence_phase2(ex, p1, repeats=args.repeats, seed=seed)
+                        degraded, probes = False, len(p1.records) + len(recs)
                     found = blamed(verdicts)
                     s = stats[(family, method)]
                     s["sweeps"] += 1

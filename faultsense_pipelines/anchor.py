@@ -58,7 +58,7 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from .cover import plan_cover
-from .suspects import AnchoringRule, SuspectRule, SuspectVerdict, probe_latency_ms
+from .suspects import AnchoringRule, SuspectRule, SuspectVerdict, probe_latency_ms, probe_zone
 from .topology import Link
 
 __all__ = ["anchor_sweep", "explains_slow_probes", "healthy_cross_probes", "refutes_anchor"]
@@ -147,8 +147,8 @@ def anchor_sweep(
         return None
     # a fast probe above the root of the threshold is measured again and may turn suspect:
     # it exonerates nothing until it has passed
-    half = math.sqrt(verdict.baseline_ms * verdict.threshold_ms)
-    undecided = [i for i, r in enumerate(latencies_ms) if probe_latency_ms(r) > half]
+    b, t = verdict.baseline_ms, math.log(verdict.threshold_ms / verdict.baseline_ms)
+    undecided = [i for i, r in enumerate(latencies_ms) if probe_zone(math.log(probe_latency_ms(r) / b), t) != "pass"]
     return verdict if explains_slow_probes(gpus, probes, undecided) else None
 
 

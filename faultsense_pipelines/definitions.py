@@ -2,8 +2,9 @@
 resources are wired together (loaded by ``workspace.yaml`` and ``faultsense sweep``).
 
 The fleet file is ``$FAULTSENSE_FLEET`` or the packaged ``faultsense_pipelines/data/fleet.yaml``;
-the ledger is ``$FAULTSENSE_LEDGER`` or the fleet file's ``ledger``. A malformed fleet file
-stops the code location from loading with one error naming the field, so nothing runs.
+the ledger is ``$FAULTSENSE_LEDGER`` or the fleet file's ``ledger`` (optional when the
+variable is set). A malformed fleet file, or no ledger from either, stops the code location
+from loading with one error naming the field, so nothing runs.
 
 ``defs`` is a ``@dg.definitions`` function, not a ``Definitions`` object: Dagster's loaders
 (``workspace.yaml``, ``dagster definitions validate -m faultsense_pipelines.definitions``)
@@ -14,7 +15,6 @@ not stopped by a broken ``$FAULTSENSE_FLEET`` that it never uses.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -28,6 +28,7 @@ from faultsense_pipelines.assets.minder import minder_faults
 from faultsense_pipelines.assets.sweep import phase1_probe_run, phase2_drilldown
 from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path
 from faultsense_pipelines.fleet import load_fleet
+from faultsense_pipelines.ledger.location import choose_ledger_uri
 from faultsense_pipelines.resources.executors import ProbeExecutorResource
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
@@ -52,11 +53,12 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         ledger_uri: overrides the fleet's ledger (``$FAULTSENSE_LEDGER`` when not given).
 
     Raises:
-        FleetError: the fleet file is malformed (the message names the field).
+        FleetError: the fleet file is malformed (the message names the field), or no ledger
+            is given by ``ledger_uri``, ``$FAULTSENSE_LEDGER`` or the file's ``ledger:``.
     """
     path = resolve_fleet_path(fleet_path).resolve()
     fleet = load_fleet(path)
-    ledger = resolve_ledger_uri(ledger_uri or os.environ.get("FAULTSENSE_LEDGER") or fleet.ledger)
+    ledger = resolve_ledger_uri(choose_ledger_uri(ledger_uri, fleet.ledger, path))
 
     probe_cover = build_cover_asset(fleet.shapes)
     sweep_job = dg.define_asset_job(

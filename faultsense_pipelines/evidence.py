@@ -11,6 +11,7 @@ alternating, so a linear drift cancels across pairs), and turns the findings int
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, time_detrended_excess
@@ -19,7 +20,10 @@ from .localization import Phase1Result, ProbeRecord, Verdict
 from .probes import ProbeExecutor
 from .suspects import probe_latency_ms
 
-__all__ = ["evidence_units", "run_evidence_phase2"]
+__all__ = ["DEFAULT_MIN_SLOWDOWN", "evidence_units", "run_evidence_phase2"]
+
+#: Smallest slowdown the evidence drill-down calls a fault, by default.
+DEFAULT_MIN_SLOWDOWN = 1.2
 
 
 def evidence_units(phase1: Phase1Result, excess: Sequence[float | None], effect: float) -> list[int]:
@@ -46,15 +50,21 @@ def run_evidence_phase2(
     repeats: int,
     seed: int = 0,
     confidence: float = 0.999,
+    min_slowdown: float = DEFAULT_MIN_SLOWDOWN,
 ) -> tuple[tuple[ProbeRecord, ...], tuple[Verdict, ...]]:
     """Drill into a Phase 1 sweep with paired, weighed tests.
 
     Args:
         executor: runs the Phase 2 probes.
-        phase1: the Phase 1 sweep (not ``replica_degraded``; it has a baseline).
+        phase1: the Phase 1 sweep. One the suspect rule called ``replica_degraded`` is read
+            too: against a time-local baseline a load burst is not a slow majority. (A
+            uniform slowdown of every GPU is invisible to any relative test, by design.)
         repeats: measurements per Phase 2 probe.
         seed: seed of the padding and reference draws.
         confidence: posterior a blame needs (the false-blame budget is ``1 - confidence``).
+        min_slowdown: smallest slowdown that is a fault (> 1): the effect size of every test.
+            Phase 1's threshold is set for one probe alone and grows with the noise; many
+            weighed measurements resolve smaller slowdowns than any one of them can.
 
     Returns:
         The Phase 2 probe records (each test probe, then its reference; outcome ``"fail"``
@@ -62,15 +72,20 @@ def run_evidence_phase2(
         GPUs and links with their confidence, masked links between confirmed GPUs.
 
     Raises:
-        ValueError: a degraded or unmeasured Phase 1, or ``repeats < 1``.
+        ValueError: a Phase 1 with no measured probe, ``repeats < 1`` or ``min_slowdown <= 1``.
     """
-    if phase1.replica_degraded or phase1.baseline_ms is None or phase1.threshold_ms is None:
-        raise ValueError("the evidence drill-down needs a Phase 1 sweep with a baseline (not replica_degraded)")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     latencies = [r.latencies_ms[: phase1.repeats] for r in phase1.records]
-    excess = time_detrended_excess(latencies, phase1.baseline_ms)
-    effect = math.log(phase1.threshold_ms / phase1.baseline_ms)
+    measured = [x for lat in latencies for x in lat]
+    if not measured:
+        raise ValueError("the evidence drill-down needs a Phase 1 sweep with at least one measured probe")
+    # the rule's baseline is only a fallback: each probe is read against the probes measured
+    # around it, so a sweep the rule called degraded during a load burst is still read
+    excess = time_detrended_excess(latencies, phase1.baseline_ms or statistics.median(measured))
+    if not (math.isfinite(min_slowdown) and min_slowdown > 1.0):
+        raise ValueError(f"min_slowdown must be a finite number > 1, got {min_slowdown!r}")
+    effect = math.log(min_slowdown)
     units = evidence_units(phase1, excess, effect)
     model = EvidenceModel(sigma=estimate_sigma(latencies, excess, units), effect=effect, repeats=repeats, confidence=confidence)
     records: list[ProbeRecord] = []

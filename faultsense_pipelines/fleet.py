@@ -176,14 +176,20 @@ def _check_gpu_ids(section: BaseModel, gpus: int | None) -> None:
 
 
 class Fleet(StrictModel):
-    """A validated fleet file: the ledger URI and the replicas, names unique."""
+    """A validated fleet file: the ledger URI and the replicas, names unique.
 
-    ledger: Annotated[str, Field(min_length=1)]
+    ``ledger`` is optional (``None``) when ``--ledger`` or ``$FAULTSENSE_LEDGER`` supplies it
+    (:func:`faultsense_pipelines.ledger.location.choose_ledger_uri`).
+    """
+
+    ledger: Annotated[str, Field(min_length=1)] | None = None
     replicas: Annotated[list[Replica], Field(min_length=1)]
 
     @field_validator("ledger")
     @classmethod
-    def _ledger_uri(cls, v: str) -> str:
+    def _ledger_uri(cls, v: str | None) -> str | None:
+        if v is None:  # none in the file: --ledger or $FAULTSENSE_LEDGER must give it
+            return v
         if v != v.strip() or "\n" in v:
             raise ValueError(
                 f"must be a path or URI without surrounding whitespace, got {redact_url(v.strip())!r} with whitespace"

@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 
 from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
-from .suspects import probe_latency_ms
+from .suspects import probe_latency_ms, probe_zone
 
 __all__ = ["detrend_rounds", "judge_against_reference", "measure_rounds", "reference_ratio"]
 
@@ -125,7 +125,8 @@ def judge_against_reference(
 
     With x = log(median(test) / median(reference)): x > t fails, x <= t/2 passes, and in
     between both are measured again (2 x ``repeats`` rounds more) and the probe fails when x
-    over all 3 x ``repeats`` rounds is above t/2 (the rule of ``localize.judge_probe``).
+    over all 3 x ``repeats`` rounds is above t/2
+    (:func:`~faultsense_pipelines.suspects.probe_zone`, as ``judge.judge_probe``).
 
     Args:
         executor: runs the probes.
@@ -141,15 +142,15 @@ def judge_against_reference(
     test, ref = measure_rounds(executor, [gpus, reference], repeats)
     if not (test.ok and ref.ok):
         return _error(test, ref), "error"
-    x = math.log(reference_ratio(test.latencies_ms, ref.latencies_ms))
-    if x > t or x <= t / 2:
-        return test, "fail" if x > t else "pass"
+    zone = probe_zone(math.log(reference_ratio(test.latencies_ms, ref.latencies_ms)), t)
+    if zone != "again":
+        return test, zone
     test2, ref2 = measure_rounds(executor, [gpus, reference], 2 * repeats)
     if not (test2.ok and ref2.ok):
         return _error(test2, ref2), "error"
     both = ProbeMeasurement(test.gpus, test.latencies_ms + test2.latencies_ms)
     x = math.log(reference_ratio(both.latencies_ms, ref.latencies_ms + ref2.latencies_ms))
-    return both, "fail" if x > t / 2 else "pass"
+    return both, probe_zone(x, t, remeasured=True)
 
 
 def _error(test: ProbeMeasurement, ref: ProbeMeasurement) -> ProbeMeasurement:

@@ -9,10 +9,11 @@ a reference probe the two are measured in alternation
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from .interleave import judge_against_reference
 from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
-from .suspects import probe_latency_ms
+from .suspects import probe_latency_ms, probe_zone
 
 __all__ = ["judge_probe", "measure", "measure_all"]
 
@@ -29,9 +30,11 @@ def judge_probe(
 
     With x = log(latency / baseline) and t = log(threshold / baseline): x > t fails,
     x <= t/2 passes, and a probe in between is measured again (2 x ``repeats`` more) and
-    fails when the median of all 3 x ``repeats`` latencies is above t/2. A slowdown near the
-    threshold would otherwise pass or fail by the toss of the noise, and a faulty GPU that
-    passes once is exonerated and lets its slowness be blamed on its links.
+    fails when the median of all 3 x ``repeats`` latencies is above t/2
+    (:func:`~faultsense_pipelines.suspects.probe_zone`, the judgement of every probe in both
+    phases). A slowdown near the threshold would otherwise pass or fail by the toss of the
+    noise, and a faulty GPU that passes once is exonerated and lets its slowness be blamed
+    on its links.
 
     With a ``reference`` (a probe known to be healthy), the test and the reference are
     measured in alternation (:func:`~faultsense_pipelines.interleave.measure_rounds`) and
@@ -47,15 +50,14 @@ def judge_probe(
     if not m.ok:
         return m, "error"
     t = math.log(threshold_ms / baseline_ms)
-    x = math.log(probe_latency_ms(m.latencies_ms) / baseline_ms)
-    if x > t or x <= t / 2:
-        return m, "fail" if x > t else "pass"
+    zone = probe_zone(math.log(probe_latency_ms(m.latencies_ms) / baseline_ms), t)
+    if zone != "again":
+        return m, zone
     again = measure(executor, gpus, 2 * repeats)
     if not again.ok:
         return again, "error"
     both = ProbeMeasurement(m.gpus, m.latencies_ms + again.latencies_ms)
-    x = math.log(probe_latency_ms(both.latencies_ms) / baseline_ms)
-    return both, "fail" if x > t / 2 else "pass"
+    return both, probe_zone(math.log(probe_latency_ms(both.latencies_ms) / baseline_ms), t, remeasured=True)
 
 
 def measure(executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int) -> ProbeMeasurement:
@@ -66,6 +68,6 @@ def measure(executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int) -> Pro
         return ProbeMeasurement(tuple(sorted(gpus)), (), error=str(exc) or type(exc).__name__)
 
 
-def measure_all(executor: ProbeExecutor, probes, repeats: int) -> list[ProbeMeasurement]:
-    """:func:`measure` every probe in turn (back to back repeats)."""
-    return [measure(executor, probe, repeats) for probe in probes]
+def measure_all(executor: ProbeExecutor, probes: Sequence[Sequence[int]], repeats: int) -> list[ProbeMeasurement]:
+    """:func:`measure` every probe (GPU ids) in turn, back to back repeats; one measurement (ms) per probe, in order."""
+    return [measure(executor, tuple(probe), repeats) for probe in probes]

@@ -26,7 +26,7 @@ from .interleave import detrend_rounds, measure_rounds
 from .judge import judge_probe, measure_all
 from .localization import OUTCOMES, STATUSES, Localization, Phase1Result, ProbeRecord, Verdict  # noqa: F401 (re-exported)
 from .probes import ProbeExecutor, ProbeMeasurement
-from .suspects import SuspectRule, default_rule, probe_latency_ms
+from .suspects import SuspectRule, default_rule, probe_latency_ms, probe_zone
 
 __all__ = [
     "Localization",
@@ -53,7 +53,8 @@ def run_phase1(
 
     The rule picks the suspects; a probe it did not flag but whose latency lies between the
     threshold and its square root (t/2 in log terms) is measured again, as in
-    :func:`judge_probe`, and becomes a suspect when still above t/2. A sweep the rule
+    :func:`judge_probe`, and becomes a suspect when still above t/2 (an ``"error"`` when the
+    re-measurement fails: an undecided probe exonerates nothing). A sweep the rule
     still calls ``replica_degraded`` is re-judged against its fast cluster of probes
     (:func:`~faultsense_pipelines.anchor.anchor_sweep`): when those probes stand apart and
     hold most GPUs, the slow probes are suspects against their baseline (``anchored``).
@@ -84,7 +85,8 @@ def run_phase1(
     measure = measure_all if not interleave or repeats == 1 else measure_rounds
     measured = measure(executor, cover.probes, repeats)
     ok = [i for i, m in enumerate(measured) if m.ok]
-    baseline = threshold = None
+    baseline: float | None = None
+    threshold: float | None = None
     suspects: set[int] = set()
     degraded = False
     resweeps = 0
@@ -99,8 +101,8 @@ def run_phase1(
         # a degraded verdict stops all localization: measure every probe again, in rounds,
         # and judge all the repeats together before giving up on the sweep
         resweeps += 1
-        again = measure(executor, [cover.probes[i] for i in ok], repeats)
-        for i, m in zip(ok, again, strict=True):
+        resweep = measure(executor, [cover.probes[i] for i in ok], repeats)
+        for i, m in zip(ok, resweep, strict=True):
             measured[i] = (
                 ProbeMeasurement(m.gpus, (), error=m.error)
                 if not m.ok
@@ -116,14 +118,15 @@ def run_phase1(
         baseline, threshold, degraded = anchored.baseline_ms, anchored.threshold_ms, False
         suspects = {ok[j] for j in anchored.suspects}
     between: list[int] = []
-    if ok and not degraded:
-        t = math.log(threshold / baseline)
-        between = [i for i in ok if i not in suspects and math.log(_latency(measured[i]) / baseline) > t / 2]
+    if ok and not degraded and baseline is not None and threshold is not None:  # both set whenever ok
+        b, t = baseline, math.log(threshold / baseline)
+        between = [i for i in ok if i not in suspects and probe_zone(math.log(_latency(measured[i]) / b), t) != "pass"]
         for i, again in zip(between, measure(executor, [cover.probes[i] for i in between], 2 * repeats), strict=True):
-            if not again.ok:
+            if not again.ok:  # undecided and not re-measured: an error, it exonerates nothing (as judge_probe)
+                measured[i] = ProbeMeasurement(again.gpus, (), error=again.error)
                 continue
             measured[i] = ProbeMeasurement(measured[i].gpus, measured[i].latencies_ms + again.latencies_ms)
-            if math.log(_latency(measured[i]) / baseline) > t / 2:
+            if probe_zone(math.log(_latency(measured[i]) / b), t, remeasured=True) == "fail":
                 suspects.add(i)
     records = tuple(
         _record(1, i, m, "error" if not m.ok else "fail" if i in suspects else "pass") for i, m in enumerate(measured)
@@ -137,7 +140,7 @@ def run_phase1(
         threshold_ms=threshold,
         suspect_probes=tuple(sorted(suspects)),
         replica_degraded=degraded,
-        errors=len(measured) - len(ok),
+        errors=sum(not m.ok for m in measured),
         remeasured=len(between) + resweeps * len(ok),
         repeats=repeats,
         anchored=anchored is not None,
@@ -189,7 +192,8 @@ def run_phase2(
     _check(executor, phase1.gpus, repeats)
     if not phase1.needs_drilldown or phase1.threshold_ms is None or phase1.baseline_ms is None:
         return Localization(phase1, (), ())
-    baseline, threshold, records = phase1.baseline_ms, phase1.threshold_ms, []
+    baseline, threshold = phase1.baseline_ms, phase1.threshold_ms
+    records: list[ProbeRecord] = []
     ref = _reference_probe(phase1) if (repeats >= 2 if reference is None else reference) else None
 
     def oracle(gpus: tuple[int, ...]) -> bool | None:
@@ -274,10 +278,11 @@ def _latency(m: ProbeMeasurement) -> float:
 
 def _reference_probe(phase1: Phase1Result) -> tuple[int, ...] | None:
     """The passing Phase 1 probe whose latency is nearest the baseline (``None`` if none passed)."""
-    passed = [r for r in phase1.records if r.outcome == "pass"]
-    if not passed or not phase1.baseline_ms:
+    baseline = phase1.baseline_ms
+    passed = [(r.latency_ms, r.gpus) for r in phase1.records if r.outcome == "pass" and r.latency_ms is not None]
+    if not passed or not baseline:
         return None
-    return min(passed, key=lambda r: abs(math.log(r.latency_ms / phase1.baseline_ms))).gpus
+    return min(passed, key=lambda p: abs(math.log(p[0] / baseline)))[1]
 
 
 def _record(phase: int, index: int, m: ProbeMeasurement, outcome: str) -> ProbeRecord:

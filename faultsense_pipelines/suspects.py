@@ -34,12 +34,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from statistics import NormalDist
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from .latency_noise import location_and_threshold, repeat_noise
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "LOG_TIE",
     "AnchoringRule",
     "MedianRatioRule",
     "RobustRule",
@@ -47,8 +48,10 @@ __all__ = [
     "SuspectVerdict",
     "default_rule",
     "fast_cluster_verdict",
+    "log_above",
     "probe_fails",
     "probe_latency_ms",
+    "probe_zone",
     "repeat_noise",
 ]
 
@@ -56,6 +59,70 @@ __all__ = [
 #: spread of a healthy probe (a 3-sigma excursion of lognormal noise with sigma = 0.05 is
 #: x1.16) and below the slowdowns worth an operator's time (>= 1.3 in our benchmark).
 DEFAULT_ALPHA = 1.2
+
+#: Two log-latencies closer than this are equal (a latency ratio within 1 +- 1e-9): the gap
+#: is floating-point rounding, not measurement. Scaling every latency by c adds log c to
+#: every log-latency and to the baseline, exactly in arithmetic but not in floating point, so
+#: a probe exactly at a threshold ([1.0, 1.0, 1.1] at min_slowdown 1.1) would otherwise turn
+#: suspect under some factors (0.875) and not others. Every threshold comparison of the rules
+#: and of :func:`probe_zone` goes through :func:`log_above`.
+LOG_TIE = 1e-9
+
+#: The three zones of one probe's judgement (:func:`probe_zone`).
+Zone = Literal["fail", "pass", "again"]
+
+
+def log_above(x: float, limit: float) -> bool:
+    """True when the log-latency (or log-ratio) ``x`` lies above ``limit`` by more than rounding.
+
+    Args:
+        x: a log-latency or log-ratio (log ms, or dimensionless).
+        limit: the threshold in the same units.
+
+    Returns:
+        ``x - limit > LOG_TIE`` (:data:`LOG_TIE`): ties within rounding are not above, so
+        a comparison does not change when every latency is scaled by the same factor.
+
+    >>> log_above(math.log(0.875 * 1.1), math.log(0.875) + math.log(1.1))
+    False
+    >>> log_above(math.log(1.2), math.log(1.1))
+    True
+    """
+    return x - limit > LOG_TIE
+
+
+def probe_zone(x: float, t: float, *, remeasured: bool = False) -> Zone:
+    """The three-zone judgement of one probe: fail, pass, or measure it again.
+
+    Used by both phases (``judge.judge_probe``, ``interleave.judge_against_reference``,
+    ``localize.run_phase1``'s re-measurement, ``anchor.anchor_sweep``). A slowdown near the
+    threshold would otherwise pass or fail by the toss of the noise, and a faulty GPU that
+    passes once is exonerated and lets its slowness be blamed on its links.
+
+    Args:
+        x: log(latency / healthy latency) of the probe (latency: the median of its
+            repeats; the healthy latency: the sweep's baseline, or a healthy reference
+            probe measured alongside it).
+        t: log(threshold / healthy latency), the slow threshold in log terms (> 0).
+        remeasured: the probe was measured again (2 x repeats more) and ``x`` is over all
+            of its latencies: the zone between is then settled at t/2.
+
+    Returns:
+        ``"fail"`` when x > t, ``"pass"`` when x <= t/2 (above the threshold's square root
+        in latency terms is not a pass), otherwise ``"again"``; with ``remeasured``,
+        ``"fail"`` when x > t/2, else ``"pass"``. Ties within :data:`LOG_TIE` are not above.
+
+    >>> t = math.log(1.2)
+    >>> probe_zone(math.log(1.3), t), probe_zone(math.log(1.05), t), probe_zone(math.log(1.15), t)
+    ('fail', 'pass', 'again')
+    >>> probe_zone(math.log(1.15), t, remeasured=True)
+    'fail'
+    """
+    if remeasured:
+        return "fail" if log_above(x, t / 2) else "pass"
+    if log_above(x, t):
+        return "fail"
+    return "again" if log_above(x, t / 2) else "pass"
 
 
 @dataclass(frozen=True)
@@ -109,12 +176,15 @@ def probe_latency_ms(repeats_ms: Sequence[float]) -> float:
 
 
 def probe_fails(repeats_ms: Sequence[float], threshold_ms: float) -> bool:
-    """True when the probe's median latency exceeds ``threshold_ms``.
+    """True when the probe's median latency exceeds ``threshold_ms`` (ms) by more than rounding.
+
+    Raises:
+        ValueError: as :func:`probe_latency_ms`.
 
     >>> probe_fails([10.0, 13.0, 12.5], 12.0)
     True
     """
-    return probe_latency_ms(repeats_ms) > threshold_ms
+    return log_above(math.log(probe_latency_ms(repeats_ms)), math.log(threshold_ms))
 
 
 @dataclass(frozen=True)
@@ -151,9 +221,11 @@ class MedianRatioRule:
         t = _probe_latencies(latencies_ms)
         baseline = float(statistics.median(t))
         threshold = self.alpha * baseline
-        if min(t) * self.alpha < baseline:  # a fast minority: the median itself is slow
+        # compared in log terms, ties within rounding not above (:func:`log_above`)
+        b, a = math.log(baseline), math.log(self.alpha)
+        if log_above(b, math.log(min(t)) + a):  # a fast minority: the median itself is slow
             return SuspectVerdict(baseline, threshold, (), replica_degraded=True)
-        suspects = tuple(i for i, v in enumerate(t) if v > threshold)
+        suspects = tuple(i for i, v in enumerate(t) if log_above(math.log(v), b + a))
         return SuspectVerdict(baseline, threshold, suspects, replica_degraded=False)
 
     def anchor(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict | None:
@@ -215,7 +287,9 @@ class RobustRule:
     Notes:
         O(P log P) per iteration; converges in a few iterations. A uniform shift multiplies
         every latency by c, i.e. adds log c to every x_i: b moves by log c, s and t do not
-        change, so the suspects are the same.
+        change, so the suspects are the same (comparisons ignore differences within
+        floating-point rounding, :data:`LOG_TIE`, so a probe exactly at the threshold stays
+        below it under every c).
 
     References:
         FaultSense (APSys '26), §4.2 (median-relative threshold); P. J. Rousseeuw and
@@ -268,18 +342,20 @@ class RobustRule:
         healthy = sorted(sorted(range(len(x)), key=x.__getitem__)[: (len(x) + 1) // 2])
         for _ in range(100):
             b, t, _ = location_and_threshold([x[i] for i in healthy], z, floor, rep)
-            nxt = [i for i, v in enumerate(x) if v <= b + t]
+            nxt = [i for i, v in enumerate(x) if not log_above(v, b + t)]
             if nxt == healthy:
                 break
             healthy = nxt
         b, t, spread = location_and_threshold([x[i] for i in healthy], z, floor, rep)
-        suspects = tuple(i for i, v in enumerate(x) if v > b + t)
+        suspects = tuple(i for i, v in enumerate(x) if log_above(v, b + t))
         s = (t / z / (1.0 + 1.2 / math.sqrt(len(healthy)))) if t > floor else 0.0
-        fast = sum(v < b - max(2.0 * s, floor) for v in x)
+        fast = sum(log_above(b - max(2.0 * s, floor), v) for v in x)
         # calling a sweep degraded stops all localization: demand more than for a suspect
         # (or two probes each as far below the baseline as a suspect is above it: under the
         # healthy-majority null each has about false_alarm / P chance, two together far less)
-        fast_minority = fast > max(2, len(x) // 10) or any(v < b - 1.5 * t for v in x) or sum(v < b - t for v in x) >= 2
+        fast_minority = (
+            fast > max(2, len(x) // 10) or any(log_above(b - 1.5 * t, v) for v in x) or sum(log_above(b - t, v) for v in x) >= 2
+        )
         # healthy probes spread wider than noise can explain: max_sigma, or (with repeats)
         # three times the noise of a probe's median measured from its own repeats; with
         # repeats that only matters when the suspects do not stand apart as their own group
@@ -287,7 +363,7 @@ class RobustRule:
         too_wide = spread > explained and z * spread > floor
         if rep is not None and too_wide:
             gap = min((x[i] for i in suspects), default=math.inf) - max(x[i] for i in healthy)
-            too_wide = gap < t / 2
+            too_wide = log_above(t / 2, gap)
         degraded = 2 * len(suspects) > len(x) or fast_minority or too_wide
         baseline, threshold = math.exp(b), math.exp(b + t)
         if degraded:
@@ -345,13 +421,13 @@ def fast_cluster_verdict(
     widths = 2.0 if min(len(r) for r in latencies_ms) >= 3 else 8.0
     for j in range(len(x) - 1, 1, -1):
         gap = x[j] - x[j - 1]
-        if gap < min_t:
+        if log_above(min_t, gap):
             continue
         v = judge([latencies_ms[i] for i in order[:j]])
         if v.suspects or v.replica_degraded:
             continue
         top = math.log(v.threshold_ms)
-        if x[j] > top and gap >= max(top - math.log(v.baseline_ms), widths * (x[j - 1] - x[0])):
+        if log_above(x[j], top) and not log_above(max(top - math.log(v.baseline_ms), widths * (x[j - 1] - x[0])), gap):
             return SuspectVerdict(v.baseline_ms, v.threshold_ms, tuple(sorted(order[j:])), replica_degraded=False)
     return None
 

@@ -12,6 +12,10 @@ __all__ = ["LedgerResource"]
 class LedgerResource(dg.ConfigurableResource):
     """The fault ledger at ``uri`` (local path, ``file://``, ``s3://``, any fsspec URI).
 
+    ``uri`` is chosen by :func:`faultsense_pipelines.definitions.build_definitions`:
+    ``--ledger``, else ``$FAULTSENSE_LEDGER``, else the fleet file's ``ledger:``
+    (:func:`faultsense_pipelines.ledger.location.choose_ledger_uri`).
+
     Credentials for remote stores come from the filesystem's own environment variables
     (``AWS_ACCESS_KEY_ID``, ...), never from this config; the UI only shows the URI with
     any ``user:password@`` removed.

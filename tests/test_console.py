@@ -29,6 +29,7 @@ def test_a_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(monkeypatch, 
     assert capsys.readouterr().err.splitlines() == ["error: interrupted while starting; nothing was run"]
 
 
+@pytest.mark.integration  # the installed script in a subprocess
 def test_the_installed_console_script_runs_the_command():
     exe = Path(sys.executable).with_name("faultsense")
     done = subprocess.run(

@@ -12,6 +12,7 @@ from faultsense_pipelines.cover import plan_cover, schonheim_bound
 from faultsense_pipelines.cover.best import best_cover, clear_caches
 from faultsense_pipelines.cover.greedy import greedy_cover
 from tests.cover_checks import uncovered
+from tests.hypothesis_profiles import examples
 
 
 def _assert_valid(cover) -> None:
@@ -37,7 +38,7 @@ def test_greedy_n8_k4_is_six_probes_covering_all_28_pairs():
     assert schonheim_bound(8, 4) == 6
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(n=st.integers(2, 70), k=st.integers(2, 9), method=st.sampled_from(["greedy", "best"]))
 def test_every_cover_covers_every_gpu_and_pair_with_disjoint_rounds(n, k, method):
     k = min(k, n)
@@ -46,7 +47,7 @@ def test_every_cover_covers_every_gpu_and_pair_with_disjoint_rounds(n, k, method
     assert len(cover.probes) >= cover.lower_bound  # Schönheim's bound is a theorem
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(n=st.integers(2, 120), k=st.sampled_from([3, 4, 5, 6, 8]))
 def test_best_never_needs_more_probes_than_greedy(n, k):
     k = min(k, n)

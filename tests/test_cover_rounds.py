@@ -15,6 +15,7 @@ from faultsense_pipelines.cover.designs import affine_plus_one
 from faultsense_pipelines.cover.rounds import ordered_rounds, plan_rounds, rounds_lower_bound, tabu_rounds
 from faultsense_pipelines.cover.table import resolvable_cover
 from tests.cover_checks import uncovered
+from tests.hypothesis_profiles import examples
 from tools.cover_search.resolvable import anneal_resolvable
 
 
@@ -59,7 +60,7 @@ def test_the_lower_bound_counts_probes_per_gpu_and_probes_per_round():
     assert rounds_lower_bound([(0, 1), (2, 3), (4, 5)], 5) == 2  # 5 GPUs hold two probes of 2
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.data())
 def test_schedulers_partition_random_probes_into_disjoint_rounds_no_fewer_than_the_bound(data):
     n = data.draw(st.integers(4, 9))

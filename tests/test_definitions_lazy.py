@@ -13,9 +13,12 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.workspace.autodiscovery import loadable_targets_from_loaded_module
 
 from tests.pipeline_helpers import write_fleet
+
+pytestmark = pytest.mark.integration  # Dagster loads the code location, in subprocesses
 
 REPO = Path(__file__).resolve().parents[1]
 BROKEN_YAML = "ledger: L\nreplicas: [ {name: a\n"

@@ -16,9 +16,10 @@ from faultsense_pipelines.drilldown.recheck import plan_recheck
 from faultsense_pipelines.faults import GpuFault, LinkFault
 from faultsense_pipelines.localize import localize
 from faultsense_pipelines.simulator import SimulatedReplica
+from tests.hypothesis_profiles import examples
 
 SETTINGS = settings(
-    max_examples=int(os.environ.get("FS_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(int(os.environ.get("FS_EXAMPLES", 40))), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 # -- a hand-built replica: slow GPU 0 in five suspect groups of k = 4 whose links were

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
 from faultsense_pipelines.assets.flowpulse import flowpulse_faults
 from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, simulate
 from faultsense_pipelines.flowpulse.topology import fat_tree, topology_to_dict
 from faultsense_pipelines.ledger import FAULT_SCHEMA, LedgerStore
 from faultsense_pipelines.resources.ledger import LedgerResource
+
+pytestmark = pytest.mark.integration  # real in-process Dagster materializations
 
 
 def _write_fabric(tmp_path):

@@ -26,6 +26,8 @@ from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.probes import ExecutorError, ProbeExecutor
 from faultsense_pipelines.suspects import MedianRatioRule
 
+pytestmark = pytest.mark.integration  # real torch.distributed worker processes
+
 N, K = 8, 4
 TOKENS = 64
 SWEEPS = 6  # localization attempts per test

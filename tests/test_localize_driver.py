@@ -121,3 +121,30 @@ def test_noise_free_slowdowns_between_the_root_of_the_threshold_and_it_are_found
     loc = localize(SimulatedReplica(32, [GpuFault(7, 1.07)]), plan_cover(32, 4, "greedy"))  # sqrt(1.1) < 1.07 < 1.1
     assert loc.faulty_gpus == [7]
     assert loc.phase1.remeasured > 0
+
+
+class FailsWhenMeasuredAgain:
+    """A replica whose probes over ``gpu`` can be measured once; measuring them again times out."""
+
+    name = "fails-when-measured-again"
+
+    def __init__(self, replica: SimulatedReplica, gpu: int):
+        self.replica, self.gpus, self.gpu, self.seen = replica, replica.gpus, gpu, set()
+
+    def run(self, gpus, repeats=1):
+        probe = tuple(sorted(gpus))
+        if self.gpu in probe and probe in self.seen:
+            return ProbeMeasurement(probe, (), error="timeout")
+        self.seen.add(probe)
+        return self.replica.run(probe, repeats)
+
+
+def test_an_undecided_phase1_probe_whose_remeasurement_fails_is_an_error_and_exonerates_nothing():
+    # GPU 7 slowed x1.07: its probes land between the root of the threshold and the threshold
+    # and are measured again; that fails, so they are errors (as in Phase 2), never passes
+    cover = plan_cover(32, 4, "greedy")
+    phase1 = run_phase1(FailsWhenMeasuredAgain(SimulatedReplica(32, [GpuFault(7, 1.07)]), 7), cover)
+    with_7 = [r for r in phase1.records if 7 in r.gpus]
+    assert with_7 and all(r.outcome == "error" and r.error == "timeout" for r in with_7)
+    assert phase1.errors == len(with_7) and phase1.remeasured == len(with_7)
+    assert all(r.outcome == "pass" for r in phase1.records if 7 not in r.gpus)

@@ -13,6 +13,7 @@ from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault, LinkFault
 from faultsense_pipelines.localize import Localization, localize
 from faultsense_pipelines.simulator import SimulatedReplica
+from tests.hypothesis_profiles import examples
 
 SLOWDOWN = st.floats(min_value=1.3, max_value=3.0)
 
@@ -50,7 +51,7 @@ def _identifiable(n: int, k: int, faults) -> bool:
 
 
 SETTINGS = settings(
-    max_examples=int(os.environ.get("FS_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(int(os.environ.get("FS_EXAMPLES", 40))), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -84,7 +85,7 @@ def _assert_exact_unless_unidentifiable(n, k, faults, method):
         assert loc.unjudged_links == 0
 
 
-@settings(max_examples=int(os.environ.get("FS_EXAMPLES", 40)), deadline=None)
+@settings(max_examples=examples(int(os.environ.get("FS_EXAMPLES", 40))), deadline=None)
 @given(st.integers(25, 40), st.sampled_from([4, 8]), st.integers(2, 4), st.randoms(use_true_random=False))
 def test_sparse_gpu_faults_that_slow_most_probes_of_a_small_replica_are_localized_exactly(n, k, d, rnd):
     # faults on GPUs only: at small n each slow GPU is in (n-1)/(k-1) of ~n^2/k^2 probes
@@ -142,7 +143,7 @@ def test_every_reported_fault_is_injected_and_links_of_slow_gpus_are_never_fault
     assert all(a in loc.faulty_gpus and b in loc.faulty_gpus for a, b in loc.masked_links)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     st.integers(40, 64),
     st.sampled_from([4, 8]),

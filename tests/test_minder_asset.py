@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from faultsense_pipelines.assets.minder import minder_faults
 from faultsense_pipelines.ledger import FAULT_SCHEMA, LedgerStore
 from faultsense_pipelines.minder import MinderSettings, save_model, train_minder
 from faultsense_pipelines.minder.synth import Injection, generate_fleet
 from faultsense_pipelines.resources.ledger import LedgerResource
+
+pytestmark = pytest.mark.integration  # real in-process Dagster materializations
 
 METRICS = ("gpu_power_w", "gpu_util", "net_tx_bytes", "pfc_tx_packets")
 

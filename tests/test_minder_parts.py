@@ -11,6 +11,7 @@ from hypothesis.extra.numpy import arrays
 from faultsense_pipelines.minder.continuity import confirmed_runs, estimate_onset
 from faultsense_pipelines.minder.priority import default_priority, learn_priority
 from faultsense_pipelines.minder.similarity import fleet_distances, outlier_scores
+from tests.hypothesis_profiles import examples
 
 
 def _brute_force(windows: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -25,7 +26,7 @@ def _brute_force(windows: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     windows=arrays(np.float64, st.tuples(st.integers(1, 7), st.integers(1, 3), st.integers(1, 5)), elements=st.floats(-100, 100)),
     data=st.data(),

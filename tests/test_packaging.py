@@ -25,6 +25,8 @@ import yaml
 
 from faultsense_pipelines.cover import plan_cover
 
+pytestmark = pytest.mark.integration  # builds and installs the wheel, runs it in subprocesses
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "faultsense_pipelines"
 # sizes whose plan changes when one stored table is missing (checked by deleting each from an

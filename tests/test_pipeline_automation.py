@@ -8,12 +8,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.instance.ref import InstanceRef
 from typer.testing import CliRunner
 
 from faultsense_pipelines.assets.automation import NIGHTLY_REPEATS
 from faultsense_pipelines.cli import app
 from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
+
+pytestmark = pytest.mark.integration  # Dagster schedules, sensors and runs; `dagster definitions validate` in a subprocess
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
 from faultsense_pipelines.ledger import LedgerStore, make_fault_id
 from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep
+
+pytestmark = pytest.mark.integration  # real in-process Dagster runs
 
 #: 4 of 8 GPUs slowed x2.0 with probe size 4: every cover probe but one holds a slow GPU, so
 #: most probes are slow and the healthy-majority assumption fails.
@@ -23,12 +24,6 @@ replicas:
     executor: simulated
     simulated: {{faults: [{{gpu: 0, slowdown: 2.0}}, {{gpu: 1, slowdown: 2.0}}, {{gpu: 2, slowdown: 2.0}}, {{gpu: 3, slowdown: 2.0}}], noise_sigma: 0.01, seed: 4}}
 """
-
-
-@pytest.fixture
-def instance():
-    with dg.DagsterInstance.ephemeral() as inst:
-        yield inst
 
 
 def test_a_degraded_sweep_writes_one_replica_suspect_row_and_a_rerun_does_not_duplicate_it(tmp_path: Path, instance) -> None:

@@ -17,6 +17,8 @@ from faultsense_pipelines.fleet import FleetError
 from faultsense_pipelines.ledger import LedgerStore
 from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
 
+pytestmark = pytest.mark.integration  # real in-process Dagster runs
+
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 
 

@@ -25,6 +25,8 @@ from tests.pipeline_helpers import HOUR, write_fleet
 
 from .test_pipeline_errors import closed_loopback_port
 
+pytestmark = pytest.mark.integration  # Dagster runs and sweeps interrupted in subprocesses
+
 SIM = """
 ledger: {ledger}
 replicas:

@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, load_fleet
 from faultsense_pipelines.ledger import LedgerStore
+
+pytestmark = pytest.mark.integration  # a Dagster sweep of real local worker processes
 
 HOUR = "2026-11-30-07:00"
 

@@ -17,6 +17,7 @@ from faultsense_pipelines.probe.encoding import (
     probe_embeddings,
     probe_experts,
 )
+from tests.hypothesis_profiles import examples
 
 
 def test_linear_placement_matches_hand_worked_example():
@@ -63,7 +64,7 @@ def test_routed_experts_reject_out_of_range_ids():
         gpus_of_routed_experts([[0, 8]], n_gpus=4, n_experts=8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_encoding_round_trips_for_every_probe(data):
     n = data.draw(st.integers(1, 8), label="n")

@@ -18,6 +18,7 @@ from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_em
 from faultsense_pipelines.probe.memory import bytes_per_gpu, parameter_counts
 from faultsense_pipelines.probe.model import build_probe_model, probe_config
 from faultsense_pipelines.probe.reference import load_reference_model, reference_forward
+from tests.hypothesis_profiles import examples
 
 MIB = 2**20
 
@@ -44,7 +45,7 @@ def test_transformers_loads_the_checkpoint_with_the_probe_construction(slim_mode
     assert layer.mlp.experts.gate_up_proj.float().std().item() > 0.01  # random experts, not zeros
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(probe=st.sampled_from([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]), tokens=st.integers(1, 6))
 def test_the_loaded_router_selects_exactly_the_intended_experts(slim_model, probe, tokens):
     embeds = probe_embeddings(probe, 4, 4, 2, 2048, tokens)
@@ -61,7 +62,7 @@ def two_experts_per_gpu():
     return build_probe_model(config, seed=1)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(data=st.data())
 def test_router_selects_the_intended_experts_for_random_gpu_sets(two_experts_per_gpu, data):
     probe = data.draw(st.permutations(range(6)).map(lambda p: tuple(p[:3])), label="probe")

@@ -20,6 +20,8 @@ from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.probe.executors.moe_worker import LayerShape, expert_weights
 from faultsense_pipelines.probes import ProbeExecutor
 
+pytestmark = pytest.mark.integration  # real Ray actors and worker processes
+
 ray = pytest.importorskip("ray")
 
 N, K = 4, 2

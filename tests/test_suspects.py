@@ -6,22 +6,40 @@ import math
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, probe_fails, repeat_noise
+from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, probe_fails, probe_zone, repeat_noise
+from tests.hypothesis_profiles import examples
 
 LATENCIES = st.lists(st.floats(min_value=1.0, max_value=100.0), min_size=3, max_size=60)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(LATENCIES, st.floats(min_value=0.2, max_value=20.0))
+@example([1.0, 1.0, 1.1], 0.875)  # a fresh draw once found this: the probe at the threshold turned suspect
 def test_a_uniform_shift_of_all_probes_changes_no_suspect(latencies, factor):
     for rule in (MedianRatioRule(), RobustRule()):
         before = rule.judge([[v] for v in latencies])
         after = rule.judge([[v * factor] for v in latencies])
         assert after.suspects == before.suspects
         assert after.replica_degraded == before.replica_degraded
+
+
+@pytest.mark.parametrize(
+    ("latencies", "factor"),
+    [
+        ([1.0, 1.0, 1.1], 0.875),  # RobustRule: 1.1 is exactly min_slowdown above the baseline
+        ([1.0, 1.0, 1.2], 0.875),  # MedianRatioRule: 1.2 is exactly alpha above the median
+        ([1.0, 1.0, 1.1, 1.2, 1.0], 1 / 3),
+        ([5.0, 5.0, 5.5, 6.0], 7.0),
+    ],
+)
+def test_a_probe_exactly_at_the_threshold_stays_below_it_under_any_scaling(latencies, factor):
+    for rule in (MedianRatioRule(), RobustRule()):
+        before = rule.judge([[v] for v in latencies])
+        after = rule.judge([[v * factor] for v in latencies])
+        assert (after.suspects, after.replica_degraded) == (before.suspects, before.replica_degraded)
 
 
 @pytest.mark.parametrize("base", [5.0, 20.0, 400.0])
@@ -131,3 +149,16 @@ def test_with_repeats_a_wide_healthy_spread_is_degraded_only_when_suspects_do_no
     # a continuum 20 .. 52 ms: the "slow" probes are just the top of the spread
     continuum = [[20.0 * math.exp(0.2 * i) * m for m in noise] for i in range(6)]
     assert RobustRule(min_slowdown=1.1).judge(continuum).replica_degraded
+
+
+@pytest.mark.parametrize(
+    ("ratio", "zone", "settled"),
+    [(1.3, "fail", "fail"), (1.1, "again", "fail"), (1.2, "again", "fail"), (1.2**0.5, "pass", "pass"), (1.0, "pass", "pass")],
+)
+def test_the_three_zone_judgement_fails_above_t_passes_below_half_and_otherwise_measures_again(ratio, zone, settled):
+    # a probe exactly at the threshold (1.2) or at its root (sqrt 1.2) is not above it, under any scaling
+    t = math.log(1.2)
+    for base in (1.0, 0.875, 7.3):
+        x = math.log(ratio * base) - math.log(base)
+        assert probe_zone(x, t) == zone
+        assert probe_zone(x, t, remeasured=True) == settled

@@ -106,6 +106,7 @@ def test_simulate_no_recheck_reports_the_unjudged_links(tmp_path: Path):
     assert f"unjudged links {fast['unjudged_links']}" in " ".join(table.split())
 
 
+@pytest.mark.integration  # real in-process Dagster runs
 def test_the_sweep_run_config_recheck_false_skips_the_recheck_and_says_so(tmp_path: Path):
     fleet, _ = write_fleet(tmp_path)
     with dg.DagsterInstance.ephemeral() as instance:

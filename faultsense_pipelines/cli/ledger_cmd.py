@@ -31,14 +31,20 @@ KNOWN_DETECTORS: tuple[str, ...] = ("faultsense", "minder", "flowpulse")
 
 
 def default_ledger_uri(ledger: str | None, fleet: Path | None) -> str:
-    """``--ledger``, else ``$FAULTSENSE_LEDGER``, else the fleet file's ``ledger``."""
-    if ledger:
-        return ledger
-    if os.environ.get("FAULTSENSE_LEDGER"):
-        return os.environ["FAULTSENSE_LEDGER"]
-    from faultsense_pipelines.fleet import load_fleet
+    """``--ledger``, else ``$FAULTSENSE_LEDGER``, else the fleet file's ``ledger``.
 
-    return load_fleet(fleet).ledger
+    The fleet file is read only when neither of the first two is given.
+
+    Raises:
+        FleetError: the fleet file is malformed, or none of the three gives a ledger.
+    """
+    from faultsense_pipelines.ledger.location import LEDGER_ENV, choose_ledger_uri
+
+    if ledger or os.environ.get(LEDGER_ENV):
+        return choose_ledger_uri(ledger, None)
+    from faultsense_pipelines.fleet import fleet_path, load_fleet
+
+    return choose_ledger_uri(None, load_fleet(fleet).ledger, fleet_path(fleet))
 
 
 def register(app: typer.Typer) -> None:

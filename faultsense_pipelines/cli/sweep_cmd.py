@@ -170,7 +170,8 @@ def run_sweep(
     Args:
         fleet_path: fleet YAML (default ``faultsense_pipelines/data/fleet.yaml``).
         replicas: names to sweep (default: all).
-        ledger_uri: overrides the fleet's ledger.
+        ledger_uri: overrides ``$FAULTSENSE_LEDGER`` and the fleet's ``ledger:`` (which may then
+            be left out of the file).
         repeats: measurements per probe, 1..100 (None: the fleet's, else 3).
         recheck: re-check the links hidden behind a slow GPU or link in Phase 2 (exact);
             False is cheaper and can miss a slow link hidden there (see ``SweepConfig``).
@@ -186,7 +187,8 @@ def run_sweep(
             swept, the analytics are not refreshed, and the interrupted replica's ledger
             partition is whole: as it was before its run, or (an interrupt during the run's
             final write waits for it) this run's completed sweep -- never a mix.
-        FleetError: malformed fleet file. KeyError: unknown replica name. ValueError: ``hour``
+        FleetError: malformed fleet file, or no ledger from ``ledger_uri``,
+            ``$FAULTSENSE_LEDGER`` or the file. KeyError: unknown replica name. ValueError: ``hour``
             is malformed or outside the sweep partitions, ``repeats`` outside 1..100, or the ledger path
             is a file (checked before any run starts).
     """
@@ -207,7 +209,7 @@ def run_sweep(
     for name in names:
         fleet.replica(name)  # KeyError naming the unknown replica
     defs = build_definitions(fleet_path, ledger_uri)
-    store = defs.resources["ledger"].store()
+    store = (defs.resources or {})["ledger"].store()  # build_definitions always sets the resources
     ledger = store.display_uri
     if store.root_kind() == "file":
         raise ValueError(f"ledger {ledger} is a file, not a directory")
@@ -313,7 +315,9 @@ def register(app: typer.Typer) -> None:
             None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."
         ),
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
-        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: the fleet file's)."),
+        ledger: str = typer.Option(
+            None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER, else the fleet file's ledger:)."
+        ),
         repeats: str = typer.Option(
             None,
             "--repeats",

@@ -283,7 +283,8 @@ def _isolate(kn: Knowledge, w: set[int]) -> None:
     if len(w) == 1:
         _confirm_gpu(kn, next(iter(w)), context)
     elif len(w) == 2:
-        _confirm_link(kn, tuple(sorted(w)), context)
+        lo, hi = sorted(w)
+        _confirm_link(kn, (lo, hi), context)
 
 
 def _isolate_cross(kn: Knowledge, a: set[int], b: set[int]) -> set[int]:

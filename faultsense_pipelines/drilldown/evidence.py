@@ -192,9 +192,11 @@ class _State:
     rng: random.Random
     gpu_evidence: list[float]
     suspect_pairs: set[tuple[int, int]]
+    by_gpu: list[set[int]]  # GPU -> indices of the measured Phase 1 probes holding it
     confirmed_gpus: set[int] = field(default_factory=set)
     confirmed_links: set[tuple[int, int]] = field(default_factory=set)
     healthy_gpus: set[int] = field(default_factory=set)
+    gpu_llr: dict[int, float] = field(default_factory=dict)  # paired-test evidence of the GPU stage
     inconclusive_gpus: set[int] = field(default_factory=set)
     findings: list[EvidenceFinding] = field(default_factory=list)
     pairs: int = 0
@@ -207,7 +209,7 @@ class _State:
         """GPUs to pad with, healthiest first: exonerated, then by Phase 1 evidence."""
         bad = self.confirmed_gpus | self.inconclusive_gpus | exclude
         ok = [g for g in range(self.n) if g not in bad]
-        return sorted(ok, key=lambda g: (g not in self.healthy_gpus, self.gpu_evidence[g], g))
+        return sorted(ok, key=lambda g: (self.gpu_evidence[g] + self.gpu_llr.get(g, 0.0), g))
 
     def _suspect_link(self, a: int, b: int) -> bool:
         return (min(a, b), max(a, b)) in self.suspect_pairs
@@ -226,14 +228,12 @@ class _State:
         size = min(self.k, self.n)
         pool = self.pool(test_set)
         usable = [g for g in pool if g not in avoid and not self._closes_known(test_set, g)]
-        clean = [g for g in usable if not any(self._suspect_link(g, s) for s in test_set)][: max(2 * size, size + 4)]
+        # stable sort: GPUs without a suspect link to the test set first, then the healthiest
+        usable.sort(key=lambda g: any(self._suspect_link(g, s) for s in test_set))
         need = size - len(test_set)
-        pads = self.rng.sample(clean, min(need, len(clean)))
-        if len(pads) < need:
-            rest = [g for g in usable if g not in clean]
-            if len(rest) < need - len(pads):
-                return None
-            pads += self.rng.sample(rest, need - len(pads))
+        if len(usable) < need:
+            return None
+        pads = self._spread(usable[: max(2 * size, need + 4)], usable, need)
         test = tuple(sorted(test_set | set(pads)))
         reference = self._reference(size, pool)
         if reference is None:
@@ -242,18 +242,27 @@ class _State:
         d = self.pair(test, reference)
         return None if d is None else (frozenset(test), d)
 
-    def _reference(self, size: int, pool: Sequence[int]) -> tuple[int, ...] | None:
-        """``size`` GPUs with no suspect link among them, drawn from the healthiest of ``pool``."""
-        order = list(pool[: max(3 * size, size + 6)])
+    def _spread(self, preferred: Sequence[int], pool: Sequence[int], count: int) -> list[int]:
+        """``count`` GPUs drawn at random from ``preferred`` (then the rest of ``pool``) with no
+        suspect link among them; where too few exist (tiny replicas, where every GPU shares a
+        suspect probe with the others), the rest at random from ``preferred``."""
+        order = list(preferred)
         self.rng.shuffle(order)
         chosen: list[int] = []
-        for g in order + [g for g in pool if g not in order]:
+        for g in order + [g for g in pool if g not in preferred]:
+            if len(chosen) == count:
+                break
             if not any(self._suspect_link(g, c) for c in chosen):
                 chosen.append(g)
-                if len(chosen) == size:
-                    return tuple(sorted(chosen))
-        # every GPU shares a suspect probe with the others (tiny replicas): the healthiest, shuffled
-        return tuple(sorted(self.rng.sample(order, size))) if len(order) >= size else None
+        if len(chosen) < count:
+            left = [g for g in order if g not in chosen]
+            chosen += self.rng.sample(left, min(count - len(chosen), len(left)))
+        return chosen
+
+    def _reference(self, size: int, pool: Sequence[int]) -> tuple[int, ...] | None:
+        """``size`` GPUs with no suspect link among them, drawn from the healthiest of ``pool``."""
+        chosen = self._spread(pool[: max(3 * size, size + 6)], pool, size)
+        return tuple(sorted(chosen)) if len(chosen) == size else None
 
     def _closes_known(self, test_set: set[int], g: int) -> bool:
         return any((a == g and b in test_set) or (b == g and a in test_set) for a, b in self.confirmed_links)
@@ -302,6 +311,7 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 break
             if llr <= -m.clear_llr:
                 state.healthy_gpus.add(g)
+                state.gpu_llr[g] = llr
                 break
             if len(ds) >= m.max_pairs:
                 state.inconclusive_gpus.add(g)
@@ -325,6 +335,17 @@ def _pad_explains(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int]
     return None
 
 
+def _phase1_evidence(state: _State, h: _Hyp, phase1: Sequence[tuple[frozenset[int], float]]) -> float:
+    """Summed Phase 1 log-likelihood ratio for hypothesis ``h`` over the probes holding it
+    (probes a known fault explains carry none)."""
+    m = state.model
+    duty = m.gpu_duty if len(h) == 1 else 1.0
+    scale = m.pair_scale / math.sqrt(2.0)
+    holding = set.intersection(*(state.by_gpu[g] for g in h))
+    paired = state.gpu_llr.get(h[0], 0.0) if len(h) == 1 else 0.0
+    return paired + sum(m.llr(phase1[i][1], duty=duty, scale=scale) for i in holding if not state.known_bad(phase1[i][0]))
+
+
 def _predicts_slow(h: _Hyp, gpus: frozenset[int]) -> bool:
     return bool(h) and all(g in gpus for g in h)
 
@@ -336,7 +357,9 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
     if any(g in state.inconclusive_gpus for g in probe):
         return False
     explained = len(members) < len(probe) or any(a in probe and b in probe for a, b in state.confirmed_links)
-    hyps: list[_Hyp] = [(g,) for g in members if g not in state.healthy_gpus]
+    # a GPU the GPU stage cleared stays a hypothesis with that evidence: an intermittent GPU
+    # can pass a run of pairs, and its links must not take the blame
+    hyps: list[_Hyp] = [(g,) for g in members]
     hyps += [
         (a, b)
         for i, a in enumerate(members)
@@ -348,16 +371,16 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
     none_prior = 0.9 if explained else 0.5
     tests: list[tuple[frozenset[int], float]] = []
     found = False
+    prior_evidence: dict[_Hyp, float] = {}
     while True:
+        if not prior_evidence:  # Phase 1 evidence per hypothesis; redone when a fault is found
+            prior_evidence = {h: _phase1_evidence(state, h, phase1) for h in hyps}
         # posterior over the unit's hypotheses from Phase 1 and this unit's paired tests;
         # data that a known fault explains carry no evidence about the others
         logw = {(): math.log(none_prior)}
         for h in hyps:
-            w = math.log((1.0 - none_prior) / len(hyps))
+            w = math.log((1.0 - none_prior) / len(hyps)) + prior_evidence[h]
             duty = m.gpu_duty if len(h) == 1 else 1.0
-            for gpus, x in phase1:
-                if not state.known_bad(gpus) and _predicts_slow(h, gpus):
-                    w += m.llr(x, duty=duty, scale=m.pair_scale / math.sqrt(2.0))
             for gpus, d in tests:
                 if _predicts_slow(h, gpus):
                     w += m.llr(d, duty=duty)
@@ -376,6 +399,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
             else:
                 hyps = [h for h in hyps if h != best]
             tests = [(gpus, d) for gpus, d in tests if not state.known_bad(gpus)]
+            prior_evidence = {}
             none_prior = 0.9
             if not hyps:
                 return False
@@ -537,7 +561,11 @@ def evidence_drilldown(
         for g in gpus:
             evidence[g] += contribution
     suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
-    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs)
+    by_gpu: list[set[int]] = [set() for _ in range(n)]
+    for i, (gpus, _) in enumerate(measured):
+        for g in gpus:
+            by_gpu[g].add(i)
+    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, by_gpu)
     in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))
     _gpu_stage(state, [g for g in in_suspects if evidence[g] > 0])
     cleared = 0

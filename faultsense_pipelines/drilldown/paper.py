@@ -8,7 +8,8 @@ GPUs; a failure pins that component, a pass exonerates everything in the probe.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from itertools import combinations
 
 from .common import DrilldownResult, Knowledge, Oracle, Unmeasurable
@@ -68,23 +69,23 @@ def paper_drilldown(
             continue
         for g in gpus:
             if kn.candidate_gpu(g):
-                _judge(kn, {g}, group, lambda idx, g=g: kn.confirm_gpu(g, idx))
+                _judge(kn, {g}, group, partial(kn.confirm_gpu, g))
         for a, b in combinations(gpus, 2):
             for end in (a, b):  # noise guard: a slow GPU that once passed is not blamed on its links
                 if kn.candidate_link(a, b) and kn.doubtful(end):
                     _try(kn.recheck_gpu, end, group)
             if kn.candidate_link(a, b):
                 _try(kn.widen, (a, b), group)
-                _judge(kn, {a, b}, group, lambda idx, e=(a, b): kn.confirm_link(e, idx))
+                _judge(kn, {a, b}, group, partial(kn.confirm_link, (a, b)))
     return kn.result()
 
 
-def _try(step, *args) -> None:
+def _try(step: Callable[..., object], *args: object) -> None:
     with contextlib.suppress(Unmeasurable):
         step(*args)
 
 
-def _judge(kn: Knowledge, component: set[int], group: Sequence[int], confirm) -> None:
+def _judge(kn: Knowledge, component: set[int], group: Sequence[int], confirm: Callable[[int], object]) -> None:
     try:
         # padding from outside the group when possible; any exonerated GPU is "healthy" to the paper
         verdict = kn.test_alone(component, avoid=group, must_avoid=())

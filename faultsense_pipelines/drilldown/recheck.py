@@ -128,7 +128,7 @@ def _greedy_edge_cover(edges: set[Link], k: int, bad: set[Link]) -> list[frozens
         seed = max(adj, key=lambda g: (len(adj[g]), -g))
         probe = {seed}
         while len(probe) < k:
-            gain = defaultdict(int)  # uncovered links each neighbour would add
+            gain: defaultdict[int, int] = defaultdict(int)  # uncovered links each neighbour would add
             for g in probe:
                 for h in adj.get(g, ()):
                     if h not in probe and not any(link(h, q) in bad for q in probe):

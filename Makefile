@@ -1,0 +1,65 @@
+# FaultSense task runner: the gates CI runs (.ci/run) and the test tiers, from the repo root.
+#
+#   make lint        ruff check, ruff format --check, the import-layer contract test
+#   make type        mypy over the installed namespace (scripts/typecheck.py; 1-3 min)
+#   make check       lint + type + test (what .ci/run gates on before the slow tier)
+#   make test-fast   the pure algorithms: not slow, not integration (about a minute)
+#   make test        the default tier (README: everything but @pytest.mark.slow)
+#   make test-slow   the slow tier (real vLLM server on CPU, headless Chromium; see README)
+#   make fuzz        the property tests with fresh Hypothesis seeds, FUZZ_RUNS times
+#   make bench       the CPU benchmarks of bench/ (minutes each; they rewrite bench/results/)
+#
+# Set-up: python3 -m venv .venv && .venv/bin/pip install -e '.[test,dev]' (the README's, plus the
+# dev extra that pins ruff and mypy). Tools come from the venv; override with PY=... RUFF=...
+
+PY ?= .venv/bin/python
+RUFF ?= .venv/bin/ruff
+PYTEST = $(PY) -m pytest
+
+# property tests: every @given test (Hypothesis marks them `hypothesis`)
+FUZZ_RUNS ?= 3
+FUZZ_SELECT ?= -m "hypothesis and not slow"
+FUZZ_PATHS ?= tests
+
+# `python -m bench.<name>` for each; the README lists what each measures. Not here:
+# vllm_cpu_probe (needs .venv-vllm: `make bench-vllm`) and gpu_check (needs CUDA: `make bench-gpu`).
+BENCHES ?= cover_bench paper_sim recheck_bound anchor_noise probe_memory local_probe local_sweep minder_bench flowpulse_bench
+
+.PHONY: help lint type check test-fast test test-slow fuzz bench bench-vllm bench-gpu
+
+help:
+	@sed -n '3,12p' Makefile
+
+lint:
+	$(RUFF) check .
+	$(RUFF) format --check .
+	$(PYTEST) -q -p no:cacheprovider tests/test_import_contract.py
+
+type:
+	$(PY) scripts/typecheck.py
+
+check: lint type test
+
+test-fast:
+	$(PYTEST) -m "not slow and not integration"
+
+test:
+	$(PYTEST)
+
+test-slow:
+	$(PYTEST) -m slow
+
+fuzz:
+	@for i in $$(seq 1 $(FUZZ_RUNS)); do \
+		echo "== fuzz run $$i of $(FUZZ_RUNS) (HYPOTHESIS_PROFILE=fuzz: fresh seeds, more examples)"; \
+		HYPOTHESIS_PROFILE=fuzz $(PYTEST) $(FUZZ_SELECT) $(FUZZ_PATHS) || exit 1; \
+	done
+
+bench:
+	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done
+
+bench-vllm:
+	$(PY) -m bench.vllm_cpu_probe
+
+bench-gpu:
+	scripts/gpu-check.sh
