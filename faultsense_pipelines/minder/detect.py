@@ -31,6 +31,8 @@ from faultsense_pipelines.minder.windows import fleet_median, split_windows
 
 __all__ = ["Fault", "scan"]
 
+ONSET_LOOKBACK_WINDOWS = 30  # windows before the first outlier window the onset fit may reach back
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -83,18 +85,26 @@ def _metric_runs(x: np.ndarray, model: MinderModel, metric: str, rank: int, sett
     runs = confirmed_runs(scores, settings.threshold, min_windows, settings.max_gap_windows)
     if not runs:
         return []
-    deviation = x - fleet_median(x)[None, :]
+    # the machine's own (denoised) series against the fleet's, sample by sample, from ``offset`` on
+    series = windows.reshape(windows.shape[0], -1)
+    deviation = series - fleet_median(series)[None, :]
     out = []
-    for run in runs:
-        lo = offset + max(0, run.first - min_windows) * w  # healthy lead-in before the run
-        hi = offset + (run.last + 1) * w
-        fit_end = offset + (run.confirmed + 1) * w  # onset fit: lead-in to confirmation
-        first_start = offset + run.first * w
+    previous_end: dict[int, int] = {}
+    for run in runs:  # ordered by machine, then first window
+        # onset fit from well before the first outlier window (a fault near the threshold can
+        # cross it windows after it began), but not into the machine's previous run
+        lo_w = max(previous_end.get(run.machine, 0), run.first - max(ONSET_LOOKBACK_WINDOWS, min_windows))
+        previous_end[run.machine] = run.last + 1
+        lo, first_start = lo_w * w, run.first * w
+        fit_end = (run.confirmed + 1) * w  # onset fit: lookback to confirmation
         if first_start - lo < 2:  # abnormal from the first sample seen: no change point to find
             onset = first_start
         else:  # the pattern began by the end of the first outlier window at the latest
             onset = min(lo + estimate_onset(deviation[run.machine, lo:fit_end]), first_start + w - 1)
-        out.append(_Run(run.machine, metric, rank, onset, first_start, hi, fit_end, run.peak))
+        out.append(
+            _Run(run.machine, metric, rank, offset + onset, offset + first_start, offset + (run.last + 1) * w,
+                 offset + fit_end, run.peak)
+        )  # fmt: skip
     return out
 
 

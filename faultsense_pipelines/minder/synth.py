@@ -273,17 +273,23 @@ def random_injections(
     job_slowdown: bool = False,
     min_onset_s: float = 120.0,
     fault_room_s: float = 420.0,
+    faults: int = 1,
 ) -> list[Injection]:
-    """A random scenario: at most one fault of ``fault_kind`` plus the given decoys.
+    """A random scenario: ``faults`` faults (default one) of ``fault_kind`` plus the given decoys.
 
-    The fault starts between ``min_onset_s`` and ``duration_s - fault_room_s`` so that it
-    can be confirmed before the data ends; blips last 30 s; a job slowdown lasts to the end.
+    Each fault hits its own machine and starts between ``min_onset_s`` and ``duration_s -
+    fault_room_s`` so that it can be confirmed before the data ends (several faults at once
+    overlap in time); blips last 30 s; a job slowdown lasts to the end. Kinds after the first
+    fault cycle through :data:`FAULT_KINDS` from ``fault_kind``.
     """
     machines = [f"node-{i:04d}" for i in rng.permutation(n_machines)]
     out: list[Injection] = []
     if fault_kind is not None:
-        onset = float(rng.uniform(min_onset_s, duration_s - fault_room_s))
-        out.append(Injection(fault_kind, machines.pop(), round(onset)))
+        first = FAULT_KINDS.index(fault_kind)
+        for k in range(faults):
+            onset = float(rng.uniform(min_onset_s, duration_s - fault_room_s))
+            kind = FAULT_KINDS[(first + k) % len(FAULT_KINDS)]
+            out.append(Injection(kind, machines.pop(), round(onset)))
     for _ in range(blips):
         out.append(Injection("blip", machines.pop(), round(float(rng.uniform(60, duration_s - 60))), 30.0))
     if job_slowdown:
