@@ -19,6 +19,7 @@ from .judge import measure
 from .localization import Phase1Result, ProbeRecord, Verdict
 from .probes import ProbeExecutor
 from .suspects import probe_latency_ms
+from .vocabulary import Outcome
 
 __all__ = ["DEFAULT_MIN_SLOWDOWN", "evidence_units", "run_evidence_phase2"]
 
@@ -101,7 +102,8 @@ def run_evidence_phase2(
         if t.ok and r.ok:
             d = math.log(probe_latency_ms(t.latencies_ms) / probe_latency_ms(r.latencies_ms))
         for gpus, m in ((test, t), (reference, r)):
-            outcome = "error" if not m.ok else ("fail" if gpus == test and d is not None and d > effect / 2 else "pass")
+            accused = gpus == test and d is not None and d > effect / 2
+            outcome = Outcome.ERROR if not m.ok else (Outcome.FAIL if accused else Outcome.PASS)
             records.append(ProbeRecord(2, len(records), tuple(sorted(gpus)), m.latencies_ms, m.error, outcome))
         return d
 

@@ -132,7 +132,12 @@ def test_with_spillover_a_2x_gpu_is_still_found(seed):
 
 def test_scaling_every_latency_by_one_factor_changes_no_verdict():
     faults = [((9,), True, 1.8, 1.0), ((3, 21), False, 1.5, 1.0)]
-    assert _sweep(64, 8, faults, 1) == _sweep(64, 8, faults, 1, scale=7.5)
+    plain, scaled = _sweep(64, 8, faults, 1), _sweep(64, 8, faults, 1, scale=7.5)
+    assert [(v.component_kind, v.gpu, v.peer_gpu, v.status, v.probes_used) for v in plain] == [
+        (v.component_kind, v.gpu, v.peer_gpu, v.status, v.probes_used) for v in scaled
+    ]
+    for a, b in zip(plain, scaled, strict=True):  # ratios: equal up to floating-point rounding
+        assert a.slowdown == pytest.approx(b.slowdown, rel=1e-12) and a.confidence == pytest.approx(b.confidence, rel=1e-12)
 
 
 def test_a_tiny_replica_whose_gpu_sits_in_half_the_probes_is_judged():

@@ -41,6 +41,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..vocabulary import ComponentKind, Status
+
 __all__ = [
     "EvidenceFinding",
     "EvidenceModel",
@@ -62,7 +64,7 @@ _STALL_WIDTH = 2.0 * math.log(4.0)
 
 
 def _t_pdf(z: float) -> float:
-    return _T_NORM * (1.0 + z * z / _T_DF) ** (-(_T_DF + 1) / 2)
+    return float(_T_NORM * (1.0 + z * z / _T_DF) ** (-(_T_DF + 1) / 2))
 
 
 @dataclass(frozen=True)
@@ -161,10 +163,10 @@ class EvidenceFinding:
         reason: for ``"inconclusive"``, why the evidence did not settle it.
     """
 
-    kind: str
+    kind: ComponentKind
     gpu: int
     peer_gpu: int | None
-    status: str
+    status: Status
     confidence: float | None
     slowdown: float | None
     tests_used: int
@@ -283,7 +285,8 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
     for g in candidates:
         if g in state.confirmed_gpus or g in state.healthy_gpus:
             continue
-        llr, ds, errors = 0.0, [], 0
+        llr, errors = 0.0, 0
+        ds: list[float] = []
         tests: list[tuple[frozenset[int], float]] = []
         avoid: set[int] = set()
         while True:
@@ -293,7 +296,9 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 if errors >= 3:
                     state.inconclusive_gpus.add(g)
                     state.findings.append(
-                        EvidenceFinding("gpu", g, None, "inconclusive", None, None, len(ds) + errors, "probes failed")
+                        EvidenceFinding(
+                            ComponentKind.GPU, g, None, Status.INCONCLUSIVE, None, None, len(ds) + errors, "probes failed"
+                        )
                     )
                     break
                 continue
@@ -307,7 +312,9 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
             elif llr >= m.blame_llr and len(_accusing(ds, m.effect)) >= m.min_accusing:
                 state.confirmed_gpus.add(g)
                 conf = 1.0 / (1.0 + math.exp(-llr))
-                state.findings.append(EvidenceFinding("gpu", g, None, "confirmed", conf, _slowdown(ds, m.effect), len(ds)))
+                state.findings.append(
+                    EvidenceFinding(ComponentKind.GPU, g, None, Status.CONFIRMED, conf, _slowdown(ds, m.effect), len(ds))
+                )
                 break
             if llr <= -m.clear_llr:
                 state.healthy_gpus.add(g)
@@ -318,7 +325,9 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 conf = 1.0 / (1.0 + math.exp(-llr))
                 reason = f"{len(ds)} paired tests left the evidence at confidence {conf:.2f}"
                 state.findings.append(
-                    EvidenceFinding("gpu", g, None, "inconclusive", conf, _slowdown(ds, m.effect), len(ds), reason)
+                    EvidenceFinding(
+                        ComponentKind.GPU, g, None, Status.INCONCLUSIVE, conf, _slowdown(ds, m.effect), len(ds), reason
+                    )
                 )
                 break
 
@@ -377,7 +386,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
             prior_evidence = {h: _phase1_evidence(state, h, phase1) for h in hyps}
         # posterior over the unit's hypotheses from Phase 1 and this unit's paired tests;
         # data that a known fault explains carry no evidence about the others
-        logw = {(): math.log(none_prior)}
+        logw: dict[_Hyp, float] = {(): math.log(none_prior)}
         for h in hyps:
             w = math.log((1.0 - none_prior) / len(hyps)) + prior_evidence[h]
             duty = m.gpu_duty if len(h) == 1 else 1.0
@@ -410,10 +419,12 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
             conf = post[best]
             if conf >= 0.5:
                 reason = f"{len(tests)} paired tests left the evidence at confidence {conf:.2f}"
-                kind = "gpu" if len(best) == 1 else "link"
+                kind = ComponentKind.GPU if len(best) == 1 else ComponentKind.LINK
                 peer = None if len(best) == 1 else best[1]
                 state.findings.append(
-                    EvidenceFinding(kind, best[0], peer, "inconclusive", conf, _slowdown(accused, m.effect), len(tests), reason)
+                    EvidenceFinding(
+                        kind, best[0], peer, Status.INCONCLUSIVE, conf, _slowdown(accused, m.effect), len(tests), reason
+                    )
                 )
             return False
         subset = _split(state, members, hyps, post)
@@ -441,7 +452,7 @@ def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: di
             break
         chosen.add(g)
     if slow_mass(chosen) == 0.0:  # nothing informative: test the likeliest hypothesis alone
-        chosen = set(max(hyps, key=lambda h: post[h]))
+        chosen = set(max(hyps, key=post.__getitem__))
     return sorted(chosen)
 
 
@@ -449,20 +460,34 @@ def _confirm(state: _State, h: _Hyp, conf: float, accused: Sequence[float], used
     slowdown = math.exp(statistics.median(accused))
     if len(h) == 1:
         state.confirmed_gpus.add(h[0])
-        state.findings.append(EvidenceFinding("gpu", h[0], None, "confirmed", conf, slowdown, used))
+        state.findings.append(EvidenceFinding(ComponentKind.GPU, h[0], None, Status.CONFIRMED, conf, slowdown, used))
     else:
         a, b = h
         state.confirmed_links.add((a, b))
-        state.findings.append(EvidenceFinding("link", a, b, "confirmed", conf, slowdown, used))
+        state.findings.append(EvidenceFinding(ComponentKind.LINK, a, b, Status.CONFIRMED, conf, slowdown, used))
+
+
+#: Quantile of the moving window taken as the baseline: faults only add latency, so a low
+#: quantile stays on the healthy probes where several faults make half a window slow.
+BASELINE_QUANTILE = 0.3
+
+
+def _low_quantile(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    pos = BASELINE_QUANTILE * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: float, window: int = 9) -> list[float | None]:
     """Per probe, ``x = log(latency / baseline at the time it was measured)``.
 
     Phase 1 measures every probe once per round, round after round (``latencies[i][j]`` is
-    probe i's j-th repeat). The baseline at a measurement is the median of the ``window``
-    measurements around it in that order, so a load burst or drift lifts the baseline, not
-    the probes it hit; a slow probe among healthy neighbours stays slow. ``x`` is the median
+    probe i's j-th repeat). The baseline at a measurement is a low quantile
+    (:data:`BASELINE_QUANTILE`) of the ``window`` measurements around it in that order, so a
+    load burst or drift lifts the baseline, not the probes it hit; a slow probe among healthy
+    neighbours stays slow, even where slow probes fill half the window. ``x`` is the median
     of the probe's repeats; ``None`` for a probe with no latency.
 
     Args:
@@ -470,12 +495,13 @@ def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: flo
         baseline_ms: fallback baseline (ms) when too few neighbours were measured.
         window: measurements in the moving median (odd, >= 3).
 
-    A slow probe among healthy ones stays slow; a burst that lifts the last four probes alike
-    lifts the baseline instead:
+    A slow probe among healthy ones stays slow (0.693 = log 2); a burst that lifts the last
+    eight measurements by 30% lifts the baseline instead, but for its first measurement, at
+    the window's edge:
 
-    >>> lat = [[10.0], [10.0], [20.0], [10.0], [10.0], [13.0], [13.0], [13.0], [13.0]]
-    >>> [round(x, 3) + 0.0 for x in time_detrended_excess(lat, 10.0, 3)]
-    [0.0, 0.0, 0.693, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    >>> lat = [[10.0]] * 6 + [[20.0]] + [[10.0]] * 2 + [[13.0]] * 8
+    >>> [round(x, 3) + 0.0 for x in time_detrended_excess(lat, 10.0, 5)]
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.693, 0.0, -0.058, 0.204, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     """
     order = [
         (i, j)
@@ -489,7 +515,7 @@ def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: flo
     for t, (i, _) in enumerate(order):
         lo = max(0, min(t - half, len(values) - window))  # the window shifts inward at the ends
         here = values[lo : lo + window]
-        local = statistics.median(here) if len(here) >= 3 else baseline_ms
+        local = _low_quantile(here) if len(here) >= 3 else baseline_ms
         per_probe[i].append(math.log(values[t] / local))
     return [statistics.median(xs) if xs else None for xs in per_probe]
 
@@ -553,17 +579,17 @@ def evidence_drilldown(
             raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
     if any(not 0 <= i < len(phase1) for i in suspects):
         raise ValueError(f"suspect probe index outside 0..{len(phase1) - 1}")
-    measured = [(frozenset(g), x) for g, x in phase1 if x is not None]
+    measured = [(frozenset(p), x) for p, x in phase1 if x is not None]
     scale1 = model.pair_scale / math.sqrt(2.0)
     evidence = [0.0] * n
-    for gpus, x in measured:
+    for members, x in measured:
         contribution = model.llr(x, duty=model.gpu_duty, scale=scale1)
-        for g in gpus:
+        for g in members:
             evidence[g] += contribution
     suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
     by_gpu: list[set[int]] = [set() for _ in range(n)]
-    for i, (gpus, _) in enumerate(measured):
-        for g in gpus:
+    for i, (members, _) in enumerate(measured):
+        for g in members:
             by_gpu[g].add(i)
     state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, by_gpu)
     in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))
@@ -572,5 +598,9 @@ def evidence_drilldown(
     for i in suspects:
         cleared += _unit(state, phase1[i][0], measured)
     confirmed = sorted(state.confirmed_gpus)
-    masked = [EvidenceFinding("link", a, b, "masked", None, None, 0) for i, a in enumerate(confirmed) for b in confirmed[i + 1 :]]
+    masked = [
+        EvidenceFinding(ComponentKind.LINK, a, b, Status.MASKED, None, None, 0)
+        for i, a in enumerate(confirmed)
+        for b in confirmed[i + 1 :]
+    ]
     return EvidenceResult(tuple(state.findings) + tuple(masked), state.pairs, cleared)
