@@ -68,8 +68,8 @@ def flowpulse_faults(
     context: dg.AssetExecutionContext, config: FlowPulseScanConfig, ledger: LedgerResource
 ) -> dg.MaterializeResult:
     settings = ScanConfig(
-        model=config.model,
-        traffic=config.traffic,
+        model=config.model,  # type: ignore[arg-type]  # ScanConfig validates it
+        traffic=config.traffic,  # type: ignore[arg-type]
         reference=config.reference,
         lag=config.lag,
         design_loss=config.design_loss,

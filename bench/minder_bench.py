@@ -31,19 +31,20 @@ import numpy as np
 import pandas as pd
 
 from faultsense_pipelines.minder import MinderSettings, load_metrics, scan, train_minder
+from faultsense_pipelines.minder.io import MetricArray
 from faultsense_pipelines.minder.synth import FAULT_KINDS, generate_fleet, random_injections
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DURATION_S, INTERVAL_S = 900.0, 10.0
 
 
-def _scenario(i: int, rng: np.random.Generator, noise: float = 1.0) -> dict:
-    decoys_only = i % 4 == 3
+def _scenario(i: int, rng: np.random.Generator, noise: float = 1.0, faults: int = 1) -> dict:
+    decoys_only = i % 4 == 3 and faults == 1
     kind = None if decoys_only else FAULT_KINDS[(i - i // 4) % len(FAULT_KINDS)]
     n = int(rng.choice([64, 128, 256]))
     injections = random_injections(
         rng, n, DURATION_S, fault_kind=kind, blips=int(rng.integers(0, 3)) + decoys_only,
-        job_slowdown=bool(rng.random() < 0.5),
+        job_slowdown=bool(rng.random() < 0.5), faults=faults,
     )  # fmt: skip
     taken = {inj.machine for inj in injections}
     spare = next(f"node-{j:04d}" for j in rng.permutation(n) if f"node-{j:04d}" not in taken)
@@ -70,6 +71,7 @@ def _score(fleet, faults) -> dict:
         "job_wide": job_wide,
         "blips": len(blips),
         "onset_error_s": min(onset_errors) if onset_errors else np.nan,
+        "onset_error_worst_s": max(onset_errors) if onset_errors else np.nan,
         "fault_onset_s": min((t - fleet.array.start).total_seconds() for t in truth.values()) if truth else np.nan,
     }
 
@@ -112,6 +114,8 @@ def main() -> None:
     parser.add_argument("--scenarios", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=5, help="timed scans of the 1,000-machine fleet")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--concurrent", type=int, default=24, help="scenarios with 2-3 faulty machines at once")
+    parser.add_argument("--mild", type=int, default=12, help="near-threshold NVLink steps (15% down)")
     parser.add_argument("--noise", default="3,6", help="noise multipliers for the denoiser ablation ('' to skip)")
     args = parser.parse_args()
 
@@ -132,10 +136,33 @@ def main() -> None:
                      "scan_s": round(time.perf_counter() - began, 4), **_score(case["fleet"], faults)})  # fmt: skip
         raw_rows.append(_score(case["fleet"], scan(case["fleet"].array, model, raw)))
     frame = pd.DataFrame(rows)
+    concurrent = []
+    for i in range(args.concurrent):
+        case = _scenario(i, rng, faults=2 + i % 2)
+        concurrent.append({"scenario": i, "machines": case["n"], **_score(case["fleet"], scan(case["fleet"].array, model))})
+    mild = [_mild_step(i, model) for i in range(args.mild)]
     timing = _scan_timing(model, args.repeats)
     levels = [float(x) for x in args.noise.split(",") if x.strip()]
     noisy = _noise_ablation(levels, max(8, args.scenarios // 2), args.seed)
-    _report(frame, pd.DataFrame(raw_rows), timing, noisy, train_s, settings, args)
+    _report(frame, pd.DataFrame(raw_rows), timing, noisy, train_s, settings, args, pd.DataFrame(concurrent),
+            pd.DataFrame(mild))  # fmt: skip
+
+
+def _mild_step(i: int, model) -> dict:
+    """An NVLink step of 15% on one of 128 machines, near the alarm threshold: it may cross late."""
+    fleet = generate_fleet(128, 2400, INTERVAL_S, seed=5000 + i)
+    onset_s = 600 + 60 * (i % 10) + 10 * (i % 6)
+    values = fleet.array.values.copy()
+    t0 = int(onset_s // INTERVAL_S)
+    for metric in ("nvlink_tx_bytes", "nvlink_rx_bytes"):
+        values[7, t0:, fleet.array.metrics.index(metric)] *= 0.85
+    array = MetricArray(values, fleet.array.machines, fleet.array.metrics, fleet.array.start, INTERVAL_S)
+    faults = scan(array, model)
+    hit = [f for f in faults if f.machine == array.machines[7]]
+    truth = array.start + pd.Timedelta(seconds=onset_s)
+    return {"scenario": i, "onset_s": onset_s, "found": bool(hit), "false": len(faults) - len(hit),
+            "onset_error_s": abs((hit[0].start - truth).total_seconds()) if hit else np.nan,
+            "confirmed_after_s": (hit[0].confirmed_at - truth).total_seconds() if hit else np.nan}  # fmt: skip
 
 
 def _quality(frame: pd.DataFrame) -> tuple[float, float, float]:
@@ -147,8 +174,11 @@ def _quality(frame: pd.DataFrame) -> tuple[float, float, float]:
 
 
 def _report(frame: pd.DataFrame, raw: pd.DataFrame, timing: dict, noisy: list, train_s: float,
-            settings: MinderSettings, args) -> None:  # fmt: skip
+            settings: MinderSettings, args, concurrent: pd.DataFrame, mild: pd.DataFrame) -> None:  # fmt: skip
     precision, recall, f1 = _quality(frame)
+    cp, cr, cf1 = _quality(concurrent) if len(concurrent) else (np.nan,) * 3
+    c_onset = concurrent.onset_error_worst_s.dropna() if len(concurrent) else pd.Series(dtype=float)
+    m_onset = mild.onset_error_s.dropna() if len(mild) else pd.Series(dtype=float)
     raw_p, raw_r, raw_f1 = _quality(raw)
     n_faults = int(frame.faults.sum())
     onset = frame.onset_error_s.dropna()
@@ -161,6 +191,16 @@ def _report(frame: pd.DataFrame, raw: pd.DataFrame, timing: dict, noisy: list, t
         ("blips injected / alarms on them", f"{int(frame.blips.sum())} / {int(frame.blip_alarms.sum())}"),
         ("job-wide slowdown scenarios / false alarms in them",
          f"{int(frame.job_wide.sum())} / {int(frame.job_wide_alarms.sum())}"),
+        (f"2-3 faulty machines at once ({len(concurrent)} scenarios, {int(concurrent.faults.sum()) if len(concurrent) else 0} "
+         "faults): precision / recall / F1", f"{cp:.3f} / {cr:.3f} / {cf1:.3f}"),
+        ("  their onset error, every found machine: median / max (s); within one window",
+         f"{c_onset.median():.0f} / {c_onset.max():.0f}; {(c_onset <= window_s).mean():.3f}" if len(c_onset) else "-"),
+        ("  alarms on blips / in job-wide slowdowns there",
+         f"{int(concurrent.blip_alarms.sum())} / {int(concurrent.job_wide_alarms.sum())}" if len(concurrent) else "-"),
+        (f"near-threshold NVLink step (15% down, 128 machines, {len(mild)} runs): found / false alarms",
+         f"{int(mild.found.sum())} / {int(mild.false.sum())}" if len(mild) else "-"),
+        ("  its onset error median / max (s); confirmed after the onset, median (s)",
+         f"{m_onset.median():.0f} / {m_onset.max():.0f}; {mild.confirmed_after_s.median():.0f}" if len(m_onset) else "-"),
         ("ablation, raw windows (no LSTM-VAE), same scenarios: precision / recall / F1",
          f"{raw_p:.3f} / {raw_r:.3f} / {raw_f1:.3f}"),
         ("  its onset error median / max (s)", f"{raw.onset_error_s.median():.0f} / {raw.onset_error_s.max():.0f}"),

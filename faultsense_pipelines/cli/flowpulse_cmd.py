@@ -53,8 +53,8 @@ def scan_cmd(
     """Judge every switch from its own counters; print the lossy links."""
     try:
         config = ScanConfig(
-            model=model,
-            traffic=traffic,
+            model=model,  # type: ignore[arg-type]  # ScanConfig validates it
+            traffic=traffic,  # type: ignore[arg-type]
             reference=reference,
             lag=lag,
             design_loss=design_loss,
@@ -100,7 +100,7 @@ def simulate_cmd(
     try:
         dead = [_leaf_spine(d) for d in down or []]
         topo = fat_tree(leaves, spines, hosts_per_leaf, down=dead)
-        lossy = [LossyLink(lossy_leaf, lossy_spine, loss, direction, start)] if loss != 0 else []
+        lossy = [LossyLink(lossy_leaf, lossy_spine, loss, direction, start)] if loss != 0 else []  # type: ignore[arg-type]
         if lossy and not 0 <= start < iterations:
             raise ValueError(f"--start must be an iteration in 0..{iterations - 1} (--iterations), got {start}")
         if lossy and (lossy_leaf, lossy_spine) in dead:

@@ -328,7 +328,7 @@ def detect_switch(
     for loss in design_losses:
         stat, h = _design_cusum(x, n, scaled, loss, h0, ref, dispersion, false_alarm_rate, m, threshold)
         alarm, _ = first_alarms(stat, h)
-        for j in np.flatnonzero(alarm >= 0):
+        for j in map(int, np.flatnonzero(alarm >= 0)):
             if j in best and best[j].alarm <= alarm[j]:
                 continue
             best[int(j)] = _port_alarm(x, expected, int(j), int(alarm[j]), stat, loss)
@@ -501,7 +501,7 @@ def detect_switch_learned(
                 break
             starts = new
         alarm, _ = first_alarms(stat, h)
-        for j in np.flatnonzero(alarm >= 0):
+        for j in map(int, np.flatnonzero(alarm >= 0)):
             if j in best and best[j].alarm <= alarm[j]:
                 continue
             a = int(alarm[j])
