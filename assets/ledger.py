@@ -48,7 +48,7 @@ def fault_ledger(
     common: dict[str, Any] = {
         "sweep_id": context.run.run_id,
         "replica": replica.name,
-        "executor": replica.executor,
+        "executor": replica.executor.value,  # Dagster metadata takes plain strings, not enums
         "scrub": lambda text: redact_secrets(text, replica),
     }
     rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))

@@ -14,6 +14,7 @@ import dagster as dg
 
 from faultsense_pipelines.ledger import gpu_component, link_component
 from faultsense_pipelines.localize import Phase1Result, ProbeRecord, Verdict
+from faultsense_pipelines.vocabulary import Outcome, Status
 
 __all__ = ["component_of", "frame_markdown", "latency_plot", "suspects_markdown", "verdicts_markdown"]
 
@@ -58,7 +59,7 @@ def suspects_markdown(phase1: Phase1Result) -> str:
 
 def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
     """Suspects and confirmed faults of a drill-down, one row per component."""
-    order = {"confirmed": 0, "suspect": 1, "inconclusive": 2, "masked": 3}
+    order = {Status.CONFIRMED: 0, Status.SUSPECT: 1, Status.INCONCLUSIVE: 2, Status.MASKED: 3}
     rows = [
         (component_of(v), v.status, "-" if v.slowdown is None else f"{v.slowdown:.2f}x", v.phase, probes_phase1 + v.probes_used)
         for v in sorted(verdicts, key=lambda v: (order.get(v.status, 9), v.gpu, v.peer_gpu or -1))
@@ -78,7 +79,7 @@ def latency_plot(
     fig, ax = plt.subplots(figsize=(7, 3), dpi=80)
     try:
         xs, ys, colors = [], [], []
-        color = {"pass": "tab:blue", "fail": "tab:red", "error": "tab:gray"}
+        color = {Outcome.PASS: "tab:blue", Outcome.FAIL: "tab:red", Outcome.ERROR: "tab:gray"}
         for r in records:
             for v in r.latencies_ms:
                 xs.append(r.probe_index)

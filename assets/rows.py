@@ -8,6 +8,7 @@ from datetime import datetime
 
 from faultsense_pipelines.ledger import FaultRow, ProbeRunRow, make_fault_id, replica_component
 from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecord
+from faultsense_pipelines.vocabulary import ComponentKind, Status
 
 from .partitions import SweepKey
 from .report import component_of
@@ -72,7 +73,9 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
         )
     if loc.unjudged_links:
         probes = loc.probes_phase1 + loc.probes_phase2
-        rows.append(_replica_row(key, sweep_id, detected_at, status="inconclusive", slowdown=None, phase=2, probes_used=probes))
+        rows.append(
+            _replica_row(key, sweep_id, detected_at, status=Status.INCONCLUSIVE, slowdown=None, phase=2, probes_used=probes)
+        )
     return rows
 
 
@@ -98,7 +101,9 @@ def degraded_row(result: Phase1Result, *, key: SweepKey, sweep_id: str, detected
     """The one ledger row of a sweep judged replica-wide degraded (``result.replica_degraded``):
     component ``replica:<name>``, status ``suspect``, Phase 1, no GPU; see :func:`degraded_slowdown`."""
     slowdown = degraded_slowdown(result.records)
-    return _replica_row(key, sweep_id, detected_at, status="suspect", slowdown=slowdown, phase=1, probes_used=len(result.records))
+    return _replica_row(
+        key, sweep_id, detected_at, status=Status.SUSPECT, slowdown=slowdown, phase=1, probes_used=len(result.records)
+    )
 
 
 def _replica_row(key: SweepKey, sweep_id: str, detected_at: datetime, **verdict) -> FaultRow:
@@ -111,7 +116,7 @@ def _replica_row(key: SweepKey, sweep_id: str, detected_at: datetime, **verdict)
         sweep_id=sweep_id,
         replica=key.replica,
         detector=DETECTOR,
-        component_kind="replica",
+        component_kind=ComponentKind.REPLICA,
         component=component,
         **verdict,
     )

@@ -25,6 +25,7 @@ from faultsense_pipelines.resources.executors import ProbeExecutorResource, reda
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
+from faultsense_pipelines.vocabulary import DrilldownMethod, Outcome
 
 from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
@@ -53,7 +54,7 @@ class SweepConfig(dg.Config):
 
     repeats: int = 0
     cover_method: str = "best"
-    drilldown_method: str = "adaptive"
+    drilldown_method: str = DrilldownMethod.ADAPTIVE.value  # a DrilldownMethod word (Dagster config is plain text)
     recheck: bool = True
 
 
@@ -151,7 +152,7 @@ def phase1_probe_run(
         result,
         metadata={
             "replica": replica.name,
-            "executor": replica.executor,
+            "executor": replica.executor.value,  # Dagster metadata takes plain strings, not enums
             "probes_used": len(result.records),
             "repeats": repeats,
             "cover_method": result.cover_method,
@@ -186,7 +187,7 @@ def phase2_drilldown(
     ledger: LedgerResource,
 ):
     phase1 = phase1_probe_run
-    if not phase1.needs_drilldown:
+    if not phase1.needs_drilldown and config.drilldown_method != DrilldownMethod.EVIDENCE:
         context.log.info("Phase 1 found no suspect: no drill-down (Phase 2 and the ledger step are skipped)")
         return
     key = sweep_key(context)
@@ -199,7 +200,7 @@ def phase2_drilldown(
     loc: Localization = run_phase2(
         executor, phase1, method=config.drilldown_method, repeats=repeats, rule=_rule(replica), recheck_explained=config.recheck
     )
-    errors = [r for r in loc.phase2_records if r.outcome == "error"]
+    errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]
     if errors:
         rows = probe_rows([*phase1.records, *loc.phase2_records], scrub=scrub, **common)
         raise _fail_with_errors(store, key, 2, rows, len(errors), len(loc.phase2_records), scrub(errors[0].error or ""))

@@ -20,13 +20,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 from .cover.bounds import cover_too_large
-from .faults import parse_faults
+from .faults import check_faults
 from .fleet_sections import (  # the section models are re-exported from here
     Float,
     Int,
@@ -38,6 +38,8 @@ from .fleet_sections import (  # the section models are re-exported from here
     redact_url,
 )
 from .textfile import TextFileError, read_text
+from .validation import first_error
+from .vocabulary import ExecutorKind
 
 __all__ = [
     "DEFAULT_FLEET_PATH",
@@ -61,7 +63,9 @@ __all__ = [
 #: directory, not to this file.
 DEFAULT_FLEET_PATH = Path(__file__).resolve().parent / "data" / "fleet.yaml"
 
-EXECUTORS: tuple[str, ...] = ("simulated", "local", "ray", "vllm")
+#: Executor kinds a replica may name (the words of :class:`~.vocabulary.ExecutorKind`; how each
+#: is built: :data:`faultsense_pipelines.probe.executors.EXECUTOR_BUILDERS`).
+EXECUTORS: tuple[str, ...] = ExecutorKind.values()
 NAME_PATTERN = r"[a-z0-9_-]+"
 #: Most measurements per probe a sweep or a simulation takes (fleet ``repeats``, ``--repeats``).
 MAX_REPEATS = 100
@@ -72,12 +76,9 @@ class FleetError(ValueError):
     """A fleet file that cannot be used; the message names the file and the field."""
 
 
-_SECTIONS: tuple[str, ...] = EXECUTORS
-
-
-def shape_key(gpus: int, probe_size: int) -> str:
+def shape_key(n_gpus: int, probe_size: int) -> str:
     """The ``probe_cover`` partition key of a replica shape, e.g. ``shape_key(64, 8) == "n64-k8"``."""
-    return f"n{gpus}-k{probe_size}"
+    return f"n{n_gpus}-k{probe_size}"
 
 
 class Replica(StrictModel):
@@ -91,7 +92,7 @@ class Replica(StrictModel):
     name: str
     gpus: Annotated[Int, Field(ge=2, le=4096)]
     probe_size: Annotated[Int, Field(ge=2)]
-    executor: Literal["simulated", "local", "ray", "vllm"]
+    executor: ExecutorKind
     alpha: Float | None = None
     min_slowdown: Float | None = None
     repeats: Annotated[Int, Field(ge=1, le=MAX_REPEATS)] | None = None
@@ -138,12 +139,13 @@ class Replica(StrictModel):
             return v
         if section != executor:
             if v is not None:
-                raise ValueError(f"given, but executor is {executor!r}")
+                raise ValueError(f"given, but executor is {str(executor)!r}")
             return v
         if v is None:
-            if section == "vllm":
+            if section == ExecutorKind.VLLM:
                 raise ValueError("required when executor is 'vllm' (needs at least url)")
-            v = {"simulated": SimulatedOptions, "local": LocalOptions, "ray": RayOptions}[section]()
+            defaults = {ExecutorKind.SIMULATED: SimulatedOptions, ExecutorKind.LOCAL: LocalOptions, ExecutorKind.RAY: RayOptions}
+            v = defaults[ExecutorKind.parse(section, "section")]()
         _check_gpu_ids(v, info.data.get("gpus"))
         return v
 
@@ -158,21 +160,18 @@ class Replica(StrictModel):
         return getattr(self, self.executor)
 
 
-def _check_gpu_ids(section: BaseModel, gpus: int | None) -> None:
-    if gpus is None:
+def _check_gpu_ids(section: BaseModel, n_gpus: int | None) -> None:
+    """The section's faults against the replica's GPUs (:func:`~.faults.check_faults`), in the
+    words ``simulate`` uses: ``replicas[0].simulated.faults[0].gpu: GPU id 8 is outside 0..7``,
+    ``replicas[0].simulated: faults[1] repeats gpu 3``."""
+    if n_gpus is None:
         return
-    field = "faults" if hasattr(section, "faults") else "inject"
-    for i, item in enumerate(getattr(section, field, None) or []):
-        ids = (item.gpu,) if item.gpu is not None else item.link
-        bad = [g for g in ids if g >= gpus]
-        if bad:
-            key = "gpu" if item.gpu is not None else "link"
-            raise ValueError(f"@.{field}[{i}].{key}: GPU id {bad[0]} is outside 0..{gpus - 1}")
-    if field == "faults":
-        # the simulated executor's own check (a GPU or link listed twice, [a, b] = [b, a]), run
-        # here so that the file is refused when it is loaded, in the words `simulate` uses:
-        # "replicas[0].simulated: faults[1] repeats gpu 3"
-        parse_faults([f.model_dump(exclude_none=True) for f in section.faults], gpus)
+    field = "faults" if isinstance(section, SimulatedOptions) else "inject"
+    try:
+        check_faults(getattr(section, field, None) or (), n_gpus, field)
+    except ValueError as exc:
+        where, colon, problem = str(exc).partition(": ")
+        raise ValueError(f"@.{where}: {problem}" if colon else str(exc)) from None
 
 
 class Fleet(StrictModel):
@@ -238,59 +237,6 @@ class Fleet(StrictModel):
         return Fleet.model_validate({**self.model_dump(), "ledger": uri})
 
 
-def _format_loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
-
-
-#: pydantic error types whose message already says everything (our own validators' messages
-#: name the value themselves; "missing" and "extra_forbidden" are about the key, not a value).
-_MESSAGE_IS_ENOUGH = frozenset({"value_error", "missing", "extra_forbidden"})
-_SHOWN_INPUT_CHARS = 60
-
-
-def _shown_input(value: Any, loc: tuple[Any, ...]) -> str:
-    """The offending value as an error shows it: ``0``, ``True``, ``'magic'``, ``an empty value``;
-    a URL's password redacted, the value of ``api_key_env`` never shown (it may be the key)."""
-    if "api_key_env" in loc:
-        return "a value that is not shown"
-    if value is None:
-        return "an empty value"
-    text = repr(redact_url(value)) if isinstance(value, str) else repr(value)
-    if len(text) > _SHOWN_INPUT_CHARS:
-        text = text[: _SHOWN_INPUT_CHARS - 3] + "..."
-    return text
-
-
-def _error_message(err: Mapping[str, Any]) -> str:
-    """One pydantic error as ``<problem>, got <value>`` (pydantic's own messages omit the value)."""
-    kind, msg = err["type"], str(err["msg"]).removeprefix("Value error, ")
-    if kind in _MESSAGE_IS_ENOUGH:
-        return msg
-    if kind == "finite_number":
-        msg = "must be a finite number (NaN and infinity are not allowed)"
-    value = err.get("input")
-    boolean = " (a boolean)" if kind in ("int_type", "float_type") and isinstance(value, bool) else ""
-    return f"{msg}, got {_shown_input(value, tuple(err['loc']))}{boolean}"
-
-
-def _first_error(exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False)
-    err = errors[0]
-    msg = _error_message(err)
-    loc = _format_loc(tuple(err["loc"]))
-    if msg.startswith("@"):  # a validator that knows a deeper location: "@<suffix>: <problem>"
-        suffix, _, msg = msg[1:].partition(": ")
-        loc = f"{loc}{suffix}"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{loc}: {msg}{more}"
-
-
 def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
     """Validate a fleet already read into Python objects.
 
@@ -306,7 +252,7 @@ def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
     try:
         return Fleet.model_validate(dict(data))
     except ValidationError as exc:
-        raise FleetError(f"{source}: {_first_error(exc)}") from None
+        raise FleetError(f"{source}: {first_error(exc)}") from None
 
 
 def fleet_path(path: str | Path | None = None) -> Path:

@@ -12,7 +12,7 @@ Frozen, picklable dataclasses that map one-to-one onto the ledger:
 
 :mod:`faultsense_pipelines.localize` produces them (and re-exports them).
 
->>> v = Verdict("link", 3, 21, "confirmed", 1.56, 2, 4)
+>>> v = Verdict(ComponentKind.LINK, 3, 21, Status.CONFIRMED, 1.56, 2, 4)
 >>> v.link
 (3, 21)
 """
@@ -28,6 +28,7 @@ import numpy as np
 
 from .suspects import probe_latency_ms
 from .topology import Link
+from .vocabulary import ComponentKind, Outcome, Status
 
 __all__ = [
     "OUTCOMES",
@@ -38,11 +39,12 @@ __all__ = [
     "Verdict",
 ]
 
-#: Probe outcomes: slow probes ``"fail"``, unmeasurable ones ``"error"``.
-OUTCOMES = ("pass", "fail", "error")
-#: Verdict statuses; ``localize`` produces the last three ("suspect" is for reports of a
-#: Phase 1 sweep that was not drilled into).
-STATUSES = ("suspect", "confirmed", "masked", "inconclusive")
+#: Probe outcomes' words (:class:`~.vocabulary.Outcome`): slow probes ``"fail"``, unmeasurable
+#: ones ``"error"``.
+OUTCOMES: tuple[str, ...] = Outcome.values()
+#: Verdict statuses' words (:class:`~.vocabulary.Status`); ``localize`` produces the last three
+#: ("suspect" is for reports of a Phase 1 sweep that was not drilled into).
+STATUSES: tuple[str, ...] = Status.values()
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,11 @@ class ProbeRecord:
         gpus: the probe's GPU ids, sorted.
         latencies_ms: one latency per repeat, ms; empty on error.
         error: why the probe could not be measured, or ``None``.
-        outcome: ``"pass"``, ``"fail"`` (slow) or ``"error"``.
+        outcome: :class:`~.vocabulary.Outcome`: ``"pass"``, ``"fail"`` (slow) or ``"error"``
+            (a plain word given is stored as its member).
+
+    Raises:
+        ValueError: for an outcome that is not an :class:`~.vocabulary.Outcome` word.
     """
 
     phase: int
@@ -63,7 +69,10 @@ class ProbeRecord:
     gpus: tuple[int, ...]
     latencies_ms: tuple[float, ...]
     error: str | None
-    outcome: str
+    outcome: Outcome
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", Outcome.parse(self.outcome, "outcome"))
 
     @property
     def latency_ms(self) -> float | None:
@@ -76,10 +85,10 @@ class Verdict:
     """One judged component (a row of the fault ledger).
 
     Attributes:
-        component_kind: ``"gpu"`` or ``"link"``.
+        component_kind: :attr:`ComponentKind.GPU` or :attr:`ComponentKind.LINK`.
         gpu: the GPU, or a link's smaller GPU id.
         peer_gpu: a link's larger GPU id; ``None`` for a GPU.
-        status: ``"suspect"``, ``"confirmed"``, ``"masked"`` or ``"inconclusive"``.
+        status: a :class:`~.vocabulary.Status`.
         slowdown: observed latency of the probe that pinned it / healthy baseline; ``None``
             when unknown.
         phase: the phase that produced the verdict.
@@ -88,17 +97,26 @@ class Verdict:
             evidence (``--drilldown evidence``); ``None`` where the drill-down treats probes
             as binary tests (``adaptive``, ``paper``) or the component is masked.
         reason: why an ``"inconclusive"`` verdict was not settled, where known.
+
+    Plain words given for ``component_kind`` and ``status`` are stored as their members.
+
+    Raises:
+        ValueError: for a kind or status outside the vocabulary.
     """
 
-    component_kind: str
+    component_kind: ComponentKind
     gpu: int
     peer_gpu: int | None
-    status: str
+    status: Status
     slowdown: float | None
     phase: int
     probes_used: int
     confidence: float | None = None
     reason: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "component_kind", ComponentKind.parse(self.component_kind, "component_kind"))
+        object.__setattr__(self, "status", Status.parse(self.status, "status"))
 
     @property
     def link(self) -> Link | None:
@@ -158,18 +176,18 @@ class Localization:
     phase2_records: tuple[ProbeRecord, ...]
     verdicts: tuple[Verdict, ...]
 
-    def _links(self, status: str) -> list[list[int]]:
+    def _links(self, status: Status) -> list[list[int]]:
         return sorted([v.gpu, v.peer_gpu] for v in self.verdicts if v.peer_gpu is not None and v.status == status)
 
     @property
     def faulty_gpus(self) -> list[int]:
         """Confirmed faulty GPUs, ascending."""
-        return sorted(v.gpu for v in self.verdicts if v.component_kind == "gpu" and v.status == "confirmed")
+        return sorted(v.gpu for v in self.verdicts if v.component_kind == ComponentKind.GPU and v.status == Status.CONFIRMED)
 
     @property
     def faulty_links(self) -> list[list[int]]:
         """Confirmed faulty links as sorted ``[a, b]`` pairs, ascending."""
-        return self._links("confirmed")
+        return self._links(Status.CONFIRMED)
 
     @property
     def masked_links(self) -> list[list[int]]:
@@ -178,7 +196,7 @@ class Localization:
         No probe can judge them. Links from a faulty GPU to a healthy one cannot be judged
         either; they are never called faulty and, being all n-1 of them, not listed.
         """
-        return self._links("masked")
+        return self._links(Status.MASKED)
 
     @property
     def probes_phase1(self) -> int:
@@ -218,10 +236,10 @@ class Localization:
             return None
         n = self.phase1.gpus
         cleared = np.zeros((n, n), dtype=bool)
-        if sum(r.outcome != "error" for r in self.phase1.records) >= 2:
+        if sum(r.outcome != Outcome.ERROR for r in self.phase1.records) >= 2:
             by_size: dict[int, list[tuple[int, ...]]] = defaultdict(list)
             for r in (*self.phase1.records, *self.phase2_records):
-                if r.outcome == "pass" and len(r.gpus) >= 2:
+                if r.outcome == Outcome.PASS and len(r.gpus) >= 2:
                     by_size[len(r.gpus)].append(r.gpus)
             for size, rows in by_size.items():
                 gpus = np.asarray(rows, dtype=np.int32)
@@ -239,7 +257,7 @@ class Localization:
         inconclusive = [
             {"gpu": v.gpu} if v.peer_gpu is None else {"link": [v.gpu, v.peer_gpu]}
             for v in self.verdicts
-            if v.status == "inconclusive"
+            if v.status == Status.INCONCLUSIVE
         ]
         return {
             "gpus": self.phase1.gpus,
@@ -257,5 +275,5 @@ class Localization:
             "replica_degraded": self.replica_degraded,
             "unjudged_links": self.unjudged_links,
             "anchored": self.phase1.anchored,
-            "errors": self.phase1.errors + sum(r.outcome == "error" for r in self.phase2_records),
+            "errors": self.phase1.errors + sum(r.outcome == Outcome.ERROR for r in self.phase2_records),
         }

@@ -22,11 +22,13 @@ from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
 from .cover import Cover
 from .drilldown import drilldown
 from .drilldown.common import Finding
+from .evidence import run_evidence_phase2
 from .interleave import detrend_rounds, measure_rounds
 from .judge import judge_probe, measure_all
 from .localization import OUTCOMES, STATUSES, Localization, Phase1Result, ProbeRecord, Verdict  # noqa: F401 (re-exported)
 from .probes import ProbeExecutor, ProbeMeasurement
 from .suspects import SuspectRule, default_rule, probe_latency_ms, probe_zone
+from .vocabulary import DrilldownMethod, Outcome
 
 __all__ = [
     "Localization",
@@ -129,7 +131,8 @@ def run_phase1(
             if probe_zone(math.log(_latency(measured[i]) / b), t, remeasured=True) == "fail":
                 suspects.add(i)
     records = tuple(
-        _record(1, i, m, "error" if not m.ok else "fail" if i in suspects else "pass") for i, m in enumerate(measured)
+        _record(1, i, m, Outcome.ERROR if not m.ok else Outcome.FAIL if i in suspects else Outcome.PASS)
+        for i, m in enumerate(measured)
     )
     return Phase1Result(
         gpus=cover.gpus,
@@ -151,7 +154,7 @@ def run_phase2(
     executor: ProbeExecutor,
     phase1: Phase1Result,
     *,
-    method: str = "adaptive",
+    method: DrilldownMethod | str = DrilldownMethod.ADAPTIVE,
     repeats: int = 1,
     rule: SuspectRule | None = None,
     recheck_explained: bool = True,
@@ -166,7 +169,10 @@ def run_phase2(
     Args:
         executor: the executor Phase 1 ran on.
         phase1: the sweep to drill into.
-        method: ``"adaptive"`` (default) or ``"paper"``.
+        method: ``"adaptive"`` (default), ``"paper"`` or ``"evidence"``: paired, weighed tests
+            with a confidence on every verdict (:func:`~faultsense_pipelines.evidence.run_evidence_phase2`);
+            it reads every Phase 1 probe against a time-local baseline, so it runs whatever the
+            suspect rule found, also on a sweep the rule called degraded.
         repeats: measurements per Phase 2 probe.
         rule: see above.
         recheck_explained: adaptive only: re-test suspect groups explained by a slow GPU
@@ -190,6 +196,10 @@ def run_phase2(
     """
     del rule
     _check(executor, phase1.gpus, repeats)
+    if method == DrilldownMethod.EVIDENCE:
+        evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats)
+        read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and phase1.records else phase1
+        return Localization(read, evidence_records, verdicts)
     if not phase1.needs_drilldown or phase1.threshold_ms is None or phase1.baseline_ms is None:
         return Localization(phase1, (), ())
     baseline, threshold = phase1.baseline_ms, phase1.threshold_ms
@@ -198,11 +208,11 @@ def run_phase2(
 
     def oracle(gpus: tuple[int, ...]) -> bool | None:
         m, outcome = judge_probe(executor, gpus, repeats, baseline, threshold, ref)
-        records.append(_record(2, len(records), m, outcome))
-        return None if outcome == "error" else outcome == "fail"
+        records.append(_record(2, len(records), m, Outcome(outcome)))
+        return None if outcome == Outcome.ERROR else outcome == Outcome.FAIL
 
-    passed = [r.gpus for r in phase1.records if r.outcome == "pass"]
-    failed = [r.gpus for r in phase1.records if r.outcome == "fail"]
+    passed = [r.gpus for r in phase1.records if r.outcome == Outcome.PASS]
+    failed = [r.gpus for r in phase1.records if r.outcome == Outcome.FAIL]
     if phase1.anchored:  # few links exonerated: probe the fast cluster's GPUs together first
         cross = [(gpus, oracle(gpus)) for gpus in healthy_cross_probes(passed, phase1.probe_size)]
         if refutes_anchor(passed, [gpus for gpus, _ in cross], [slow for _, slow in cross]):
@@ -227,7 +237,7 @@ def _fast_minority(records: list[ProbeRecord], t: float) -> bool:
     (several GPUs a little slow) for the baseline. Measured in one phase, so machine load
     that drifted since Phase 1 moves them all alike.
     """
-    x = [math.log(r.latency_ms) for r in records if r.outcome == "pass" and r.latency_ms]
+    x = [math.log(r.latency_ms) for r in records if r.outcome == Outcome.PASS and r.latency_ms]
     if len(x) < 3:
         return False
     middle = statistics.median(x)
@@ -240,7 +250,7 @@ def localize(
     *,
     repeats: int = 1,
     rule: SuspectRule | None = None,
-    method: str = "adaptive",
+    method: DrilldownMethod | str = DrilldownMethod.ADAPTIVE,
     recheck_explained: bool = True,
     interleave: bool = True,
     reference: bool | None = None,
@@ -261,7 +271,7 @@ def localize(
 
 def _degraded(phase1: Phase1Result) -> Phase1Result:
     """``phase1`` judged ``replica_degraded`` after all: no suspect, every measured probe passes."""
-    records = tuple(replace(r, outcome="pass") if r.outcome == "fail" else r for r in phase1.records)
+    records = tuple(replace(r, outcome=Outcome.PASS) if r.outcome == Outcome.FAIL else r for r in phase1.records)
     return replace(phase1, records=records, suspect_probes=(), replica_degraded=True, anchored=False)
 
 
@@ -279,13 +289,13 @@ def _latency(m: ProbeMeasurement) -> float:
 def _reference_probe(phase1: Phase1Result) -> tuple[int, ...] | None:
     """The passing Phase 1 probe whose latency is nearest the baseline (``None`` if none passed)."""
     baseline = phase1.baseline_ms
-    passed = [(r.latency_ms, r.gpus) for r in phase1.records if r.outcome == "pass" and r.latency_ms is not None]
+    passed = [(r.latency_ms, r.gpus) for r in phase1.records if r.outcome == Outcome.PASS and r.latency_ms is not None]
     if not passed or not baseline:
         return None
     return min(passed, key=lambda p: abs(math.log(p[0] / baseline)))[1]
 
 
-def _record(phase: int, index: int, m: ProbeMeasurement, outcome: str) -> ProbeRecord:
+def _record(phase: int, index: int, m: ProbeMeasurement, outcome: Outcome) -> ProbeRecord:
     return ProbeRecord(phase, index, tuple(sorted(m.gpus)), tuple(m.latencies_ms), m.error, outcome)
 
 

@@ -6,7 +6,10 @@ The JSON form read by ``faultsense simulate --scenario FILE``::
      "faults": [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}],
      "noise": {"sigma": 0.02}, "seed": 7}
 
-``noise`` and ``seed`` are optional (noise-free, seed 0). Bounds: ``0 <= noise.sigma <= 1``
+``noise`` and ``seed`` are optional (noise-free, seed 0). Faults are validated by their one
+model (:func:`~faultsense_pipelines.faults.parse_faults`, the fleet file's too), and the healthy
+probe latency is the simulator's default, :data:`~faultsense_pipelines.simulator.DEFAULT_BASE_MS`
+(20 ms, as a fleet file's ``simulated.base_ms``). Bounds: ``0 <= noise.sigma <= 1``
 (:data:`~faultsense_pipelines.simulator.MAX_NOISE_SIGMA`, the fleet file's cap) and
 ``1 <= slowdown <= 1000`` (:data:`~faultsense_pipelines.faults.MAX_SLOWDOWN`), so that no
 simulated latency can overflow.
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 from .cover import validate_cover_args
 from .faults import Fault, parse_faults
-from .simulator import MAX_NOISE_SIGMA, SimulatedReplica
+from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA, SimulatedReplica
 
 __all__ = ["Scenario", "parse_scenario"]
 
@@ -29,17 +32,27 @@ _FIELDS = {"gpus", "probe_size", "faults", "noise", "seed"}
 
 @dataclass(frozen=True)
 class Scenario:
-    """A validated scenario (see the module docstring for the JSON form)."""
+    """A validated scenario (see the module docstring for the JSON form).
 
-    gpus: int
+    Attributes:
+        n_gpus: GPUs in the replica (the JSON's ``gpus``).
+        probe_size: k.
+        faults: the injected faults, validated.
+        noise_sigma: lognormal noise sigma per repeat.
+        seed: seed of the noise.
+        base_ms: healthy probe latency, ms (not in the JSON: the simulator's default).
+    """
+
+    n_gpus: int
     probe_size: int
     faults: tuple[Fault, ...]
     noise_sigma: float = 0.0
     seed: int = 0
+    base_ms: float = DEFAULT_BASE_MS
 
     def replica(self) -> SimulatedReplica:
         """The simulated replica (``simulated`` executor) of this scenario."""
-        return SimulatedReplica(self.gpus, self.faults, self.noise_sigma, self.seed)
+        return SimulatedReplica(self.n_gpus, self.faults, self.noise_sigma, self.seed, self.base_ms)
 
 
 def parse_scenario(obj: object) -> Scenario:
@@ -49,7 +62,7 @@ def parse_scenario(obj: object) -> Scenario:
         ValueError: naming the bad field (missing, unknown, wrong type, k > n, unknown GPU
             id, slowdown outside [1, 1000], sigma outside [0, 1], ...).
 
-    >>> parse_scenario({"gpus": 8, "probe_size": 4, "faults": [{"link": [3, 4], "slowdown": 2}]}).faults
+    >>> parse_scenario({"gpus": 8, "probe_size": 4, "faults": [{"link": [4, 3], "slowdown": 2.0}]}).faults
     (LinkFault(link=(3, 4), slowdown=2.0),)
     """
     if not isinstance(obj, Mapping):

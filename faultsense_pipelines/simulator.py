@@ -5,6 +5,10 @@ latency is ``base_ms`` x the worst slowdown among the GPUs and links it touches 
 multiplicative lognormal noise exp(N(0, sigma^2)) per repeat -- the model of FaultSense's
 simulation (APSys '26, §5), with the noise the paper left out. Seeded and reproducible: the
 same (faults, sigma, seed) and the same sequence of calls give the same latencies.
+
+The healthy latency defaults to :data:`DEFAULT_BASE_MS` (20 ms) everywhere: here, in a
+scenario (``faultsense simulate``) and in a fleet file's ``simulated.base_ms``. Only the
+latencies in ms scale with it; the suspect rules are scale-free, so verdicts do not change.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .faults import Fault, GpuFault, LinkFault
+from .faults import Fault, GpuFault, LinkFault, check_faults
 from .probes import ProbeMeasurement
+from .vocabulary import ExecutorKind
 
 __all__ = ["DEFAULT_BASE_MS", "MAX_NOISE_SIGMA", "SimulatedReplica"]
 
-#: Healthy probe latency, ms: the order of a one-layer MoE forward with an all-to-all.
+#: Healthy probe latency, ms: the order of a one-layer MoE forward with an all-to-all. The one
+#: default of the simulator, a scenario and a fleet file's ``simulated.base_ms``.
 DEFAULT_BASE_MS = 20.0
 #: The largest lognormal noise sigma: at sigma = 1 one repeat in twenty is already 5x off its
 #: mean (exp(1.645)), far noisier than any replica measured; the fleet file has the same cap.
@@ -31,7 +37,8 @@ class SimulatedReplica:
 
     Args:
         gpus: n, GPUs in the replica (>= 1).
-        faults: injected faults; ids must lie in ``0..n-1``.
+        faults: injected faults (:data:`~.faults.Fault` objects, validated where they were
+            read); ids must lie in ``0..n-1``, each GPU or link at most once.
         noise_sigma: sigma of the lognormal noise per repeat (0..MAX_NOISE_SIGMA; 0 = noise-free).
         seed: seed of the noise generator.
         base_ms: healthy probe latency, ms (> 0).
@@ -45,7 +52,7 @@ class SimulatedReplica:
     ((15.0,), (10.0,))
     """
 
-    name = "simulated"
+    name: str = ExecutorKind.SIMULATED
 
     def __init__(
         self,
@@ -61,12 +68,13 @@ class SimulatedReplica:
             raise ValueError(f"noise_sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {noise_sigma!r}")
         if not math.isfinite(base_ms) or base_ms <= 0:
             raise ValueError(f"base_ms must be a finite number > 0, got {base_ms!r}")
+        faults = tuple(faults)
         for f in faults:
-            ids = (f.gpu,) if isinstance(f, GpuFault) else f.link
-            if not isinstance(f, GpuFault | LinkFault) or any(not 0 <= g < gpus for g in ids):
-                raise ValueError(f"fault {f!r} names a GPU outside 0..{gpus - 1}")
+            if not isinstance(f, GpuFault | LinkFault):
+                raise ValueError(f"a simulated fault must be a GpuFault or a LinkFault, got {f!r}")
+        check_faults(faults, gpus)
         self.gpus = gpus
-        self.faults = tuple(faults)
+        self.faults = faults
         self.noise_sigma = float(noise_sigma)
         self.seed = seed
         self.base_ms = float(base_ms)

@@ -2,7 +2,9 @@
 
 One executor per replica per run: Phase 1 and Phase 2 of a sweep share it (the sweep job
 runs in-process), so a ``local`` replica starts its worker processes once. Executors are
-built by :func:`probe.executors.make_executor` from the replica's section of the fleet file;
+built by :func:`faultsense_pipelines.probe.executors.make_executor` (the one registry of
+executor kinds, :data:`~faultsense_pipelines.probe.executors.EXECUTOR_BUILDERS`) from the
+replica's section of the fleet file, its faults passed on as the validated objects;
 a vLLM API key is read by the executor from the environment variable the fleet file names,
 so the key itself never enters Dagster config, logs, metadata or the ledger.
 """
@@ -15,25 +17,31 @@ from typing import Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from faultsense_pipelines.fleet import Replica
+from faultsense_pipelines.fleet import LocalOptions, RayOptions, Replica, SimulatedOptions
 from faultsense_pipelines.probes import ProbeExecutor
+from faultsense_pipelines.vocabulary import ExecutorKind
 
 __all__ = ["ProbeExecutorResource", "executor_options", "redact_secrets"]
 
 
 def executor_options(replica: Replica) -> dict[str, Any]:
-    """Keyword options for ``make_executor`` from the replica's executor section."""
+    """Keyword options for ``make_executor`` from the replica's executor section.
+
+    Faults (``simulated.faults``) and injections (``local.inject``, ``ray.inject``) are the
+    objects the fleet file was validated into (:mod:`faultsense_pipelines.faults`), not
+    re-parsed dicts; the other options are the section's set fields.
+    """
     section = replica.options
-    if replica.executor == "simulated":
+    if isinstance(section, SimulatedOptions):
         return {
-            "faults": [f.model_dump(exclude_none=True, mode="json") for f in section.faults],
+            "faults": list(section.faults),
             "noise_sigma": section.noise_sigma,
             "seed": section.seed,
             "base_ms": section.base_ms,
         }
     options = section.model_dump(exclude_none=True, exclude={"inject"})
-    if replica.executor in ("local", "ray"):
-        options["inject"] = [i.to_dict() for i in section.inject]
+    if isinstance(section, LocalOptions | RayOptions):  # executor local or ray
+        options["inject"] = list(section.inject)
     return options
 
 
@@ -70,7 +78,7 @@ class ProbeExecutorResource(dg.ConfigurableResource):
             from faultsense_pipelines.probe.executors import make_executor
 
             options = executor_options(replica)
-            if replica.executor == "ray" and self.ray_address:
+            if replica.executor == ExecutorKind.RAY and self.ray_address:
                 options["address"] = self.ray_address
             self._executors[replica.name] = make_executor(replica.executor, replica.gpus, replica.probe_size, **options)
         return self._executors[replica.name]

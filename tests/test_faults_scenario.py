@@ -17,6 +17,14 @@ def test_faults_parse_from_the_issue_example_and_pickle():
     assert pickle.loads(pickle.dumps(faults)) == faults
 
 
+def test_the_fleet_file_and_a_scenario_parse_a_fault_into_the_same_object():
+    from faultsense_pipelines.fleet_sections import LocalOptions, SimulatedOptions
+
+    spec = {"link": [21, 3], "slowdown": 1.56}
+    assert SimulatedOptions.model_validate({"faults": [spec]}).faults[0] == parse_fault(spec, 32) == LinkFault((3, 21), 1.56)
+    assert LocalOptions.model_validate({"inject": [{"gpu": 2, "slowdown": 3.0}]}).inject == [GpuFault(2, 3.0)]
+
+
 def test_a_link_fault_touches_a_probe_only_with_both_ends():
     f = LinkFault((3, 21), 1.5)
     assert f.touches({3, 21, 5}) and not f.touches({3, 5})
@@ -25,28 +33,28 @@ def test_a_link_fault_touches_a_probe_only_with_both_ends():
 @pytest.mark.parametrize(
     "item, message",
     [
-        ({"gpu": 32, "slowdown": 1.5}, r"faults\[0\].gpu names unknown GPU 32"),
+        ({"gpu": 32, "slowdown": 1.5}, r"faults\[0\].gpu: GPU id 32 is outside 0..31"),
         ({"gpu": -1, "slowdown": 1.5}, r"faults\[0\].gpu"),
-        ({"gpu": 1.5, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
-        ({"gpu": True, "slowdown": 1.5}, r"faults\[0\].gpu must be an integer"),
-        ({"gpu": 3, "slowdown": 0}, r"faults\[0\].slowdown must be a finite number >= 1"),
+        ({"gpu": 1.5, "slowdown": 1.5}, r"faults\[0\].gpu: Input should be a valid integer"),
+        ({"gpu": True, "slowdown": 1.5}, r"faults\[0\].gpu: Input should be a valid integer, got True \(a boolean\)"),
+        ({"gpu": 3, "slowdown": 0}, r"faults\[0\].slowdown: must be a finite number >= 1"),
         (
             {"gpu": 3, "slowdown": 0.5},
-            r"faults\[0\].slowdown must be a finite number >= 1 \(a gray failure slows down\), got 0.5",
+            r"faults\[0\].slowdown: must be a finite number >= 1 \(a gray failure slows down\), got 0.5",
         ),
-        ({"link": [1, 2], "slowdown": 0.99}, r"faults\[0\].slowdown must be a finite number >= 1"),
+        ({"link": [1, 2], "slowdown": 0.99}, r"faults\[0\].slowdown: must be a finite number >= 1"),
         ({"gpu": 3, "slowdown": -2}, r"slowdown"),
         ({"gpu": 3, "slowdown": math.nan}, r"slowdown"),
         ({"gpu": 3, "slowdown": math.inf}, r"slowdown"),
-        ({"gpu": 3, "slowdown": "2"}, r"slowdown must be a number"),
-        ({"gpu": 3}, r"faults\[0\].slowdown is missing"),
-        ({"link": [5, 5], "slowdown": 1.5}, r"faults\[0\].link joins GPU 5 to itself"),
-        ({"link": [5], "slowdown": 1.5}, r"faults\[0\].link must be a pair"),
-        ({"link": [5, 99], "slowdown": 1.5}, r"faults\[0\].link names unknown GPU 99"),
-        ({"gpu": 1, "link": [2, 3], "slowdown": 1.5}, r"exactly one of 'gpu' or 'link'"),
-        ({"slowdown": 1.5}, r"exactly one of 'gpu' or 'link'"),
-        ({"gpu": 1, "slowdown": 1.5, "extra": 1}, r"unknown field"),
-        ([1, 2], r"must be an object"),
+        ({"gpu": 3, "slowdown": "2"}, r"faults\[0\].slowdown: Input should be a valid number, got '2'"),
+        ({"gpu": 3}, r"faults\[0\].slowdown: Field required"),
+        ({"link": [5, 5], "slowdown": 1.5}, r"faults\[0\].link: a link joins two different GPUs, got \[5, 5\]"),
+        ({"link": [5], "slowdown": 1.5}, r"faults\[0\].link"),
+        ({"link": [5, 99], "slowdown": 1.5}, r"faults\[0\].link: GPU id 99 is outside 0..31"),
+        ({"gpu": 1, "link": [2, 3], "slowdown": 1.5}, r"faults\[0\]: give exactly one of gpu or link"),
+        ({"slowdown": 1.5}, r"faults\[0\]: give exactly one of gpu or link"),
+        ({"gpu": 1, "slowdown": 1.5, "extra": 1}, r"faults\[0\].extra: Extra inputs are not permitted"),
+        ([1, 2], r"faults\[0\]: give exactly one of gpu or link, got \[1, 2\]"),
     ],
 )
 def test_a_bad_fault_names_the_field(item, message):
@@ -60,7 +68,7 @@ def test_duplicate_faults_are_rejected():
 
 
 def test_faults_must_be_a_list():
-    with pytest.raises(ValueError, match="faults must be a list"):
+    with pytest.raises(ValueError, match="faults: Input should be a valid list"):
         parse_faults({"gpu": 1, "slowdown": 2.0}, 8)
 
 

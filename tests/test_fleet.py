@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, FleetError, load_fleet, parse_fleet
+from faultsense_pipelines.faults import GpuFault, LinkFault
+from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, EXECUTORS, FleetError, load_fleet, parse_fleet
 from faultsense_pipelines.resources.executors import executor_options
+from faultsense_pipelines.simulator import DEFAULT_BASE_MS
+from faultsense_pipelines.vocabulary import ExecutorKind
 
 ISSUE_EXAMPLE = """
 ledger: .faultsense/ledger          # local path or any fsspec / pyarrow filesystem URI
@@ -53,11 +56,10 @@ def test_the_issue_example_fleet_parses_with_every_section(tmp_path: Path) -> No
     assert fleet.names == ["sim-64", "local-8", "prod-a"]
     assert fleet.shapes == ["n64-k8", "n8-k4"]
     assert fleet.replica("prod-a").vllm.api_key_env == "PROD_A_KEY"
-    assert executor_options(fleet.replica("local-8")) == {"inject": [{"gpu": 2, "slowdown": 3.0}]}
-    assert executor_options(fleet.replica("sim-64"))["faults"] == [
-        {"gpu": 17, "slowdown": 1.5},
-        {"link": [3, 40], "slowdown": 2.0},
-    ]
+    # the executors get the objects the file was validated into, not dicts to parse again
+    assert executor_options(fleet.replica("local-8")) == {"inject": [GpuFault(2, 3.0)]}
+    assert executor_options(fleet.replica("sim-64"))["faults"] == [GpuFault(17, 1.5), LinkFault((3, 40), 2.0)]
+    assert executor_options(fleet.replica("sim-64"))["base_ms"] == DEFAULT_BASE_MS  # one default: the simulator's
 
 
 def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulated_replicas() -> None:
@@ -101,7 +103,7 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
         ),
         (
             {"simulated": {"faults": [{"gpu": 1, "slowdown": 0.5}]}},
-            "replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1, got 0.5",
+            "replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1 (a gray failure slows down), got 0.5",
         ),
         ({"simulated": {"faults": [{"gpu": 1, "slowdown": float("nan")}]}}, "replicas[1].simulated.faults[0].slowdown:"),
         (
@@ -334,3 +336,13 @@ def test_a_fleet_file_larger_than_any_fleet_is_refused(tmp_path: Path, monkeypat
     with pytest.raises(FleetError) as err:
         load_fleet(path)
     assert str(err.value) == f"{path}: larger than 1,024 bytes: not an input file"
+
+
+def test_the_executor_kinds_come_from_one_registry() -> None:
+    from faultsense_pipelines.probe.executors import EXECUTOR_BUILDERS, EXECUTOR_KINDS
+
+    assert set(EXECUTOR_BUILDERS) == set(ExecutorKind)
+    assert EXECUTORS == EXECUTOR_KINDS == ("simulated", "local", "ray", "vllm")
+    replica = parse_fleet(with_second()).replicas[1]
+    assert replica.executor is ExecutorKind.SIMULATED and replica.executor == "simulated"
+    assert replica.model_dump(mode="json")["executor"] == "simulated"

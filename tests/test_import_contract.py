@@ -38,6 +38,8 @@ CORE = (
     "faultsense_pipelines.topology",
     "faultsense_pipelines.probes",
     "faultsense_pipelines.faults",
+    "faultsense_pipelines.validation",
+    "faultsense_pipelines.vocabulary",
     "faultsense_pipelines.simulator",
     "faultsense_pipelines.flowpulse",
 )

@@ -154,12 +154,12 @@ def test_bad_probe_requests_are_value_errors_naming_the_value(healthy, gpus, rep
 @pytest.mark.parametrize(
     ("inject", "message"),
     [
-        ([{"gpu": 9, "slowdown": 2.0}], "names GPU 9"),
-        ([{"gpu": 1, "slowdown": 0.5}], "slowdown must be finite and >= 1"),
+        ([{"gpu": 9, "slowdown": 2.0}], r"inject\[0\].gpu: GPU id 9 is outside 0..7"),
+        ([{"gpu": 1, "slowdown": 0.5}], r"inject\[0\].slowdown: must be a finite number >= 1"),
         ([{"link": [3, 3], "delay_ms": 1.0}], "two different GPUs"),
-        ([{"link": [0, 1], "delay_ms": float("nan")}], "delay_ms must be finite"),
-        ([{"gpu": 1, "delay_ms": 1.0}], "unknown injection"),
-        ([{"gpu": 1, "slowdown": 2.0}, {"gpu": 1, "slowdown": 3.0}], "same gpu 1"),
+        ([{"link": [0, 1], "delay_ms": float("nan")}], r"inject\[0\].delay_ms: must be a finite number"),
+        ([{"gpu": 1, "delay_ms": 1.0}], r"give either \{gpu, slowdown\} or \{link: \[a, b\], delay_ms\}"),
+        ([{"gpu": 1, "slowdown": 2.0}, {"gpu": 1, "slowdown": 3.0}], r"inject\[1\] repeats gpu 1"),
     ],
 )
 def test_bad_injections_are_value_errors_and_leave_the_pool_as_it_was(healthy, inject, message):

@@ -121,11 +121,11 @@ def test_a_replica_beyond_max_gpus_is_refused_before_any_planning(tmp_path, comm
         ({"noise": {"sigma": 1.01}}, "noise.sigma must be a finite number in [0, 1], got 1.01"),
         (
             {"faults": [{"gpu": 9, "slowdown": 1e307}]},
-            "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307",
+            "faults[0].slowdown: must be <= 1000 (slower is a fail-stop, not a gray failure), got 1e+307",
         ),
         (
             {"faults": [{"link": [3, 21], "slowdown": 1000.5}]},
-            "faults[0].slowdown must be <= 1000 (slower is a fail-stop, not a gray failure), got 1000.5",
+            "faults[0].slowdown: must be <= 1000 (slower is a fail-stop, not a gray failure), got 1000.5",
         ),
     ],
 )

@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cover import COVER_METHODS, plan_cover
-from ..drilldown import DRILLDOWN_METHODS
 from ..fleet import MAX_REPEATS
 from ..localize import Localization, localize
 from ..scenario import parse_scenario
 from ..suspects import MedianRatioRule, default_rule
 from ..textfile import TextFileError, read_text
+from ..vocabulary import DrilldownMethod
 from .errors import cover_too_large, fail
 
 __all__ = ["register", "simulate"]
@@ -26,7 +26,9 @@ def simulate(
     scenario: Annotated[Path, typer.Option("--scenario", help="Scenario JSON file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     cover: Annotated[str, typer.Option("--cover", help="Phase 1 cover: greedy | best.")] = "best",
-    drilldown: Annotated[str, typer.Option("--drilldown", help="Phase 2: adaptive | paper.")] = "adaptive",
+    drilldown: Annotated[
+        str, typer.Option("--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}.")
+    ] = DrilldownMethod.ADAPTIVE.value,
     repeats: Annotated[int, typer.Option("--repeats", help="Measurements per probe (median).")] = 1,
     alpha: Annotated[
         float | None,
@@ -45,8 +47,10 @@ def simulate(
     """Localize the faults of a simulated replica (FaultSense Phase 1 + Phase 2)."""
     if cover not in COVER_METHODS:
         fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {cover!r}")
-    if drilldown not in DRILLDOWN_METHODS:
-        fail(f"--drilldown must be one of {', '.join(DRILLDOWN_METHODS)}, got {drilldown!r}")
+    try:
+        method = DrilldownMethod.parse(drilldown, "--drilldown")
+    except ValueError as exc:
+        fail(str(exc))
     if not 1 <= repeats <= MAX_REPEATS:
         fail(f"--repeats must be in 1..{MAX_REPEATS}, got {repeats}")
     try:
@@ -64,20 +68,20 @@ def simulate(
         rule = default_rule() if alpha is None else MedianRatioRule(alpha)
     except ValueError as exc:
         fail(f"{'--alpha' if 'alpha' in str(exc) else f'scenario {scenario}'}: {exc}")
-    if problem := cover_too_large(sc.gpus, sc.probe_size):
+    if problem := cover_too_large(sc.n_gpus, sc.probe_size):
         fail(f"scenario {scenario}: {problem}")
-    plan = plan_cover(sc.gpus, sc.probe_size, cover)
+    plan = plan_cover(sc.n_gpus, sc.probe_size, cover)
     try:
-        result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=drilldown, recheck_explained=recheck)
+        result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=method, recheck_explained=recheck)
     except ValueError as exc:  # the scenario's bounds leave none, but a simulated latency that overflows says so in one line
         fail(f"scenario {scenario}: {exc}")
     if as_json:
         typer.echo(json.dumps(result.to_dict()))
     else:
-        Console().print(_table(result, drilldown))
+        Console().print(_table(result, method))
 
 
-def _table(result: Localization, method: str) -> Table:
+def _table(result: Localization, method: DrilldownMethod) -> Table:
     p1 = result.phase1
     table = Table(title=f"FaultSense: {p1.gpus} GPUs, probe size {p1.probe_size}, cover {p1.cover_method}, drill-down {method}")
     table.add_column("component")

@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from faultsense_pipelines.redaction import scrub
+from faultsense_pipelines.vocabulary import Status
 
 from .errors import fail
 
@@ -148,7 +149,7 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
 
         loc = result.output_for_node("phase2_drilldown")
         outcome.probes_phase2 = loc.probes_phase2
-        outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == "confirmed"]
+        outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == Status.CONFIRMED]
         outcome.unjudged_links = loc.unjudged_links or 0
     return outcome
 

@@ -14,13 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from ..vocabulary import DrilldownMethod
 from .adaptive import adaptive_drilldown
 from .common import DrilldownResult, Finding, Oracle
 from .paper import paper_drilldown
 
 __all__ = ["DRILLDOWN_METHODS", "DrilldownResult", "Finding", "Oracle", "drilldown"]
 
-DRILLDOWN_METHODS: tuple[str, ...] = ("adaptive", "paper")
+#: The drill-down methods' words (:class:`~faultsense_pipelines.vocabulary.DrilldownMethod`).
+DRILLDOWN_METHODS: tuple[str, ...] = DrilldownMethod.values()
 
 
 def drilldown(
@@ -29,7 +31,7 @@ def drilldown(
     passed: Sequence[Sequence[int]],
     failed: Sequence[Sequence[int]],
     test: Oracle,
-    method: str = "adaptive",
+    method: DrilldownMethod | str = DrilldownMethod.ADAPTIVE,
     *,
     recheck_explained: bool = True,
 ) -> DrilldownResult:
@@ -41,7 +43,8 @@ def drilldown(
         passed: GPU sets of the Phase 1 probes that passed (everything in them is healthy).
         failed: GPU sets of the suspect Phase 1 probes (the suspect groups).
         test: the oracle that runs one Phase 2 probe.
-        method: ``"adaptive"`` or ``"paper"``.
+        method: a :class:`~faultsense_pipelines.vocabulary.DrilldownMethod` or its word
+            (``"adaptive"``, ``"paper"``).
         recheck_explained: adaptive only; see :func:`.adaptive.adaptive_drilldown`.
 
     Returns:
@@ -50,13 +53,14 @@ def drilldown(
     Raises:
         ValueError: on an unknown method or a GPU id outside ``0..n-1``.
     """
-    methods: dict[str, Callable[..., DrilldownResult]] = {
-        "adaptive": partial(adaptive_drilldown, recheck_explained=recheck_explained),
-        "paper": paper_drilldown,
+    methods: dict[DrilldownMethod, Callable[..., DrilldownResult]] = {
+        DrilldownMethod.ADAPTIVE: partial(adaptive_drilldown, recheck_explained=recheck_explained),
+        DrilldownMethod.PAPER: paper_drilldown,
     }
-    if method not in methods:
-        raise ValueError(f"drilldown method must be one of {', '.join(DRILLDOWN_METHODS)}, got {method!r}")
+    chosen = DrilldownMethod.parse(method, "drilldown method")
+    if chosen not in methods:  # the evidence drill-down weighs latencies: it needs a pair oracle
+        raise ValueError(f"drilldown method {chosen} needs measured latencies: use localize.run_phase2 (or drilldown.evidence)")
     for gpus in (*passed, *failed):
         if any(not 0 <= g < n for g in gpus):
             raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
-    return methods[method](n, k, passed, failed, test)
+    return methods[chosen](n, k, passed, failed, test)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from ..vocabulary import ComponentKind, Status
 from .common import DrilldownResult, Knowledge, Oracle, Unmeasurable
 from .recheck import plan_recheck
 
@@ -64,7 +65,7 @@ def adaptive_drilldown(
 
         >>> cover = [(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)]
         >>> r = adaptive_drilldown(8, 4, cover[:5], cover[5:], lambda gpus: 3 in gpus and 4 in gpus)
-        >>> [(f.gpu, f.peer_gpu, f.status) for f in r.findings], r.tests
+        >>> [(f.gpu, f.peer_gpu, str(f.status)) for f in r.findings], r.tests
         ([(3, 4, 'confirmed')], 6)
 
     Notes:
@@ -129,7 +130,7 @@ def _recheck_stars(kn: Knowledge) -> None:
             continue
         star = {e for e in kn.bad_link if x in e}
         kn.bad_link -= star
-        kn.findings = [f for f in kn.findings if not (f.kind == "link" and (f.gpu, f.peer_gpu) in star)]
+        kn.findings = [f for f in kn.findings if not (f.kind == ComponentKind.LINK and (f.gpu, f.peer_gpu) in star)]
         kn.ok_gpu.discard(x)
         kn.confirm_gpu(x, evidence)
 
@@ -160,10 +161,10 @@ def _retry_inconclusive(kn: Knowledge) -> bool:
     candidates, e.g. behind a second slow link at one end) usually has clean padding once
     the re-check has exonerated the links around it. Returns True when something was retried.
     """
-    retry = [f for f in kn.findings if f.status == "inconclusive"]
+    retry = [f for f in kn.findings if f.status == Status.INCONCLUSIVE]
     if not retry:
         return False
-    kn.findings = [f for f in kn.findings if f.status != "inconclusive"]
+    kn.findings = [f for f in kn.findings if f.status != Status.INCONCLUSIVE]
     kn.unsure_gpu.clear()
     kn.unsure_link.clear()
     for f in retry:

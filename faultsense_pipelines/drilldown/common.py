@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from ..topology import Link, link
+from ..vocabulary import ComponentKind, Status
 
 __all__ = ["DrilldownResult", "Finding", "Knowledge", "Oracle", "Unmeasurable"]
 
@@ -36,18 +37,18 @@ class Finding:
     """One component judged by a drill-down.
 
     Attributes:
-        kind: ``"gpu"`` or ``"link"``.
+        kind: :attr:`ComponentKind.GPU` or :attr:`ComponentKind.LINK`.
         gpu: the GPU, or the link's smaller id.
         peer_gpu: the link's larger id, ``None`` for a GPU.
-        status: ``"confirmed"``, ``"masked"`` or ``"inconclusive"``.
+        status: :attr:`Status.CONFIRMED`, :attr:`Status.MASKED` or :attr:`Status.INCONCLUSIVE`.
         evidence: index (in oracle call order) of the failing probe that pinned it, or ``None``.
         tests_used: Phase 2 probes spent since the previous finding.
     """
 
-    kind: str
+    kind: ComponentKind
     gpu: int
     peer_gpu: int | None
-    status: str
+    status: Status
     evidence: int | None
     tests_used: int
 
@@ -281,17 +282,17 @@ class Knowledge:
         return True
 
     # -- verdicts ----------------------------------------------------------------------
-    def _record(self, kind: str, a: int, b: int | None, status: str, evidence: int | None) -> None:
+    def _record(self, kind: ComponentKind, a: int, b: int | None, status: Status, evidence: int | None) -> None:
         self.findings.append(Finding(kind, a, b, status, evidence, self._since_last))
         self._since_last = 0
 
     def confirm_gpu(self, g: int, evidence: int | None) -> None:
         self.bad_gpu.add(g)
-        self._record("gpu", g, None, "confirmed", evidence)
+        self._record(ComponentKind.GPU, g, None, Status.CONFIRMED, evidence)
 
     def confirm_link(self, e: Link, evidence: int | None) -> None:
         self.bad_link.add(e)
-        self._record("link", e[0], e[1], "confirmed", evidence)
+        self._record(ComponentKind.LINK, e[0], e[1], Status.CONFIRMED, evidence)
 
     def give_up(self, gpus: Iterable[int]) -> None:
         """Mark the candidates left among ``gpus`` inconclusive (judged no further)."""
@@ -299,14 +300,14 @@ class Knowledge:
         for g in sorted(gs):
             if self.candidate_gpu(g):
                 self.unsure_gpu.add(g)
-                self._record("gpu", g, None, "inconclusive", None)
+                self._record(ComponentKind.GPU, g, None, Status.INCONCLUSIVE, None)
         for e in self.candidate_links(gs):
             self.unsure_link.add(e)
-            self._record("link", e[0], e[1], "inconclusive", None)
+            self._record(ComponentKind.LINK, e[0], e[1], Status.INCONCLUSIVE, None)
 
     def result(self) -> DrilldownResult:
         """Findings, plus the links between two faulty GPUs as masked."""
         findings = list(self.findings)
         for a, b in combinations(sorted(self.bad_gpu), 2):
-            findings.append(Finding("link", a, b, "masked", None, 0))
+            findings.append(Finding(ComponentKind.LINK, a, b, Status.MASKED, None, 0))
         return DrilldownResult(tuple(findings), self.tests)

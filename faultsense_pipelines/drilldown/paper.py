@@ -42,7 +42,7 @@ def paper_drilldown(
         >>> cover = [(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)]
         >>> slow = lambda gpus: 3 in gpus and 4 in gpus
         >>> r = paper_drilldown(8, 4, cover[:5], cover[5:], slow)
-        >>> [(f.gpu, f.peer_gpu, f.status) for f in r.findings], r.tests
+        >>> [(f.gpu, f.peer_gpu, str(f.status)) for f in r.findings], r.tests
         ([(3, 4, 'confirmed')], 4)
 
     Notes:

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from .schema import COMPONENT_KINDS, FAULT_SCHEMA, PROBE_RUN_SCHEMA, SCHEMA_VERSION, STATUSES
+from ..vocabulary import ComponentKind, Status
+from .schema import FAULT_SCHEMA, PROBE_RUN_SCHEMA, SCHEMA_VERSION
 
 __all__ = ["NAME_RE", "FaultRow", "ProbeRunRow", "fault_table", "probe_run_table"]
 
@@ -43,9 +44,11 @@ class FaultRow:
         sweep_id: the run that found it (the Dagster run id for ``faultsense``).
         replica: replica (or cluster) name, ``[a-z0-9_-]+``.
         detector: ``"faultsense"``, ``"minder"``, ``"flowpulse"``, ...
-        component_kind: one of :data:`.schema.COMPONENT_KINDS`.
+        component_kind: a :class:`~faultsense_pipelines.vocabulary.ComponentKind` or its word
+            (:data:`.schema.COMPONENT_KINDS`); written as the plain word.
         component: ``"gpu:17"``, ``"link:3-40"``, ``"machine:node-07"``, ...
-        status: one of :data:`.schema.STATUSES`.
+        status: a :class:`~faultsense_pipelines.vocabulary.Status` or its word
+            (:data:`.schema.STATUSES`); written as the plain word.
         slowdown: observed / healthy median latency (> 0), or None when not measured.
         gpu, peer_gpu: the GPU ids (``peer_gpu`` for links, smaller id in ``gpu``), or None.
         phase: 1 or 2 for FaultSense, None for passive detectors.
@@ -75,12 +78,10 @@ class FaultRow:
             raise ValueError(f"sweep_id must be a non-empty string, got {self.sweep_id!r}")
         _name("replica", self.replica)
         _name("detector", self.detector)
-        if self.component_kind not in COMPONENT_KINDS:
-            raise ValueError(f"component_kind must be one of {', '.join(COMPONENT_KINDS)}, got {self.component_kind!r}")
+        ComponentKind.parse(self.component_kind, "component_kind")
         if not isinstance(self.component, str) or not self.component:
             raise ValueError(f"component must be a non-empty string, got {self.component!r}")
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
+        Status.parse(self.status, "status")
         if self.slowdown is not None and not (math.isfinite(self.slowdown) and self.slowdown > 0):
             raise ValueError(f"slowdown must be finite and > 0 or None, got {self.slowdown!r}")
         _opt_int("gpu", self.gpu)
@@ -101,7 +102,8 @@ class ProbeRunRow:
         gpus: the probe's GPU ids.
         latency_ms: end-to-end latency of this repeat, ms (finite, >= 0); None on error.
         repeat: 0-based repeat number; None on error.
-        executor: ``simulated``, ``local``, ``ray`` or ``vllm``.
+        executor: an :class:`~faultsense_pipelines.vocabulary.ExecutorKind` or its word
+            (``simulated``, ``local``, ``ray``, ``vllm``); written as the plain word.
         error: why the probe could not be measured, or None.
     """
 

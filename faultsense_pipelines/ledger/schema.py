@@ -21,6 +21,8 @@ import hashlib
 
 import pyarrow as pa
 
+from ..vocabulary import ComponentKind, Status
+
 __all__ = [
     "COMPONENT_KINDS",
     "FAULT_LEDGER",
@@ -45,11 +47,13 @@ PROBE_RUNS = "probe_runs"
 #: ``gpu`` / ``link``: FaultSense's components; ``replica``: a FaultSense sweep judged
 #: replica-wide degradation (most probes slow, so no single component can be blamed);
 #: ``machine`` (Minder) and ``fabric_link`` (FlowPulse): the passive detectors'.
-COMPONENT_KINDS: tuple[str, ...] = ("gpu", "link", "replica", "machine", "fabric_link")
+#: (The words of :class:`~faultsense_pipelines.vocabulary.ComponentKind`.)
+COMPONENT_KINDS: tuple[str, ...] = ComponentKind.values()
 
 #: suspect: a Phase 1 suspect not (yet) pinned; confirmed: localized; masked: a link of a
 #: confirmed faulty GPU, which cannot be judged; inconclusive: the drill-down could not decide.
-STATUSES: tuple[str, ...] = ("suspect", "confirmed", "masked", "inconclusive")
+#: (The words of :class:`~faultsense_pipelines.vocabulary.Status`.)
+STATUSES: tuple[str, ...] = Status.values()
 
 _META = {b"faultsense.schema_version": str(SCHEMA_VERSION).encode()}
 

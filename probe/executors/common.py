@@ -15,7 +15,7 @@ from typing import Any
 
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 
-from .injection import Injection, check_injections, parse_injections
+from .injection import Injection, parse_injections
 from .moe_worker import LayerShape
 
 __all__ = ["ProbeTrace", "WorkerPoolExecutor", "check_probe", "error_trace", "merge_member_reports", "warm_up_probes"]
@@ -123,8 +123,7 @@ class WorkerPoolExecutor:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         self.gpus, self.probe_size = gpus, probe_size
         self.timeout_s = float(timeout_s)
-        self.injections = parse_injections(inject)
-        check_injections(self.injections, gpus)
+        self.injections = parse_injections(inject, gpus)
         self._failure: str | None = None
 
     def _probe(self, members: tuple[int, ...], repeats: int) -> Mapping[int, Mapping[str, Any]] | str:
@@ -158,12 +157,15 @@ class WorkerPoolExecutor:
     def set_injections(self, inject: Iterable[Mapping[str, Any] | Injection]) -> None:
         """Replace the injected faults on the running workers (``[]`` heals every GPU and link).
 
+        Args:
+            inject: :data:`~faultsense_pipelines.faults.Injection` objects (as a fleet file's
+                ``inject`` holds them) or mappings of them, validated here once.
+
         Raises:
             ValueError: for a bad spec or a GPU outside the replica.
             ExecutorError: if the workers could not be reached.
         """
-        injections = parse_injections(inject)
-        check_injections(injections, self.gpus)
+        injections = parse_injections(inject, self.gpus)
         failure = self._inject(injections)
         if failure is not None:
             raise ExecutorError(failure)

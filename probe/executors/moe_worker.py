@@ -31,6 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -38,7 +39,7 @@ import torch.nn.functional as F
 
 from faultsense_pipelines.probe.encoding import expert_range, probe_embeddings
 
-from .injection import GpuSlowdown, Injection, LinkDelay
+from .injection import GpuFault, Injection, LinkDelay
 
 __all__ = ["LayerShape", "ProbeWorker", "expert_weights", "route", "swiglu"]
 
@@ -159,7 +160,7 @@ class ProbeWorker:
         """Apply the faults that concern this GPU (a slowdown, delays on its links); clear others."""
         self.slowdown, self.delays_ms = 1.0, {}
         for inj in injections:
-            if isinstance(inj, GpuSlowdown) and inj.gpu == self.rank:
+            if isinstance(inj, GpuFault) and inj.gpu == self.rank:
                 self.slowdown = inj.slowdown
             elif isinstance(inj, LinkDelay) and self.rank in inj.link:
                 peer = inj.link[1] if inj.link[0] == self.rank else inj.link[0]
@@ -185,7 +186,9 @@ class ProbeWorker:
             members, shape.n_gpus, shape.n_experts, len(members), shape.hidden, shape.tokens, shape.torch_dtype
         )  # (tokens, H)
         x = embeds.tensor_split(len(members))[members.index(self.rank)].to(self.device)  # (t, H)
-        latencies, ffn, trace = [], [], {}
+        latencies: list[float] = []
+        ffn: list[float] = []
+        trace: dict[str, Any] = {}
         for _ in range(repeats):
             self._barrier(members)
             t0 = time.perf_counter()

@@ -1,0 +1,102 @@
+"""One-line messages for validation errors, shared by every edge that reads user input.
+
+The fleet file (:mod:`faultsense_pipelines.fleet`), its executor sections and the scenario
+file (:mod:`faultsense_pipelines.scenario`) are validated by pydantic; :func:`first_error`
+turns the first error into ``<field>: <problem>, got <value>``, e.g.
+``replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1 (a gray failure slows
+down), got 0.5``. No message echoes a secret: a URL's password is redacted
+(:func:`redact_url`) and the value of an ``api_key_env`` field is never shown.
+
+>>> redact_url("https://user:secret@probe.example:8000")
+'https://user:***@probe.example:8000'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+__all__ = ["USERINFO", "first_error", "format_loc", "redact_url"]
+
+#: ``scheme://user:password@`` (or ``user@``) at the start of a URL: what :func:`redact_url` hides.
+USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s]*)@")
+
+#: pydantic error types whose message already says everything (our own validators' messages
+#: name the value themselves; "missing" and "extra_forbidden" are about the key, not a value).
+_MESSAGE_IS_ENOUGH = frozenset({"value_error", "missing", "extra_forbidden", "unexpected_keyword_argument"})
+_SHOWN_INPUT_CHARS = 60
+
+
+def redact_url(v: str) -> str:
+    """``v`` with the password of a ``scheme://user:password@host`` URL replaced by ``***`` (a
+    lone ``scheme://token@host`` user part too: it is often a token), so that no error
+    message can echo a secret."""
+    m = USERINFO.match(v)
+    if not m:
+        return v
+    user, colon, _ = m.group(2).partition(":")
+    return f"{m.group(1)}{user + ':***' if colon else '***'}@{v[m.end() :]}"
+
+
+def format_loc(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a field path: ``replicas[1].simulated.faults[0].gpu``.
+
+    Union tags (``<gpu fault>``, see :mod:`faultsense_pipelines.faults`) are left out: they
+    name the model chosen, not a key of the file.
+    """
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and part.startswith("<"):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _shown_input(value: Any, loc: tuple[Any, ...]) -> str:
+    """The offending value as an error shows it: ``0``, ``True``, ``'magic'``, ``an empty value``;
+    a URL's password redacted, the value of ``api_key_env`` never shown (it may be the key)."""
+    if "api_key_env" in loc:
+        return "a value that is not shown"
+    if value is None:
+        return "an empty value"
+    text = repr(redact_url(value)) if isinstance(value, str) else repr(value)
+    if len(text) > _SHOWN_INPUT_CHARS:
+        text = text[: _SHOWN_INPUT_CHARS - 3] + "..."
+    return text
+
+
+def _error_message(err: Mapping[str, Any]) -> str:
+    """One pydantic error as ``<problem>, got <value>`` (pydantic's own messages omit the value)."""
+    kind, msg = err["type"], str(err["msg"]).removeprefix("Value error, ")
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+        msg = "Extra inputs are not permitted"
+    if kind in _MESSAGE_IS_ENOUGH:
+        return msg
+    if kind == "finite_number":
+        msg = "must be a finite number (NaN and infinity are not allowed)"
+    value = err.get("input")
+    boolean = " (a boolean)" if kind in ("int_type", "float_type") and isinstance(value, bool) else ""
+    return f"{msg}, got {_shown_input(value, tuple(err['loc']))}{boolean}"
+
+
+def first_error(exc: ValidationError) -> str:
+    """The first error of ``exc`` as ``<field>: <problem>`` plus ``(and N more)``.
+
+    A validator that knows a deeper location than pydantic's says so with a message
+    ``"@<suffix>: <problem>"``; the suffix is appended to the location.
+    """
+    errors = exc.errors(include_url=False)
+    err = errors[0]
+    msg = _error_message(err)
+    loc = format_loc(tuple(err["loc"]))
+    if msg.startswith("@"):
+        suffix, _, msg = msg[1:].partition(": ")
+        loc = f"{loc}{suffix}"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{loc}: {msg}{more}"
