@@ -452,7 +452,8 @@ def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: di
             break
         chosen.add(g)
     if slow_mass(chosen) == 0.0:  # nothing informative: test the likeliest hypothesis alone
-        chosen = set(max(hyps, key=post.__getitem__))
+        likeliest: _Hyp = max(hyps, key=lambda h: post[h])
+        chosen = set(likeliest)
     return sorted(chosen)
 
 

@@ -84,7 +84,8 @@ def _serve(worker: ProbeWorker, conn: connection.Connection) -> None:
             if command == "probe":
                 reply: Any = worker.run_probe(*args)
             elif command == "inject":
-                reply = worker.set_injections(*args)
+                worker.set_injections(*args)
+                reply = None
             else:
                 raise ValueError(f"unknown command {command!r}")
             conn.send(("ok", reply))
@@ -199,7 +200,8 @@ class LocalExecutor(WorkerPoolExecutor):
         if backend == "nccl" and not cuda:
             raise ValueError(f"backend 'nccl' needs {gpus} CUDA devices, found {torch.cuda.device_count()}")
         self.backend = backend
-        self._processes, self._conns = [], []
+        self._processes: list[Any] = []  # multiprocessing spawn-context processes
+        self._conns: list[connection.Connection] = []
         store_dir = tempfile.mkdtemp(prefix="faultsense-local-")
         self._reap_how = {"polite": True}  # a broken pool is killed at once
         self._finalizer = weakref.finalize(self, _reap, self._processes, self._conns, store_dir, self._reap_how)
@@ -255,7 +257,7 @@ class LocalExecutor(WorkerPoolExecutor):
                     rank = pending.pop(obj)
                     del sentinels[self._processes[rank].sentinel]
                     try:
-                        status, payload = obj.recv()
+                        status, payload = self._conns[rank].recv()
                     except (EOFError, OSError):
                         return f"GPU worker {rank} died (exit code {self._processes[rank].exitcode})"
                     if status == "error":

@@ -143,18 +143,20 @@ class RayExecutor(WorkerPoolExecutor):
     def _start(self, address: str | None, cpus: float, start_timeout_s: float) -> None:
         if not ray.is_initialized():
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            local = {"num_cpus": max(1, int(self.gpus * cpus + 0.999)), "include_dashboard": False}
-            ray.init(address=address, **({} if address else local), log_to_driver=False)
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=max(1, int(self.gpus * cpus + 0.999)), include_dashboard=False, log_to_driver=False)
             self._owns_ray = True
         bundle = {"GPU": 1, "CPU": cpus} if self.use_gpus else {"CPU": cpus}
-        self._pg = placement_group([dict(bundle) for _ in range(self.gpus)], strategy="PACK")
-        ray.get(self._pg.ready(), timeout=start_timeout_s)
+        pg = self._pg = placement_group([dict(bundle) for _ in range(self.gpus)], strategy="PACK")
+        ray.get(pg.ready(), timeout=start_timeout_s)
         actor_cls = ray.remote(ProbeActor)
         self._actors = [
             actor_cls.options(
                 num_cpus=cpus,
                 num_gpus=1 if self.use_gpus else 0,
-                scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=self._pg, placement_group_bundle_index=g),
+                scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=g),
             ).remote(self.shape, g, self.use_gpus)
             for g in range(self.gpus)
         ]
