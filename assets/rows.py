@@ -69,6 +69,7 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
                 peer_gpu=v.peer_gpu,
                 phase=v.phase,
                 probes_used=loc.probes_phase1 + v.probes_used,
+                confidence=v.confidence,
             )
         )
     if loc.unjudged_links:

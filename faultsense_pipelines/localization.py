@@ -276,4 +276,13 @@ class Localization:
             "unjudged_links": self.unjudged_links,
             "anchored": self.phase1.anchored,
             "errors": self.phase1.errors + sum(r.outcome == Outcome.ERROR for r in self.phase2_records),
+            "verdicts": [
+                {
+                    "component": f"gpu:{v.gpu}" if v.peer_gpu is None else f"link:{v.gpu}-{v.peer_gpu}",
+                    "status": str(v.status),
+                    "confidence": v.confidence,
+                    "slowdown": v.slowdown,
+                }
+                for v in self.verdicts
+            ],
         }

@@ -52,7 +52,7 @@ def test_sweep_with_a_good_fleet_flag_ignores_a_broken_faultsense_fleet_variable
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "syntax.yaml" not in proc.stderr
-    assert "sim-healthy" in proc.stdout and (ledger / "fault_ledger").is_dir()
+    assert "sim-healthy" in proc.stdout and (ledger / "delta" / "_delta_log").is_dir()
 
 
 def test_dagster_discovers_one_lazy_definitions_entry_point_that_builds_the_default_fleet() -> None:

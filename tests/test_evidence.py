@@ -149,3 +149,52 @@ def test_a_tiny_replica_whose_gpu_sits_in_half_the_probes_is_judged():
 def test_a_healthy_replica_blames_nothing():
     for seed in range(3):
         assert _confirmed(_sweep(128, 8, [], seed)) == set()
+
+
+def test_simulate_json_lists_every_verdict_with_its_confidence(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from faultsense_pipelines.cli import app
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps(
+            {
+                "gpus": 64,
+                "probe_size": 8,
+                "faults": [{"gpu": 17, "slowdown": 1.5}, {"link": [3, 40], "slowdown": 2.0}],
+                "noise": {"sigma": 0.02},
+                "seed": 1,
+            }
+        )
+    )
+    out = CliRunner().invoke(app, ["simulate", "--scenario", str(scenario), "--drilldown", "evidence", "--json"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.stdout)
+    assert got["faulty_gpus"] == [17] and got["faulty_links"] == [[3, 40]]
+    verdicts = {v["component"]: v for v in got["verdicts"]}
+    assert set(verdicts) == {"gpu:17", "link:3-40"}
+    assert all(v["status"] == "confirmed" and v["confidence"] >= 0.999 for v in verdicts.values())
+    assert verdicts["gpu:17"]["slowdown"] == pytest.approx(1.5, rel=0.05)
+    # the binary drill-downs state no confidence
+    plain = json.loads(CliRunner().invoke(app, ["simulate", "--scenario", str(scenario), "--json"]).stdout)
+    assert [v["confidence"] for v in plain["verdicts"]] == [None, None]
+
+
+def test_the_ledger_rows_of_an_evidence_sweep_carry_its_confidence():
+    from datetime import UTC, datetime
+
+    from faultsense_pipelines.assets.partitions import SweepKey
+    from faultsense_pipelines.assets.rows import fault_rows
+    from faultsense_pipelines.localization import Localization
+    from faultsense_pipelines.localize import run_phase2
+
+    ex = _Executor(64, LatencyModel(PRODUCTION, [((9,), True, 1.8, 1.0)], seed=0))
+    p1 = run_phase1(ex, plan_cover(64, 8), repeats=3)
+    loc: Localization = run_phase2(ex, p1, method="evidence", repeats=3)
+    rows = fault_rows(loc, key=SweepKey("2026-11-30-08:00", "sim-64"), sweep_id="run-1", detected_at=datetime.now(UTC))
+    confirmed = [r for r in rows if r.status == "confirmed"]
+    assert [r.component for r in confirmed] == ["gpu:9"]
+    assert confirmed[0].confidence == next(v.confidence for v in loc.verdicts if v.status == "confirmed") >= 0.999

@@ -84,6 +84,7 @@ def test_the_ledger_is_one_delta_table_with_the_documented_columns(tmp_path: Pat
         "status",
         "phase",
         "probes_used",
+        "confidence",
         "schema_version",
         "date",
         "batch",

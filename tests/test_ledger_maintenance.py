@@ -60,3 +60,42 @@ def test_maintain_compacts_applies_retention_and_vacuums(tmp_path: Path) -> None
     assert before == 9 and after == 2 and done["files_vacuumed"] >= 7
     result = CliRunner().invoke(app, ["ledger", "maintain", "--ledger", str(tmp_path), "--retain-days", "x"])
     assert result.exit_code == 2 and result.stderr.strip() == "error: --retain-days must be an integer in 0..100000, got 'x'"
+
+
+def _version_1(table: pa.Table) -> pa.Table:
+    """``table`` as schema version 1 wrote it: no ``confidence`` column, ``schema_version`` 1."""
+    table = table.drop_columns(["confidence"])
+    i = table.schema.get_field_index("schema_version")
+    return table.set_column(i, "schema_version", pa.array([1] * table.num_rows, pa.int32()))
+
+
+def test_a_version_1_parquet_ledger_converts_with_confidence_null(tmp_path: Path) -> None:
+    faults = tmp_path / "fault_ledger" / "date=2026-11-30"
+    faults.mkdir(parents=True)
+    pq.write_table(_version_1(fault_table([gpu_row(17)])), faults / "faultsense-sim-64-h08.parquet")
+    result = CliRunner().invoke(app, ["ledger", "convert", "--ledger", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    got = LedgerStore(str(tmp_path)).read_faults()
+    assert got["component"].tolist() == ["gpu:17"] and got["schema_version"].tolist() == [1]
+    assert got["confidence"].isna().all()
+
+
+def test_a_table_written_before_version_2_reads_confidence_null_and_gains_the_column(tmp_path: Path) -> None:
+    from deltalake import write_deltalake
+
+    from faultsense_pipelines.ledger.store import TABLE_SCHEMA, _to_table
+
+    old = _to_table(fault_table([gpu_row(17)]), FAULT_LEDGER, "2026-11-29", "faultsense-sim-64-h08")
+    old = old.drop_columns(["confidence"])
+    write_deltalake(str(tmp_path / "delta"), old, partition_by=["dataset", "date"])
+    store = LedgerStore(str(tmp_path))
+    assert "confidence" not in store.table_schema().names
+    assert store.read_faults()["confidence"].isna().all()
+    new = gpu_row(5, window="2026-11-30-08:00")
+    store.write_faults(
+        [__import__("dataclasses").replace(new, confidence=0.9995)], day="2026-11-30", batch="faultsense-sim-64-h08"
+    )
+    got = store.read_faults().sort_values("date")
+    assert "confidence" in store.table_schema().names and TABLE_SCHEMA.field("confidence").nullable
+    assert got["component"].tolist() == ["gpu:17", "gpu:5"]
+    assert got["confidence"].isna().tolist() == [True, False] and got["confidence"].iloc[1] == 0.9995

@@ -87,15 +87,19 @@ def _table(result: Localization, method: DrilldownMethod) -> Table:
     table.add_column("component")
     table.add_column("status")
     table.add_column("slowdown", justify="right")
+    table.add_column("confidence", justify="right")
     table.add_column("Phase 2 probes", justify="right")
     for v in sorted(result.verdicts, key=lambda v: (v.component_kind, v.gpu, v.peer_gpu or -1)):
         name = f"GPU {v.gpu}" if v.peer_gpu is None else f"link {v.gpu}-{v.peer_gpu}"
-        table.add_row(name, v.status, "" if v.slowdown is None else f"{v.slowdown:.2f}x", str(v.probes_used))
+        slowdown = "" if v.slowdown is None else f"{v.slowdown:.2f}x"
+        confidence = "-" if v.confidence is None else ">0.999" if v.confidence > 0.999 else f"{v.confidence:.3f}"
+        table.add_row(name, v.status, slowdown, confidence, str(v.probes_used))
     degraded = "  REPLICA DEGRADED (most probes slow): no localization" if result.replica_degraded else ""
     unjudged = f"; unjudged links {result.unjudged_links}" if result.unjudged_links else ""
+    legend = "" if method != DrilldownMethod.EVIDENCE else "; confidence: posterior that the component is faulty"
     table.caption = (
         f"probes: Phase 1 {result.probes_phase1}, Phase 2 {result.probes_phase2}; "
-        f"suspect probes {len(p1.suspect_probes)}{unjudged}{degraded}"
+        f"suspect probes {len(p1.suspect_probes)}{unjudged}{degraded}{legend}"
     )
     return table
 

@@ -289,6 +289,11 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
         table.add_row(
             o.replica, o.executor, str(o.probes_phase1), str(o.suspects), phase2, confirmed, status, f"{o.seconds:.1f} s"
         )
+    table.caption = (
+        "healthy: nothing found faulty; faulty: components confirmed; degraded: most probes slow, nothing blamed; "
+        "inconclusive verdicts (the evidence did not settle them) are ledger rows with status inconclusive"
+    )
+    table.caption_justify = "left"
     return table
 
 

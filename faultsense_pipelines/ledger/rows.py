@@ -53,6 +53,8 @@ class FaultRow:
         gpu, peer_gpu: the GPU ids (``peer_gpu`` for links, smaller id in ``gpu``), or None.
         phase: 1 or 2 for FaultSense, None for passive detectors.
         probes_used: probes the sweep spent (Phase 1 + Phase 2), or None.
+        confidence: posterior probability that the component is faulty (the evidence
+            drill-down), or None where the detector states none (schema version 2).
     """
 
     fault_id: str
@@ -68,6 +70,7 @@ class FaultRow:
     peer_gpu: int | None = None
     phase: int | None = None
     probes_used: int | None = None
+    confidence: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.fault_id, str) or not self.fault_id:
@@ -88,6 +91,8 @@ class FaultRow:
         _opt_int("peer_gpu", self.peer_gpu)
         _opt_int("phase", self.phase, 1)
         _opt_int("probes_used", self.probes_used)
+        if self.confidence is not None and not (math.isfinite(self.confidence) and 0.0 <= self.confidence <= 1.0):
+            raise ValueError(f"confidence must be in [0, 1] or None, got {self.confidence!r}")
 
 
 @dataclass(frozen=True)

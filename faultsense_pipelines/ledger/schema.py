@@ -24,6 +24,7 @@ import pyarrow as pa
 from ..vocabulary import ComponentKind, Status
 
 __all__ = [
+    "ADDED_IN_VERSION_2",
     "COMPONENT_KINDS",
     "FAULT_LEDGER",
     "FAULT_SCHEMA",
@@ -38,7 +39,10 @@ __all__ = [
 ]
 
 #: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.
-SCHEMA_VERSION = 1
+#: 2 added the nullable ``fault_ledger.confidence``; rows of version 1 read with it null.
+SCHEMA_VERSION = 2
+#: Columns a version-1 ledger lacks (read as null).
+ADDED_IN_VERSION_2 = ("confidence",)
 
 #: Dataset folder names under the ledger URI.
 FAULT_LEDGER = "fault_ledger"
@@ -72,13 +76,16 @@ FAULT_SCHEMA = pa.schema(
         pa.field("status", pa.string(), nullable=False),
         pa.field("phase", pa.int32()),
         pa.field("probes_used", pa.int32()),
+        pa.field("confidence", pa.float64()),
         pa.field("schema_version", pa.int32(), nullable=False),
     ],
     metadata={**_META, b"faultsense.dataset": FAULT_LEDGER.encode()},
 )
 """``fault_ledger/``: one row per fault. ``gpu``/``peer_gpu`` are null for components that
 are not GPUs (passive detectors); ``slowdown`` = observed / healthy median latency (null when
-not measured); ``phase`` (1 or 2) and ``probes_used`` are null for passive detectors."""
+not measured); ``phase`` (1 or 2) and ``probes_used`` are null for passive detectors;
+``confidence`` (version 2) is the posterior probability that the component is faulty, from the
+evidence drill-down, null where the detector states none."""
 
 PROBE_RUN_SCHEMA = pa.schema(
     [

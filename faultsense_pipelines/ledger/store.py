@@ -45,7 +45,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
-from .schema import FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS, make_fault_id
+from .schema import ADDED_IN_VERSION_2, FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS, make_fault_id
 
 __all__ = [
     "DELTA_SCHEMES",
@@ -307,6 +307,7 @@ class LedgerStore:
                     mode="overwrite",
                     predicate=predicate,
                     partition_by=_PARTITION_BY,
+                    schema_mode="merge",  # a table of an older schema version gains the new columns
                     commit_properties=CommitProperties(custom_metadata=metadata, max_commit_retries=10),
                 )
                 break
@@ -376,8 +377,13 @@ class LedgerStore:
         cond = ds.field("dataset") == dataset
         if filter is not None:
             cond = cond & filter
+        present = set(pa.schema(table.schema().to_arrow()).names)
         try:
-            got = table.to_pyarrow_dataset().to_table(columns=columns, filter=cond)
+            # a table written before schema version 2 has no column added since: read it null
+            got = table.to_pyarrow_dataset().to_table(columns=[c for c in columns if c in present], filter=cond)
+            for name in (c for c in columns if c not in present):
+                got = got.append_column(name, pa.nulls(got.num_rows, TABLE_SCHEMA.field(name).type))
+            got = got.select(columns)
         except (OSError, pa.ArrowException) as exc:
             raise LedgerError(f"ledger table {self.table_uri} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
         target = pa.schema(
@@ -462,6 +468,9 @@ class LedgerStore:
                 table = pq.read_table(path, filesystem=self._fs)
                 expected = _SCHEMAS[dataset]
                 missing = [f.name for f in expected if f.name not in table.column_names]
+                for name in [m for m in missing if m in ADDED_IN_VERSION_2]:  # a version-1 file
+                    table = table.append_column(expected.field(name), pa.nulls(table.num_rows, expected.field(name).type))
+                    missing.remove(name)
                 if missing:
                     raise ValueError(f"not a {dataset} file (missing columns {', '.join(missing[:4])})")
                 table = table.select([f.name for f in expected]).cast(expected)
@@ -500,6 +509,7 @@ class LedgerStore:
             mode="overwrite",
             predicate=f"date = '{day}' AND batch IN ({names})",
             partition_by=_PARTITION_BY,
+            schema_mode="merge",
             commit_properties=CommitProperties(custom_metadata={"faultsense.operation": "convert-legacy"}),
         )
 
