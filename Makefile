@@ -23,7 +23,7 @@ FUZZ_PATHS ?= tests
 
 # `python -m bench.<name>` for each; the README lists what each measures. Not here:
 # vllm_cpu_probe (needs .venv-vllm: `make bench-vllm`) and gpu_check (needs CUDA: `make bench-gpu`).
-BENCHES ?= cover_bench paper_sim recheck_bound anchor_noise probe_memory local_probe local_sweep minder_bench flowpulse_bench
+BENCHES ?= cover_bench paper_sim recheck_bound anchor_noise evidence_bench probe_memory local_probe local_sweep minder_bench flowpulse_bench
 
 .PHONY: help lint type check test-fast test test-slow fuzz bench bench-vllm bench-gpu
 
