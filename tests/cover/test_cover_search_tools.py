@@ -16,7 +16,7 @@ import pytest
 
 from faultsense_pipelines.cover import table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS = sorted((ROOT / "tools" / "cover_search").glob("*.py"))
 RUNTIME = sorted((ROOT / "faultsense_pipelines" / "cover").glob("*.py"))
 

@@ -10,8 +10,7 @@ from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
 from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, LedgerStore, fault_table, probe_run_table
-
-from .test_ledger import gpu_row, probe_rows
+from tests.ledger.test_ledger import gpu_row, probe_rows
 
 
 def _legacy(root: Path) -> None:

@@ -20,7 +20,7 @@ from tests.pipeline_helpers import write_fleet
 
 pytestmark = pytest.mark.integration  # Dagster loads the code location, in subprocesses
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BROKEN_YAML = "ledger: L\nreplicas: [ {name: a\n"
 
 

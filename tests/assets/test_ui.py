@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
 LOCATION = "faultsense_pipelines.definitions"
 CHROMIUM_FLAGS = [
