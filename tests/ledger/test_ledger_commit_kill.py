@@ -55,7 +55,7 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, sys.argv[2])
-    from tests.test_ledger_commit_kill import commit
+    from tests.ledger.test_ledger_commit_kill import commit
     from faultsense_pipelines.ledger import LedgerStore
     store = LedgerStore(sys.argv[1])
     print("ready", flush=True)
