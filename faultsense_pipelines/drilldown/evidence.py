@@ -458,7 +458,7 @@ def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: di
 
 
 def _confirm(state: _State, h: _Hyp, conf: float, accused: Sequence[float], used: int) -> None:
-    slowdown = math.exp(statistics.median(accused))
+    slowdown = _slowdown(accused, state.model.effect)
     if len(h) == 1:
         state.confirmed_gpus.add(h[0])
         state.findings.append(EvidenceFinding(ComponentKind.GPU, h[0], None, Status.CONFIRMED, conf, slowdown, used))
