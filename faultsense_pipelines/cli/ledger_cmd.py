@@ -69,6 +69,8 @@ def register(app: typer.Typer) -> None:
         ids: bool = typer.Option(False, "--ids", help="Also show each row's fault_id."),
     ) -> None:
         """Print recent faults, newest last."""
+        import pandas as pd
+
         from faultsense_pipelines.fleet import FleetError
         from faultsense_pipelines.ledger import STATUSES, LedgerStore
 
@@ -110,13 +112,17 @@ def register(app: typer.Typer) -> None:
             ("fault_id",) if ids else ()
         ):
             table.add_column(col, no_wrap=col in ("replica", "component"), overflow="fold" if col == "fault_id" else "ellipsis")
-        for r in shown.itertuples(index=False):
-            slowdown = "-" if r.slowdown != r.slowdown or r.slowdown is None else f"{r.slowdown:.2f}x"
-            phase = "-" if r.phase is None or str(r.phase) == "<NA>" else str(r.phase)
-            probes = "-" if r.probes_used is None or str(r.probes_used) == "<NA>" else str(r.probes_used)
-            when = r.detected_at.strftime("%Y-%m-%d %H:%M")
+        for r in shown.to_dict("records"):
             table.add_row(
-                when, r.replica, r.detector, r.component, r.status, slowdown, phase, probes, *((r.fault_id,) if ids else ())
+                pd.Timestamp(r["detected_at"]).strftime("%Y-%m-%d %H:%M"),
+                str(r["replica"]),
+                str(r["detector"]),
+                str(r["component"]),
+                str(r["status"]),
+                "-" if pd.isna(r["slowdown"]) else f"{float(r['slowdown']):.2f}x",
+                "-" if pd.isna(r["phase"]) else str(r["phase"]),
+                "-" if pd.isna(r["probes_used"]) else str(r["probes_used"]),
+                *((str(r["fault_id"]),) if ids else ()),
             )
         console = Console()
         # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses

@@ -171,13 +171,14 @@ def ingress_packets(frame: pd.DataFrame, topology: FabricTopology) -> list[Switc
     rx = frame[(frame["direction"] == "rx") & frame["peer"].isin(list(topology.tiers))]
     rx = rx.sort_values(["switch", "iteration", "port"], kind="stable")
     out: list[SwitchIngress] = []
-    for switch, rows in rx.groupby("switch", sort=True):
+    for switch_key, rows in rx.groupby("switch", sort=True):
+        switch = str(switch_key)
         wide = _wide(rows)
         if wide.empty:
             continue
         ports = tuple(str(p) for p in wide.columns)
         peers = tuple(str(topology.peer(switch, p)) for p in ports)
-        up = np.array([topology.is_up(switch, p) for p in ports], dtype=bool)
+        up = np.array([topology.is_up(switch, p) for p in ports], dtype=np.bool_)
         out.append(
             SwitchIngress(
                 str(switch),
