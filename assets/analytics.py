@@ -1,35 +1,56 @@
-"""Analytics over the whole fault ledger (DuckDB SQL over the ledger read as pandas).
+"""Analytics of the fault ledger, one partition per day, each read from the few ledger
+partitions it covers (DuckDB SQL over Arrow tables read with file pruning).
 
-* ``gpu_fault_counts`` -- per (replica, GPU): confirmed GPU faults, confirmed faults of its
-  links, sweeps that found them, worst slowdown, first and last seen;
 * ``replica_daily_health`` -- per (replica, day): sweeps, probes measured and failed, confirmed
   faulty components, sweeps judged replica-wide degraded, and a one-word health
-  (``healthy`` / ``degraded`` / ``faulty`` / ``errors``);
-* ``repeat_offenders`` -- components confirmed in two or more distinct sweep windows.
+  (``healthy`` / ``degraded`` / ``faulty`` / ``errors``); reads only that day's partitions;
+* ``gpu_fault_counts`` -- per (replica, GPU), over the :data:`WINDOW_DAYS` days ending on the
+  partition's day: confirmed GPU faults, confirmed faults of its links, sweeps that found
+  them, worst slowdown, first and last seen;
+* ``repeat_offenders`` -- components confirmed in two or more distinct sweep windows over the
+  same trailing days.
+
+Each partition is recomputed when a sweep of its day updates ``fault_ledger``
+(:data:`~.automation.AFTER_LEDGER_UPDATES`, and ``faultsense sweep`` after its runs), from that
+day's -- or that window's -- ledger partitions only, so its cost does not grow with the ledger:
+the fault rows of a window are few (one per confirmed component per sweep), the probe rows of
+one day are read for their counts only.
 
 Only ``confirmed`` rows count as faults here; ``suspect``, ``masked`` and ``inconclusive`` stay
 in the ledger for inspection.
 """
 
+from datetime import date, timedelta
 from typing import Any
 
 import dagster as dg
 import duckdb
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
 
+from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, LedgerStore
 from faultsense_pipelines.resources.ledger import LedgerResource
 
+from .automation import AFTER_LEDGER_UPDATES
 from .ledger import fault_ledger
+from .partitions import DAILY
 from .report import frame_markdown
 
 __all__ = [
     "DAILY_HEALTH_SQL",
     "GPU_FAULT_COUNTS_SQL",
     "REPEAT_OFFENDERS_SQL",
+    "WINDOW_DAYS",
     "gpu_fault_counts",
     "repeat_offenders",
     "replica_daily_health",
+    "run_sql",
+    "window_days",
 ]
+
+#: Days (ending on the partition's day) that ``gpu_fault_counts`` and ``repeat_offenders`` cover.
+WINDOW_DAYS = 30
 
 GPU_FAULT_COUNTS_SQL = """
 WITH per_gpu AS (
@@ -97,36 +118,70 @@ ORDER BY windows DESC, replica, component
 """
 
 
-def run_sql(sql: str, **tables: pd.DataFrame) -> pd.DataFrame:
-    """Run ``sql`` in a fresh in-memory DuckDB with ``tables`` registered by name."""
+def run_sql(sql: str, **tables: pd.DataFrame | pa.Table) -> pd.DataFrame:
+    """Run ``sql`` in a fresh in-memory DuckDB with ``tables`` (pandas or Arrow) registered by name."""
     with duckdb.connect() as con:
         for name, df in tables.items():
             con.register(name, df)
         return con.sql(sql).df()
 
 
-def _output(df: pd.DataFrame, store_uri: str) -> dg.Output[pd.DataFrame]:
+def window_days(day: str, days: int = WINDOW_DAYS) -> list[str]:
+    """The ``days`` ISO dates ending on ``day`` (``"2026-11-30"``), oldest first."""
+    end = date.fromisoformat(day)
+    return [(end - timedelta(days=i)).isoformat() for i in range(days - 1, -1, -1)]
+
+
+_FAULT_COLUMNS = ["fault_id", "detected_at", "sweep_id", "replica", "detector", "component_kind", "component"]
+_FAULT_COLUMNS += ["gpu", "peer_gpu", "slowdown", "status", "date"]
+_RUN_COLUMNS = ["replica", "date", "sweep_id", "phase", "probe_index", "error"]
+
+
+def _faults(store: LedgerStore, days: list[str], *, confirmed_only: bool = False) -> pa.Table:
+    status = ds.field("status") == "confirmed" if confirmed_only else None
+    return store.read_table(FAULT_LEDGER, files={"date": days}, columns=_FAULT_COLUMNS, filter=status)
+
+
+def _output(df: pd.DataFrame, store: LedgerStore, days: list[str]) -> dg.Output[pd.DataFrame]:
     preview = frame_markdown(df.head(20)) if not df.empty else "_empty_"
-    return dg.Output(df, metadata={"rows": len(df), "preview": dg.MetadataValue.md(preview), "ledger": store_uri})
+    span = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
+    return dg.Output(
+        df, metadata={"rows": len(df), "preview": dg.MetadataValue.md(preview), "ledger": store.display_uri, "days": span}
+    )
 
 
-_COMMON: dict[str, Any] = {"deps": [fault_ledger], "group_name": "analytics", "kinds": {"duckdb", "pandas"}}
+_COMMON: dict[str, Any] = {
+    "deps": [fault_ledger],
+    "partitions_def": DAILY,
+    "automation_condition": AFTER_LEDGER_UPDATES,
+    "group_name": "analytics",
+    "kinds": {"duckdb", "pandas"},
+}
 
 
-@dg.asset(**_COMMON, description="Per replica and GPU: confirmed GPU faults and faults of its links.")
-def gpu_fault_counts(ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
-    store = ledger.store()
-    return _output(run_sql(GPU_FAULT_COUNTS_SQL, faults=store.read_faults()), store.display_uri)
+@dg.asset(
+    **_COMMON,
+    description=f"Per replica and GPU, over the {WINDOW_DAYS} days ending on the partition's day: "
+    "confirmed GPU faults and faults of its links.",
+)
+def gpu_fault_counts(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
+    store, days = ledger.store(), window_days(context.partition_key)
+    return _output(run_sql(GPU_FAULT_COUNTS_SQL, faults=_faults(store, days, confirmed_only=True)), store, days)
 
 
-@dg.asset(**_COMMON, description="Per replica and day: sweeps, probes measured and failed, confirmed faults, health.")
-def replica_daily_health(ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
-    store = ledger.store()
-    df = run_sql(DAILY_HEALTH_SQL, faults=store.read_faults(), runs=store.read_probe_runs())
-    return _output(df, store.display_uri)
+@dg.asset(
+    **_COMMON, description="Per replica, for the partition's day: sweeps, probes measured and failed, confirmed faults, health."
+)
+def replica_daily_health(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
+    store, days = ledger.store(), [context.partition_key]
+    runs = store.read_table(PROBE_RUNS, files={"date": days}, columns=_RUN_COLUMNS)
+    return _output(run_sql(DAILY_HEALTH_SQL, faults=_faults(store, days), runs=runs), store, days)
 
 
-@dg.asset(**_COMMON, description="Components confirmed faulty in two or more sweep windows.")
-def repeat_offenders(ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
-    store = ledger.store()
-    return _output(run_sql(REPEAT_OFFENDERS_SQL, faults=store.read_faults()), store.display_uri)
+@dg.asset(
+    **_COMMON,
+    description=f"Components confirmed faulty in two or more sweep windows of the {WINDOW_DAYS} days ending on the partition's day.",
+)
+def repeat_offenders(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
+    store, days = ledger.store(), window_days(context.partition_key)
+    return _output(run_sql(REPEAT_OFFENDERS_SQL, faults=_faults(store, days, confirmed_only=True)), store, days)

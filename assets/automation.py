@@ -18,10 +18,29 @@ from faultsense_pipelines.resources.fleet import FleetResource
 
 from .partitions import REPLICAS, REPLICAS_NAME, current_hour_key
 
-__all__ = ["NIGHTLY_REPEATS", "build_hourly_schedule", "build_nightly_schedule", "build_replica_sensor"]
+__all__ = [
+    "AFTER_LEDGER_UPDATES",
+    "NIGHTLY_REPEATS",
+    "build_automation_sensor",
+    "build_hourly_schedule",
+    "build_nightly_schedule",
+    "build_replica_sensor",
+]
 
 #: Measurements per probe in the nightly sweep (the hourly one uses the fleet's or 3).
 NIGHTLY_REPEATS = 10
+
+#: When an asset downstream of ``fault_ledger`` (the analytics, the fleet view) is refreshed:
+#: once a sweep of its partition has updated ``fault_ledger`` since it last ran, and no sweep
+#: of that partition (nor the asset itself) is still running -- so the 200 sweeps of an hour
+#: refresh each day's analytics about once, after the last of them. Unlike
+#: ``AutomationCondition.eager()`` it does not wait for every upstream hour of the day (most
+#: are never swept yet) and does not start on days no sweep touched.
+AFTER_LEDGER_UPDATES = (
+    dg.AutomationCondition.any_deps_updated().since_last_handled()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+).with_label("after fault_ledger updates")
 
 
 def build_hourly_schedule(
@@ -67,6 +86,18 @@ def build_nightly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition
         ]
 
     return nightly_deep_sweep
+
+
+def build_automation_sensor() -> dg.AutomationConditionSensorDefinition:
+    """The sensor that evaluates :data:`AFTER_LEDGER_UPDATES` every 30 s; running from the
+    start (a schedule or sensor that starts off leaves the analytics never materialized)."""
+    return dg.AutomationConditionSensorDefinition(
+        "faultsense_automation",
+        target=dg.AssetSelection.groups("analytics", "fleet"),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=30,
+        description="Refreshes the analytics and the fleet view after fault_ledger updates.",
+    )
 
 
 def build_replica_sensor(cover_shapes: list[str]) -> dg.SensorDefinition:

@@ -1,34 +1,44 @@
-"""``fault_ledger``: the sweep's localized faults as rows of the Parquet fault ledger, and its checks.
+"""``fault_ledger``: the sweep's localized faults as rows of the ledger's Delta table, and its checks.
 
-Checks (each reads the ledger table's current version, scoped to the run's ``date`` partition):
+Checks read the table's current version, and only the sweep's own neighbourhood of it: the
+rows of the run's replica in the run's ``date`` partition (:func:`replica_day_rows`: the
+partition is chosen exactly, and a file whose Delta-log statistics cannot hold the replica
+is never opened), so a check costs the same on the first day of a ledger and after a year,
+with 2 replicas or 200:
 
-* ``fault_ledger_schema`` -- the table has every :data:`FAULT_SCHEMA` column with its type;
-* ``fault_ledger_unique_rows`` -- no ``fault_id`` appears twice (re-runs replace, never add);
+* ``fault_ledger_schema`` -- the table has every :data:`FAULT_SCHEMA` column with its type (the
+  schema is part of the log the commit loads anyway; no data file is read);
+* ``fault_ledger_unique_rows`` -- no ``fault_id`` appears twice among the replica's fault rows
+  of the day (re-runs replace, never add; a ``fault_id`` hashes the replica, so a duplicate
+  of this sweep's rows can only sit among them);
 * ``probe_latencies_valid`` (blocking, on ``phase1_probe_run``) -- no NaN, infinite or negative
-  latency in the sweep's Phase 1 or the day's ``probe_runs``, and no latency on an error row;
-  a failure stops the drill-down (and so the commit) of that run.
+  latency in the sweep's Phase 1 or the replica's ``probe_runs`` of the day, and no latency on
+  an error row; a failure stops the drill-down (and so the commit) of that run.
 """
 
 import math
 import warnings
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
+import numpy as np
+import pyarrow as pa
 
-from faultsense_pipelines.ledger import FAULT_SCHEMA
+from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUNS
 from faultsense_pipelines.localize import Localization, Phase1Result
 from faultsense_pipelines.resources.executors import redact_secrets
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
 from .commit import commit_sweep
-from .partitions import SWEEP_PARTITIONS, sweep_key
+from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import verdicts_markdown
 from .rows import fault_rows, probe_rows
 from .sweep import phase1_probe_run
 
-__all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "probe_latencies_valid"]
+__all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "probe_latencies_valid", "replica_day_rows"]
 
 
 @dg.asset(
@@ -73,15 +83,19 @@ def fault_ledger(
     )
 
 
-def _day(context: dg.AssetCheckExecutionContext) -> str | None:
-    return sweep_key(context).day if context.has_partition_key else None
+def replica_day_rows(ledger: LedgerResource, key: SweepKey, dataset: str, columns: list[str]) -> pa.Table:
+    """``columns`` of the rows of ``dataset`` for ``key``'s replica in its ``date`` partition.
+
+    Opens only the files of that partition whose log statistics can hold the replica (at most
+    the replica's sweeps of the day, plus any other writer's files naming it).
+    """
+    return ledger.store().read_table(dataset, files={"date": key.day, "replica": key.replica}, columns=columns)
 
 
 @dg.asset_check(asset=fault_ledger, description="The ledger table's current version has every fault_ledger column with its type.")
 def fault_ledger_schema(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
-    store = ledger.store()
-    schema = store.table_schema()
-    version = store.version()
+    snapshot = ledger.store().snapshot()
+    version, schema = snapshot if snapshot is not None else (-1, None)
     bad = []
     if schema is not None:
         for f in FAULT_SCHEMA:
@@ -92,26 +106,29 @@ def fault_ledger_schema(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
     return dg.AssetCheckResult(
         passed=not bad,
         metadata={
-            "table_version": -1 if version is None else version,
+            "table_version": version,
             "columns_checked": len(FAULT_SCHEMA),
             "bad_columns": dg.MetadataValue.md("\n".join(f"- {b}" for b in bad) or "none"),
         },
     )
 
 
-@dg.asset_check(asset=fault_ledger, description="No fault_id appears twice in the day's fault ledger.")
+@dg.asset_check(
+    asset=fault_ledger,
+    description="No fault_id appears twice among the fault rows of the sweep's replica in its day's partition.",
+)
 def fault_ledger_unique_rows(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
-    day = _day(context)
-    df = ledger.store().read_faults(since=day)
-    if day is not None:
-        df = df[df["date"] == day]
-    dup = df[df["fault_id"].duplicated(keep=False)]
+    if not context.has_partition_key:  # run outside a sweep: there is no partition to judge
+        return dg.AssetCheckResult(passed=True, metadata={"rows_checked": 0, "judged": "nothing: no sweep partition"})
+    ids = replica_day_rows(ledger, sweep_key(context), FAULT_LEDGER, ["fault_id"]).column("fault_id").to_pylist()
+    counts = Counter(ids)
+    dup = sorted(i for i, n in counts.items() if n > 1)
     return dg.AssetCheckResult(
-        passed=dup.empty,
+        passed=not dup,
         metadata={
-            "rows_checked": len(df),
-            "duplicate_rows": len(dup),
-            "duplicate_ids": dg.MetadataValue.json(sorted(set(dup["fault_id"]))[:20]),
+            "rows_checked": len(ids),
+            "duplicate_rows": sum(counts[i] for i in dup),
+            "duplicate_ids": dg.MetadataValue.json(dup[:20]),
         },
     )
 
@@ -122,18 +139,16 @@ def _probe_latencies_valid(
     # this sweep's own rows are not in the ledger yet when a drill-down follows (a sweep commits at its end)
     own = [v for r in phase1_probe_run.records for v in r.latencies_ms]
     own_bad = sum(1 for v in own if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0))
-    day = _day(context)
-    df = ledger.store().read_probe_runs(since=day)
-    if day is not None:
-        df = df[df["date"] == day]
-    measured = df[df["error"].isna()]
-    lat = measured["latency_ms"].astype(float)
-    bad = int((lat.isna() | ~lat.map(math.isfinite) | (lat < 0)).sum())
-    errors_with_latency = int(df[df["error"].notna()]["latency_ms"].notna().sum())
+    rows = replica_day_rows(ledger, sweep_key(context), PROBE_RUNS, ["latency_ms", "error"])
+    lat = rows.column("latency_ms").to_numpy(zero_copy_only=False).astype(float)
+    has_error = rows.column("error").is_valid().to_numpy(zero_copy_only=False)
+    measured = lat[~has_error]
+    bad = int((~np.isfinite(measured) | (measured < 0)).sum())
+    errors_with_latency = int(rows.column("latency_ms").is_valid().to_numpy(zero_copy_only=False)[has_error].sum())
     return dg.AssetCheckResult(
         passed=bad + own_bad == 0 and errors_with_latency == 0,
         metadata={
-            "rows_checked": len(df) + len(own),
+            "rows_checked": rows.num_rows + len(own),
             "bad_latencies": bad + own_bad,
             "error_rows_with_latency": errors_with_latency,
         },
@@ -148,5 +163,5 @@ with warnings.catch_warnings():
         name="probe_latencies_valid",
         partitions_def=SWEEP_PARTITIONS,
         blocking=True,
-        description="This sweep's Phase 1 latencies and the day's probe_runs: every measured latency is finite and >= 0; error rows carry none.",
+        description="This sweep's Phase 1 latencies and its replica's probe_runs of the day: every measured latency is finite and >= 0; error rows carry none.",
     )(_probe_latencies_valid)

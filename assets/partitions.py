@@ -3,7 +3,8 @@
 The replica dimension is *dynamic*: the ``fleet_replica_partitions`` sensor adds and removes
 replica keys as the fleet file changes, so adding a replica needs no code reload and its
 partitions appear in the UI within a minute. The hour dimension includes the current hour
-(``end_offset=1``): a sweep labelled ``08:00`` is the one measured during that hour.
+(``end_offset=1``): a sweep labelled ``08:00`` is the one measured during that hour. The
+analytics are partitioned by UTC day (:data:`DAILY`, the ledger's ``date``), today included.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 import dagster as dg
 
 __all__ = [
+    "DAILY",
     "HOURLY",
     "REPLICAS",
     "REPLICAS_NAME",
@@ -29,6 +31,8 @@ __all__ = [
 SWEEPS_START = "2026-11-01-00:00"
 
 HOURLY = dg.HourlyPartitionsDefinition(start_date=SWEEPS_START, end_offset=1, timezone="UTC")
+#: One partition per UTC day of sweeps (the ledger's ``date``): the analytics and the fleet view.
+DAILY = dg.DailyPartitionsDefinition(start_date=SWEEPS_START[:10], end_offset=1, timezone="UTC")
 REPLICAS_NAME = "replica"
 REPLICAS = dg.DynamicPartitionsDefinition(name=REPLICAS_NAME)
 SWEEP_PARTITIONS = dg.MultiPartitionsDefinition({"hour": HOURLY, "replica": REPLICAS})

@@ -67,37 +67,62 @@ def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
     return _table(("component", "status", "slowdown", "phase", "probes used"), rows, "No faults found.")
 
 
+#: Phase 2 probes up to this many get one x tick each, labelled with the GPUs the probe tested.
+_LABELLED_PROBES = 40
+
+
+def _tested(gpus: Sequence[int]) -> str:
+    """What a probe tested, as a tick label: ``gpu 5``, ``1-9`` (a pair), ``0,3,5,7``."""
+    if len(gpus) == 1:
+        return f"gpu {gpus[0]}"
+    if len(gpus) == 2:
+        return f"{gpus[0]}-{gpus[1]}"
+    shown = ",".join(str(g) for g in gpus[:6])
+    return shown + (",..." if len(gpus) > 6 else "")
+
+
 def latency_plot(
     records: Sequence[ProbeRecord], baseline_ms: float | None, threshold_ms: float | None, title: str
 ) -> dg.MetadataValue:
-    """A PNG (embedded in markdown) of every probe's repeats against the suspect threshold."""
-    import matplotlib
+    """A PNG (embedded in markdown, 900 x 360 px) of every probe's repeats against the suspect threshold.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    The x axis has integer probe indices; when the plot holds at most 40 probes (a drill-down),
+    each has its own tick labelled with the GPUs it tested. The legend sits outside the data,
+    right of the axes, so it never hides a point. Drawn on a bare Agg canvas (no pyplot figure
+    manager), which is several times cheaper per plot.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(7, 3), dpi=80)
-    try:
-        xs, ys, colors = [], [], []
-        color = {Outcome.PASS: "tab:blue", Outcome.FAIL: "tab:red", Outcome.ERROR: "tab:gray"}
-        for r in records:
-            for v in r.latencies_ms:
-                xs.append(r.probe_index)
-                ys.append(v)
-                colors.append(color.get(r.outcome, "tab:blue"))
-        ax.scatter(xs, ys, s=8, c=colors, alpha=0.7, label="probe repeats (red: slow)")
-        if threshold_ms is not None:
-            ax.axhline(threshold_ms, color="tab:red", linestyle="--", linewidth=1, label=f"threshold {threshold_ms:.2f} ms")
-        if baseline_ms is not None:
-            ax.axhline(baseline_ms, color="tab:green", linestyle=":", linewidth=1, label=f"baseline {baseline_ms:.2f} ms")
+    fig = Figure(figsize=(9, 3.6), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    color = {Outcome.PASS: "tab:blue", Outcome.FAIL: "tab:red", Outcome.ERROR: "tab:gray"}
+    xs, ys, colors = [], [], []
+    for r in records:
+        for v in r.latencies_ms:
+            xs.append(r.probe_index)
+            ys.append(v)
+            colors.append(color.get(r.outcome, "tab:blue"))
+    ax.scatter(xs, ys, s=10, c=colors, alpha=0.7, label="probe repeats (red: slow)")
+    if threshold_ms is not None:
+        ax.axhline(threshold_ms, color="tab:red", linestyle="--", linewidth=1, label=f"threshold {threshold_ms:.2f} ms")
+    if baseline_ms is not None:
+        ax.axhline(baseline_ms, color="tab:green", linestyle=":", linewidth=1, label=f"baseline {baseline_ms:.2f} ms")
+    labelled = 0 < len(records) <= _LABELLED_PROBES and any(r.phase == 2 for r in records)
+    if labelled:
+        ax.set_xticks([r.probe_index for r in records], [_tested(r.gpus) for r in records], rotation=60, fontsize=7, ha="right")
+        ax.set_xlabel("probe (the GPUs it tested)")
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("probe index")
-        ax.set_ylabel("latency (ms)")
-        ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=7, loc="upper right")
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-    finally:
-        plt.close(fig)
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    # fixed margins (tight_layout would draw the figure once more just to measure it)
+    fig.subplots_adjust(left=0.07, right=0.76, top=0.91, bottom=0.27 if labelled else 0.14)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     data = base64.b64encode(buf.getvalue()).decode()
     return dg.MetadataValue.md(f"![probe latencies](data:image/png;base64,{data})")

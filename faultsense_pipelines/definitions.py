@@ -20,7 +20,12 @@ from pathlib import Path
 import dagster as dg
 
 from faultsense_pipelines.assets.analytics import gpu_fault_counts, repeat_offenders, replica_daily_health
-from faultsense_pipelines.assets.automation import build_hourly_schedule, build_nightly_schedule, build_replica_sensor
+from faultsense_pipelines.assets.automation import (
+    build_automation_sensor,
+    build_hourly_schedule,
+    build_nightly_schedule,
+    build_replica_sensor,
+)
 from faultsense_pipelines.assets.cover import build_cover_asset
 from faultsense_pipelines.assets.flowpulse import flowpulse_faults
 from faultsense_pipelines.assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
@@ -72,7 +77,7 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     analytics_job = dg.define_asset_job(
         ANALYTICS_JOB,
         selection=dg.AssetSelection.groups("analytics"),
-        description="Recompute the analytics over the whole ledger.",
+        description="Recompute one day's analytics from that day's (and its window's) ledger partitions.",
     )
     return dg.Definitions(
         assets=[
@@ -91,11 +96,8 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         schedules=[
             build_hourly_schedule(sweep_job),
             build_nightly_schedule(sweep_job),
-            dg.ScheduleDefinition(
-                name="hourly_analytics", job=analytics_job, cron_schedule="50 * * * *", execution_timezone="UTC"
-            ),
         ],
-        sensors=[build_replica_sensor(fleet.shapes)],
+        sensors=[build_replica_sensor(fleet.shapes), build_automation_sensor()],
         resources={
             "fleet": FleetResource(path=str(path)),
             "ledger": LedgerResource(uri=ledger),

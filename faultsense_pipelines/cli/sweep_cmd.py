@@ -2,7 +2,7 @@
 
 The same job the hourly schedule launches (``faultsense_sweep``), one run per replica, on a
 real Dagster instance: ``$DAGSTER_HOME``'s when set (the runs then show in ``dagster dev``),
-else an ephemeral one. Then the analytics job refreshes the ledger analytics, and a summary
+else an ephemeral one. Then the analytics job refreshes the swept day's analytics partition, and a summary
 table shows what each replica's sweep found.
 """
 
@@ -258,7 +258,10 @@ def run_sweep(
                 on_done and on_done(outcome)
             if sigint.fired():
                 raise SweepInterrupted()
-        defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
+        # the swept day's analytics partition (what the automation sensor requests after these runs)
+        defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(
+            instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False
+        )
     finally:
         if own:
             instance.dispose()

@@ -297,12 +297,15 @@ class LedgerStore:
         kinds = ", ".join(f"'{d}'" for d in sorted(datasets))
         predicate = f"dataset IN ({kinds}) AND date = '{iso}' AND batch IN ({names})"
         metadata = {"faultsense.batches": ",".join(batches), "faultsense.date": iso, **(note or {})}
-        if self._open() is None:
+        table = self._open()
+        if table is None:
             self._create()
+            table = self._open()
         for attempt in range(_COMMIT_RETRIES):
             try:
+                # the loaded table is written through, not re-opened: loading the log costs per active file
                 write_deltalake(
-                    self._table_uri,
+                    table,
                     data,
                     mode="overwrite",
                     predicate=predicate,
@@ -313,9 +316,10 @@ class LedgerStore:
                 break
             except CommitFailedError:  # a concurrent writer changed these partitions: redo the whole replacement
                 time.sleep(0.02 * (attempt + 1))
+                table.update_incremental()
         else:
             raise LedgerError(f"ledger table {self.table_uri}: commit of {batches} still conflicts after {_COMMIT_RETRIES} tries")
-        return WriteResult(path=self.table_uri, rows=data.num_rows, version=self.version() or 0, batch=",".join(batches))
+        return WriteResult(path=self.table_uri, rows=data.num_rows, version=int(table.version()), batch=",".join(batches))
 
     def write_faults(self, rows: Sequence[FaultRow], *, day: date | str, batch: str) -> WriteResult:
         """Write (or replace) one batch of fault rows for ``day`` (one commit).
@@ -358,6 +362,11 @@ class LedgerStore:
             return []
         return sorted(f for f in table.file_uris() if f"/dataset={dataset}/" in f)
 
+    def snapshot(self) -> tuple[int, pa.Schema] | None:
+        """The table's current version and Arrow schema, from one load of its log (None without a table)."""
+        table = self._open()
+        return None if table is None else (int(table.version()), pa.schema(table.schema().to_arrow()))
+
     def table_schema(self) -> pa.Schema | None:
         """The Arrow schema of the table's current version (None without a table)."""
         table = self._open()
@@ -367,50 +376,95 @@ class LedgerStore:
         """The Parquet schema stored in one file of the ledger."""
         return pq.read_schema(path, filesystem=self._fs)
 
-    def read_table(self, dataset: str, *, version: int | None = None, filter: ds.Expression | None = None) -> pa.Table:
-        """Rows of ``dataset`` (its own columns plus ``date`` and ``batch``) at ``version`` (default: current)."""
+    def read_table(
+        self,
+        dataset: str,
+        *,
+        version: int | None = None,
+        filter: ds.Expression | None = None,
+        files: Mapping[str, str | Collection[str]] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
+        """Rows of ``dataset`` (its own columns plus ``date`` and ``batch``) at ``version`` (default: current).
+
+        Args:
+            filter: rows to keep (an Arrow expression, applied to the rows read).
+            files: which data files to open at all, as ``{column: value or values}`` equalities,
+                e.g. ``{"date": "2026-11-30", "replica": "sim-64"}``: matched exactly on the
+                partition columns (``date``) and against each file's min/max statistics in the
+                Delta log on the others (``replica``, ``batch``), so a file that cannot hold a
+                matching row is never opened. The same equalities are also applied to the rows.
+            columns: read only these (default: all of the dataset's, ``date`` and ``batch``).
+
+        Raises:
+            LedgerError: the table exists but cannot be read.
+        """
         schema = _SCHEMAS[dataset]
-        columns = [f.name for f in schema] + ["date", "batch"]
+        columns = list(columns) if columns is not None else [f.name for f in schema] + ["date", "batch"]
         table = self._open(version)
         if table is None:
-            return pa.schema([*schema, pa.field("date", pa.string()), pa.field("batch", pa.string())]).empty_table()
+            empty = pa.schema([*schema, pa.field("date", pa.string()), pa.field("batch", pa.string())]).empty_table()
+            return empty.select(columns)
         cond = ds.field("dataset") == dataset
+        prune: list[tuple[str, str, Any]] = [("dataset", "=", dataset)]
+        for name, want in (files or {}).items():
+            values = [want] if isinstance(want, str) else sorted(want)
+            prune.append((name, "in", values))
+            cond = cond & ds.field(name).isin(values)
         if filter is not None:
             cond = cond & filter
         present = set(pa.schema(table.schema().to_arrow()).names)
         try:
             # a table written before schema version 2 has no column added since: read it null
-            got = table.to_pyarrow_dataset().to_table(columns=[c for c in columns if c in present], filter=cond)
+            dataset_files = table.to_pyarrow_dataset(file_pruning_predicate=prune)
+            got = dataset_files.to_table(columns=[c for c in columns if c in present], filter=cond)
             for name in (c for c in columns if c not in present):
                 got = got.append_column(name, pa.nulls(got.num_rows, TABLE_SCHEMA.field(name).type))
             got = got.select(columns)
         except (OSError, pa.ArrowException) as exc:
             raise LedgerError(f"ledger table {self.table_uri} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
-        target = pa.schema(
-            [*(f.with_nullable(True) for f in schema), pa.field("date", pa.string()), pa.field("batch", pa.string())]
-        )
-        return got.cast(target)
+        full = {f.name: f.with_nullable(True) for f in schema} | {
+            "date": pa.field("date", pa.string()),
+            "batch": pa.field("batch", pa.string()),
+        }
+        return got.cast(pa.schema([full[c] for c in columns]))
 
-    def _read(self, dataset: str, since: date | str | None, replica: str | None, extra: ds.Expression | None) -> pd.DataFrame:
+    def _read(
+        self,
+        dataset: str,
+        since: date | str | None,
+        replica: str | None,
+        extra: ds.Expression | None,
+        days: Collection[str] | None = None,
+    ) -> pd.DataFrame:
         cond = ds.scalar(True)
+        files: dict[str, str | Collection[str]] = {}
         if since is not None:
             cond = cond & (ds.field("date") >= as_day(since).isoformat())
+        if days is not None:
+            files["date"] = sorted(as_day(d).isoformat() for d in days)
         if replica is not None:
-            cond = cond & (ds.field("replica") == replica)
+            files["replica"] = replica
         if extra is not None:
             cond = cond & extra
-        table = self.read_table(dataset, filter=cond).drop_columns(["batch"])
+        table = self.read_table(dataset, filter=cond, files=files).drop_columns(["batch"])
         return table.to_pandas(types_mapper=_nullable_ints)
 
     def read_faults(
-        self, *, since: date | str | None = None, replica: str | None = None, detector: str | None = None
+        self,
+        *,
+        since: date | str | None = None,
+        replica: str | None = None,
+        detector: str | None = None,
+        days: Collection[date | str] | None = None,
     ) -> pd.DataFrame:
         """Fault rows of the table's current version, oldest first, with the partition ``date``.
 
         Args:
             since: keep partitions on or after this day.
-            replica: keep one replica.
+            replica: keep one replica (only files whose statistics can hold it are opened).
             detector: keep one detector.
+            days: keep only these ``date`` partitions (no other partition's file is opened).
 
         Returns:
             A DataFrame with the :data:`.schema.FAULT_SCHEMA` columns plus ``date``
@@ -420,12 +474,14 @@ class LedgerStore:
             LedgerError: the table exists but cannot be read.
         """
         extra = ds.field("detector") == detector if detector is not None else None
-        df = self._read(FAULT_LEDGER, since, replica, extra)
+        df = self._read(FAULT_LEDGER, since, replica, extra, _days(days))
         return df.sort_values(["detected_at", "replica", "component"], kind="stable").reset_index(drop=True)
 
-    def read_probe_runs(self, *, since: date | str | None = None, replica: str | None = None) -> pd.DataFrame:
+    def read_probe_runs(
+        self, *, since: date | str | None = None, replica: str | None = None, days: Collection[date | str] | None = None
+    ) -> pd.DataFrame:
         """Probe measurements with the partition ``date`` as a column (see :meth:`read_faults`)."""
-        return self._read(PROBE_RUNS, since, replica, None)
+        return self._read(PROBE_RUNS, since, replica, None, _days(days))
 
     # -- legacy Parquet ledgers -----------------------------------------------------------------
 
@@ -560,6 +616,10 @@ def _legacy_batch(dataset: str, name: str) -> str:
         if m:
             return f"faultsense-{m.group(1)}" + ("-failed" if m.group(2) == "failed" else "")
     return _check_batch(name)
+
+
+def _days(days: Collection[date | str] | None) -> list[str] | None:
+    return None if days is None else [as_day(d).isoformat() for d in days]
 
 
 def _nullable_ints(t: pa.DataType) -> object:

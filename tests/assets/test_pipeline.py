@@ -152,7 +152,7 @@ def test_the_analytics_count_faults_per_gpu_health_per_day_and_repeat_offenders(
     for hour in HOURS[:2]:
         assert sweep(defs, instance, "sim-faulty", hour).success
     assert sweep(defs, instance, "sim-healthy", HOURS[0]).success
-    result = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance)
+    result = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, partition_key="2026-11-30")
     counts = result.output_for_node("gpu_fault_counts").set_index(["replica", "gpu"])
     assert counts.loc[("sim-faulty", 5), "gpu_faults"] == 2
     assert counts.loc[("sim-faulty", 1), "link_faults"] == 2 and counts.loc[("sim-faulty", 9), "link_faults"] == 2
@@ -163,3 +163,30 @@ def test_the_analytics_count_faults_per_gpu_health_per_day_and_repeat_offenders(
     assert health.loc["sim-healthy", "health"] == "healthy" and health.loc["sim-healthy", "faulty_components"] == 0
     offenders = result.output_for_node("repeat_offenders")
     assert sorted(offenders["component"]) == ["gpu:5", "link:1-9"] and (offenders["windows"] == 2).all()
+
+
+def test_a_day_of_analytics_counts_its_own_day_and_its_window_never_a_later_or_older_day(tmp_path: Path, instance) -> None:
+    # one sweep of sim-faulty (gpu:5 and link:1-9 confirmed) on each of 11-01, 11-29, 11-30 and 12-01
+    defs, _ = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    for hour in ("2026-11-01-03:00", "2026-11-29-03:00", "2026-11-30-03:00", "2026-12-01-03:00"):
+        assert sweep(defs, instance, "sim-faulty", hour).success
+    job = defs.resolve_job_def(ANALYTICS_JOB)
+
+    def gpu5(day: str) -> tuple[int, int, pd.DataFrame]:
+        result = job.execute_in_process(instance=instance, partition_key=day)
+        counts = result.output_for_node("gpu_fault_counts").set_index(["replica", "gpu"])
+        offenders = result.output_for_node("repeat_offenders").set_index("component")
+        windows = int(offenders.loc["gpu:5", "windows"]) if "gpu:5" in offenders.index else 0
+        return int(counts.loc[("sim-faulty", 5), "gpu_faults"]), windows, result.output_for_node("replica_daily_health")
+
+    # 11-30: its own day has one sweep; its window 11-01 .. 11-30 holds three, never 12-01's
+    faults, windows, health = gpu5("2026-11-30")
+    assert (faults, windows) == (3, 3)
+    assert list(health["date"]) == ["2026-11-30"] and list(health["sweeps"]) == [1]
+    # 11-28: no sweep that day; its window 10-30 .. 11-28 holds only 11-01's, one window is no repeat
+    faults, windows, health = gpu5("2026-11-28")
+    assert (faults, windows, len(health)) == (1, 0, 0)
+    # 12-01: its window 11-02 .. 12-01 has dropped 11-01
+    faults, windows, _ = gpu5("2026-12-01")
+    assert (faults, windows) == (3, 3)

@@ -112,3 +112,20 @@ def test_ledger_show_prints_the_recent_faults_of_one_replica(tmp_path: Path) -> 
     assert "gpu:5" in shown.stdout and "link:1-9" in shown.stdout and "sim-healthy" not in shown.stdout
     bad = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "yesterday"])
     assert bad.exit_code == 2 and "--since must be a date" in bad.stderr
+
+
+def test_a_sweep_makes_the_automation_sensor_refresh_only_its_days_analytics(tmp_path: Path) -> None:
+    defs, _ = new_defs(tmp_path)
+    sensor = defs.resolve_sensor_def("faultsense_automation")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING  # on from the start, unlike a schedule
+    with dg.instance_for_test() as instance:
+        add_replicas(instance, defs)
+        first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        assert first.total_requested == 0  # nothing swept yet: nothing to refresh
+        assert sweep(defs, instance, "sim-faulty", "2026-11-29-05:00").success
+        after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+        for name in ("gpu_fault_counts", "replica_daily_health", "repeat_offenders"):
+            assert after.get_requested_partitions(dg.AssetKey(name)) == {"2026-11-29"}, name
+        # handled: the next tick requests nothing until another sweep updates fault_ledger
+        again = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=after.cursor)
+        assert again.get_requested_partitions(dg.AssetKey("replica_daily_health")) == set()

@@ -56,7 +56,7 @@ def test_the_daily_health_calls_a_day_with_a_degraded_sweep_degraded_not_healthy
     defs, _ = new_defs(tmp_path, DEGRADED_FLEET)
     add_replicas(instance, defs)
     assert sweep(defs, instance, "sim-degraded").success
-    result = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance)
+    result = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, partition_key="2026-11-30")
     health = result.output_for_node("replica_daily_health").set_index("replica")
     assert health.loc["sim-degraded", "health"] == "degraded"
     assert health.loc["sim-degraded", "degraded_sweeps"] == 1 and health.loc["sim-degraded", "faulty_components"] == 0
