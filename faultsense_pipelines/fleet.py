@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 from .cover.bounds import cover_too_large
@@ -35,16 +34,19 @@ from .fleet_sections import (  # the section models are re-exported from here
     SimulatedOptions,
     StrictModel,
     VllmOptions,
-    redact_url,
 )
-from .textfile import TextFileError, read_text
-from .validation import first_error
+from .scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, as a scenario's
+from .textfile import TextFileError, load_yaml, read_text
+from .validation import first_error, path_problem, shown
 from .vocabulary import ExecutorKind
 
 __all__ = [
     "DEFAULT_FLEET_PATH",
     "EXECUTORS",
+    "MAX_FLEET_BYTES",
     "MAX_REPEATS",
+    "MAX_REPLICAS",
+    "MAX_SEED",
     "Fleet",
     "FleetError",
     "LocalOptions",
@@ -69,6 +71,12 @@ EXECUTORS: tuple[str, ...] = ExecutorKind.values()
 NAME_PATTERN = r"[a-z0-9_-]+"
 #: Most measurements per probe a sweep or a simulation takes (fleet ``repeats``, ``--repeats``).
 MAX_REPEATS = 100
+#: The largest fleet file read (bytes). A replica takes 60-300 bytes of YAML, so 1024 of them fit;
+#: parsing takes about a second per MiB here, so a bigger file is refused before it is parsed.
+MAX_FLEET_BYTES = 512 * 1024
+#: Most replicas in one fleet (a sweep runs them one after another; split a bigger fleet into
+#: several files and schedules).
+MAX_REPLICAS = 1024
 _URI_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 
 
@@ -141,6 +149,8 @@ class Replica(StrictModel):
             if v is not None:
                 raise ValueError(f"given, but executor is {str(executor)!r}")
             return v
+        if isinstance(v, SimulatedOptions) and not 0 <= v.seed <= MAX_SEED:
+            raise ValueError(f"@.seed: must be an integer in 0..{MAX_SEED} (32 bits), got {shown(v.seed)}")
         if v is None:
             if section == ExecutorKind.VLLM:
                 raise ValueError("required when executor is 'vllm' (needs at least url)")
@@ -182,23 +192,21 @@ class Fleet(StrictModel):
     """
 
     ledger: Annotated[str, Field(min_length=1)] | None = None
-    replicas: Annotated[list[Replica], Field(min_length=1)]
+    replicas: Annotated[list[Replica], Field(min_length=1, max_length=MAX_REPLICAS)]
 
     @field_validator("ledger")
     @classmethod
     def _ledger_uri(cls, v: str | None) -> str | None:
         if v is None:  # none in the file: --ledger or $FAULTSENSE_LEDGER must give it
             return v
-        if v != v.strip() or "\n" in v:
-            raise ValueError(
-                f"must be a path or URI without surrounding whitespace, got {redact_url(v.strip())!r} with whitespace"
-            )
+        if problem := path_problem(v):  # whitespace, control characters, length
+            raise ValueError(problem)
         m = _URI_SCHEME.match(v)
         if m:
             import fsspec
 
             if m.group(1).lower() not in fsspec.available_protocols():
-                raise ValueError(f"unknown filesystem scheme {m.group(1)!r} in {redact_url(v)!r}")
+                raise ValueError(f"unknown filesystem scheme {shown(m.group(1))} in {shown(v)}")
         return v
 
     @field_validator("replicas")
@@ -249,6 +257,9 @@ def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
     """
     if not isinstance(data, Mapping):
         raise FleetError(f"{source}: the fleet must be a mapping with 'ledger' and 'replicas', got {type(data).__name__}")
+    replicas = data.get("replicas")
+    if isinstance(replicas, list) and len(replicas) > MAX_REPLICAS:  # before validating each of them
+        raise FleetError(f"{source}: replicas: at most {MAX_REPLICAS} replicas in one fleet, got {len(replicas)}")
     try:
         return Fleet.model_validate(dict(data))
     except ValidationError as exc:
@@ -269,21 +280,19 @@ def load_fleet(path: str | Path | None = None) -> Fleet:
     definitions and the ledger commands).
 
     Raises:
-        FleetError: the file is missing, not a regular file, over 16 MiB
-            (:data:`.textfile.MAX_TEXT_BYTES`), not UTF-8, not YAML, or a field is invalid;
-            the message names the file and the field.
+        FleetError: the file is missing, not a regular file, over :data:`MAX_FLEET_BYTES`
+            (512 KiB), not UTF-8, not YAML, uses YAML aliases or a key twice
+            (:func:`.textfile.load_yaml`), holds more than :data:`MAX_REPLICAS` replicas, or a
+            field is invalid; the message names the file and the field.
     """
     p = fleet_path(path)
     try:
-        text = read_text(p)
+        text = read_text(p, MAX_FLEET_BYTES)
     except TextFileError as exc:
         why = str(exc).replace("cannot read (", "cannot read fleet file (", 1)
         raise FleetError(f"{p}: {why}") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise FleetError(f"{p}: {where}not valid YAML ({problem})") from None
+        data = load_yaml(text)
+    except TextFileError as exc:
+        raise FleetError(f"{p}: {exc}") from None
     return parse_fleet(data, source=str(p))

@@ -12,7 +12,9 @@ probe latency is the simulator's default, :data:`~faultsense_pipelines.simulator
 (20 ms, as a fleet file's ``simulated.base_ms``). Bounds: ``0 <= noise.sigma <= 1``
 (:data:`~faultsense_pipelines.simulator.MAX_NOISE_SIGMA`, the fleet file's cap) and
 ``1 <= slowdown <= 1000`` (:data:`~faultsense_pipelines.faults.MAX_SLOWDOWN`), so that no
-simulated latency can overflow.
+simulated latency can overflow, and ``0 <= seed <= 2^32 - 1`` (:data:`MAX_SEED`, the fleet
+file's ``simulated.seed`` bound). Errors show a bad value cut to 80 characters
+(:func:`~faultsense_pipelines.validation.shown`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,15 @@ from dataclasses import dataclass
 from .cover import validate_cover_args
 from .faults import Fault, parse_faults
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA, SimulatedReplica
+from .validation import shown
 
-__all__ = ["Scenario", "parse_scenario"]
+__all__ = ["MAX_SCENARIO_BYTES", "MAX_SEED", "Scenario", "parse_scenario"]
+
+#: The largest scenario file read (bytes): a scenario with thousands of faults is well under it.
+MAX_SCENARIO_BYTES = 1024 * 1024
+
+#: The largest seed (32 bits unsigned), as the fleet file's ``simulated.seed``.
+MAX_SEED = 2**32 - 1
 
 _FIELDS = {"gpus", "probe_size", "faults", "noise", "seed"}
 
@@ -60,7 +69,7 @@ def parse_scenario(obj: object) -> Scenario:
 
     Raises:
         ValueError: naming the bad field (missing, unknown, wrong type, k > n, unknown GPU
-            id, slowdown outside [1, 1000], sigma outside [0, 1], ...).
+            id, slowdown outside [1, 1000], sigma outside [0, 1], seed outside 0..2^32-1, ...).
 
     >>> parse_scenario({"gpus": 8, "probe_size": 4, "faults": [{"link": [4, 3], "slowdown": 2.0}]}).faults
     (LinkFault(link=(3, 4), slowdown=2.0),)
@@ -69,7 +78,7 @@ def parse_scenario(obj: object) -> Scenario:
         raise ValueError(f"scenario must be a JSON object, got {type(obj).__name__}")
     unknown = set(obj) - _FIELDS
     if unknown:
-        raise ValueError(f"scenario has unknown field(s) {sorted(unknown)}")
+        raise ValueError(f"scenario has unknown field(s) {shown(sorted(map(str, unknown)))}")
     for name in ("gpus", "probe_size", "faults"):
         if name not in obj:
             raise ValueError(f"scenario field {name!r} is missing")
@@ -80,7 +89,7 @@ def parse_scenario(obj: object) -> Scenario:
     if "noise" in obj:
         noise = obj["noise"]
         if not isinstance(noise, Mapping) or set(noise) - {"sigma"}:
-            raise ValueError(f'noise must be an object like {{"sigma": 0.02}}, got {noise!r}')
+            raise ValueError(f'noise must be an object like {{"sigma": 0.02}}, got {shown(noise)}')
         sigma = noise.get("sigma", 0.0)
         if (
             isinstance(sigma, bool)
@@ -88,12 +97,13 @@ def parse_scenario(obj: object) -> Scenario:
             or not math.isfinite(sigma)
             or not 0 <= sigma <= MAX_NOISE_SIGMA
         ):
-            raise ValueError(f"noise.sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {sigma!r}")
-    seed = _int(obj.get("seed", 0), "seed", 0)
+            raise ValueError(f"noise.sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {shown(sigma)}")
+    seed = _int(obj.get("seed", 0), "seed", 0, MAX_SEED)
     return Scenario(n, k, faults, float(sigma), seed)
 
 
-def _int(v: object, name: str, minimum: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+def _int(v: object, name: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum or (maximum is not None and v > maximum):
+        bounds = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise ValueError(f"{name} must be an integer {bounds}, got {shown(v)}")
     return v

@@ -19,7 +19,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["USERINFO", "first_error", "format_loc", "redact_url"]
+__all__ = [
+    "MAX_PATH_CHARS",
+    "SHOWN_VALUE_CHARS",
+    "USERINFO",
+    "check_path_text",
+    "first_error",
+    "format_loc",
+    "path_problem",
+    "redact_url",
+    "shown",
+]
 
 #: ``scheme://user:password@`` (or ``user@``) at the start of a URL: what :func:`redact_url` hides.
 USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s]*)@")
@@ -27,7 +37,64 @@ USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s]*)@")
 #: pydantic error types whose message already says everything (our own validators' messages
 #: name the value themselves; "missing" and "extra_forbidden" are about the key, not a value).
 _MESSAGE_IS_ENOUGH = frozenset({"value_error", "missing", "extra_forbidden", "unexpected_keyword_argument"})
-_SHOWN_INPUT_CHARS = 60
+#: The most characters of a bad value an error line shows; a longer one is cut with ``…``.
+SHOWN_VALUE_CHARS = 80
+#: The longest path or URI accepted (``--ledger``, ``$FAULTSENSE_LEDGER``, a fleet's ``ledger:``);
+#: Linux's PATH_MAX.
+MAX_PATH_CHARS = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def shown(value: Any, limit: int = SHOWN_VALUE_CHARS) -> str:
+    """``repr(value)`` as an error line shows it: at most ``limit`` characters, a longer one cut
+    with ``…`` (a 200 KB value must not become a 200 KB error line); a URL's password redacted.
+
+    >>> len(shown("A" * 200_000)), shown("A" * 200_000)[-3:]
+    (80, 'AA…')
+    >>> shown(8)
+    '8'
+    """
+    if isinstance(value, str):
+        lead = len(value) - len(value.lstrip())  # ' s3://key:pw@...' is a URL too
+        text = repr((value[:lead] + redact_url(value[lead:]))[: limit + 1])  # redacted whole, then cut
+    elif isinstance(value, list | tuple | dict | set) and len(value) > limit:
+        text = f"a {type(value).__name__} of {len(value)} items"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def path_problem(value: str) -> str | None:
+    """What makes ``value`` unusable as a path or URI, or ``None`` (see :func:`check_path_text`)."""
+    if not value:
+        return "must be a path or URI, got an empty value"
+    if value != value.strip():
+        return f"must be a path or URI without leading or trailing whitespace, got {shown(value)}"
+    if m := _CONTROL.search(value):
+        return (
+            f"must be a path or URI without control characters, got {shown(value)} (character {m.start() + 1} is {m.group()!r})"
+        )
+    if len(value) > MAX_PATH_CHARS:
+        return f"must be at most {MAX_PATH_CHARS} characters, got {len(value)}"
+    return None
+
+
+def check_path_text(value: str, field: str) -> str:
+    """``value`` if it can be a path or URI, else ``ValueError`` naming ``field``.
+
+    Refused: empty, leading or trailing whitespace (``--ledger ' /tmp/x'`` would write under
+    ``./ /tmp/x``), control characters (NUL, newline, escape sequences), more than
+    :data:`MAX_PATH_CHARS` characters. The message shows the value cut short
+    (:func:`shown`), its URL password redacted.
+
+    >>> check_path_text(" /tmp/x", "--ledger")
+    Traceback (most recent call last):
+        ...
+    ValueError: --ledger: must be a path or URI without leading or trailing whitespace, got ' /tmp/x'
+    """
+    if problem := path_problem(value):
+        raise ValueError(f"{field}: {problem}")
+    return value
 
 
 def redact_url(v: str) -> str:
@@ -65,10 +132,7 @@ def _shown_input(value: Any, loc: tuple[Any, ...]) -> str:
         return "a value that is not shown"
     if value is None:
         return "an empty value"
-    text = repr(redact_url(value)) if isinstance(value, str) else repr(value)
-    if len(text) > _SHOWN_INPUT_CHARS:
-        text = text[: _SHOWN_INPUT_CHARS - 3] + "..."
-    return text
+    return shown(value)
 
 
 def _error_message(err: Mapping[str, Any]) -> str:

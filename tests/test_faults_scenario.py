@@ -90,7 +90,11 @@ def test_a_scenario_has_defaults_for_noise_and_seed():
         ({"gpus": "8", "probe_size": 4, "faults": []}, "gpus must be an integer"),
         ({"gpus": 8, "probe_size": 4, "faults": [], "noise": {"sigma": -1}}, "noise.sigma"),
         ({"gpus": 8, "probe_size": 4, "faults": [], "noise": 0.1}, "noise must be an object"),
-        ({"gpus": 8, "probe_size": 4, "faults": [], "seed": -3}, "seed must be an integer >= 0"),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "seed": -3}, r"seed must be an integer in 0\.\.4294967295, got -3"),
+        (
+            {"gpus": 8, "probe_size": 4, "faults": [], "seed": 2**32},
+            r"seed must be an integer in 0\.\.4294967295, got 4294967296",
+        ),
         ({"gpus": 8, "probe_size": 4, "faults": [], "colour": "red"}, "unknown field"),
     ],
 )

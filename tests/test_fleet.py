@@ -328,11 +328,11 @@ def test_a_fleet_path_that_is_not_a_regular_file_is_refused_before_reading(path:
 
 
 def test_a_fleet_file_larger_than_any_fleet_is_refused(tmp_path: Path, monkeypatch) -> None:
-    from faultsense_pipelines import textfile
+    from faultsense_pipelines import fleet
 
     path = tmp_path / "huge.yaml"
     path.write_text("replicas: []\n" + "#" * 2048)
-    monkeypatch.setattr(textfile, "MAX_TEXT_BYTES", 1024)
+    monkeypatch.setattr(fleet, "MAX_FLEET_BYTES", 1024)
     with pytest.raises(FleetError) as err:
         load_fleet(path)
     assert str(err.value) == f"{path}: larger than 1,024 bytes: not an input file"

@@ -15,8 +15,55 @@ assembles them, so the command tree is visible at a glance:
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
+
+from .errors import error_line
+
+# typer's click exceptions (typer >= 0.2x vendors click; older releases use click itself)
+_CLICK = sys.modules[typer.BadParameter.__module__]
+_USAGE_ERROR: type[Exception] = _CLICK.UsageError
+_CLICK_EXCEPTION: type[Exception] = _CLICK.ClickException
+_NO_ARGS_IS_HELP: type[Exception] | None = getattr(_CLICK, "NoArgsIsHelpError", None)
+
+
+class OneLineUsageErrors(TyperGroup):
+    """The root command group, whose usage errors (a missing or unknown option, ``--repeats abc``)
+    are one line naming the option, ``error: Invalid value for '--repeats': ...``, and exit 2,
+    like every other bad input; Typer's own is a 5-line box.
+
+    Help (``--help``, and a group called without a command) is printed as Typer prints it.
+    """
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command; with ``standalone_mode`` (the console script, ``CliRunner``) a usage
+        error prints :func:`~.errors.error_line` on stderr and exits 2."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except Exception as exc:
+            if not isinstance(exc, _CLICK_EXCEPTION):
+                raise
+            if _NO_ARGS_IS_HELP is not None and isinstance(exc, _NO_ARGS_IS_HELP):
+                exc.show()  # type: ignore[attr-defined]  # the group's help, as Typer prints it
+            else:
+                typer.echo(error_line(exc.format_message()), err=True)  # type: ignore[attr-defined]
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        sys.exit(code if isinstance(code, int) else 0)
+
 
 app = typer.Typer(
     name="faultsense",
@@ -24,6 +71,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=OneLineUsageErrors,
 )
 
 _COMMAND_MODULES = (

@@ -2,21 +2,54 @@
 
 from __future__ import annotations
 
+import re
 from typing import NoReturn
 
 import typer
 from rich.console import Console
 
 from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the CLI's limit
+from ..redaction import clip
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
-__all__ = ["MAX_PLAN_PROBES", "check_cover_args", "cover_too_large", "fail"]
+__all__ = [
+    "MAX_ERROR_CHARS",
+    "MAX_ERROR_WORD_CHARS",
+    "MAX_PLAN_PROBES",
+    "check_cover_args",
+    "cover_too_large",
+    "error_line",
+    "fail",
+]
+
+#: The longest error line printed (characters, ``error: `` included). Values are cut to 80
+#: characters where the message is made (:func:`~faultsense_pipelines.validation.shown`);
+#: this bound catches any message that still quotes a long value.
+MAX_ERROR_CHARS = 600
+#: The longest run of non-blank characters kept in an error line (a long path still fits).
+MAX_ERROR_WORD_CHARS = 240
+_LONG_WORD = re.compile(rf"\S{{{MAX_ERROR_WORD_CHARS + 1},}}")
+
+
+def error_line(message: object) -> str:
+    """``error: <message>`` as :func:`fail` prints it: registered secrets removed
+    (:func:`~faultsense_pipelines.redaction.clip`), whitespace and newlines collapsed, each
+    run of more than :data:`MAX_ERROR_WORD_CHARS` non-blank characters and the whole line cut
+    with ``…`` to at most :data:`MAX_ERROR_CHARS` characters.
+
+    >>> error_line("seed: got " + "9" * 5000)[:24], len(error_line("x" * 10**6)) <= MAX_ERROR_CHARS
+    ('error: seed: got 999999', True)
+    """
+    text = clip(message, limit=10 * MAX_ERROR_CHARS)  # scrubbed before any cut
+    text = _LONG_WORD.sub(lambda m: m.group()[: MAX_ERROR_WORD_CHARS - 1] + "…", text)
+    line = f"error: {text}"
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``error: <message>`` on one line of stderr and exit with ``code`` (default 2)."""
-    _stderr.print(f"error: {' '.join(str(message).split())}", markup=False)
+    """Print :func:`error_line` of ``message`` on stderr and exit with ``code`` (default 2)."""
+    _stderr.print(error_line(message), markup=False)
     raise typer.Exit(code)
 
 

@@ -13,9 +13,9 @@ from rich.table import Table
 from ..cover import COVER_METHODS, plan_cover
 from ..fleet import MAX_REPEATS
 from ..localize import Localization, localize
-from ..scenario import parse_scenario
+from ..scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..suspects import MedianRatioRule, default_rule
-from ..textfile import TextFileError, read_text
+from ..textfile import TextFileError, load_json, read_text
 from ..vocabulary import DrilldownMethod
 from .errors import cover_too_large, fail
 
@@ -54,15 +54,9 @@ def simulate(
     if not 1 <= repeats <= MAX_REPEATS:
         fail(f"--repeats must be in 1..{MAX_REPEATS}, got {repeats}")
     try:
-        text = read_text(scenario)
+        obj = load_json(read_text(scenario, MAX_SCENARIO_BYTES))  # duplicate keys and huge integers refused
     except TextFileError as exc:
         fail(f"--scenario {scenario}: {exc}")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(f"--scenario {scenario}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
-    except RecursionError:
-        fail(f"--scenario {scenario}: malformed JSON: nested too deeply")
     try:
         sc = parse_scenario(obj)
         rule = default_rule() if alpha is None else MedianRatioRule(alpha)
