@@ -8,8 +8,10 @@ the section of that name:
   ``base_ms`` (default :data:`~.simulator.DEFAULT_BASE_MS`, 20 ms: the simulator's and a
   scenario's default too);
 * ``local:`` (:class:`LocalOptions`) -- real faults (:data:`~.faults.Injection`) injected into
-  the local worker processes, and the probe layer's sizes and timeouts;
-* ``ray:`` (:class:`RayOptions`) -- the Ray cluster address and injected faults;
+  the local worker processes, the engine mode (``member_only`` or ``all_ranks``:
+  :class:`~.vocabulary.Engine`), and the probe layer's sizes and timeouts;
+* ``ray:`` (:class:`RayOptions`) -- the Ray cluster address, injected faults, the engine mode
+  and tokens per probe;
 * ``vllm:`` (:class:`VllmOptions`) -- the probe server's URL and the *name* of the
   environment variable holding its API key.
 
@@ -34,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .faults import FaultSpec, InjectionSpec
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA
 from .validation import USERINFO, redact_url
+from .vocabulary import Engine
 
 __all__ = [
     "Float",
@@ -78,10 +81,13 @@ class SimulatedOptions(StrictModel):
 
 
 class LocalOptions(StrictModel):
-    """``local:`` section: faults injected into the real local worker processes, and
-    optional probe-layer sizes and timeouts (defaults: OLMoE-1B-7B's first MoE layer)."""
+    """``local:`` section: faults injected into the real local worker processes, the engine
+    mode (``member_only``, the default: only a probe's GPUs run it; ``all_ranks``: every worker
+    joins every probe's forward, as vLLM expert parallelism does), and optional probe-layer
+    sizes and timeouts (defaults: OLMoE-1B-7B's first MoE layer)."""
 
     inject: list[InjectionSpec] = []
+    engine: Engine | None = None
     tokens: Annotated[Int, Field(ge=1)] | None = None
     hidden: Annotated[Int, Field(ge=8)] | None = None
     intermediate: Annotated[Int, Field(ge=8)] | None = None
@@ -92,10 +98,13 @@ class LocalOptions(StrictModel):
 
 class RayOptions(StrictModel):
     """``ray:`` section: the Ray cluster address (``auto``, ``ray://host:10001``, or none
-    for a local Ray started on demand) and optional injected faults."""
+    for a local Ray started on demand), optional injected faults, the engine mode (as for
+    ``local:``) and tokens per probe."""
 
     address: str | None = None
     inject: list[InjectionSpec] = []
+    engine: Engine | None = None
+    tokens: Annotated[Int, Field(ge=1)] | None = None
     use_gpus: Annotated[bool, Field(strict=True)] | None = None
 
 

@@ -12,6 +12,8 @@ those of the tables below; code compares against the members instead of bare lit
 * :class:`DrilldownMethod` -- Phase 2: ``adaptive`` (default), ``paper`` (Algorithm 2).
 * :class:`ExecutorKind` -- how a replica's probes run: ``simulated``, ``local``, ``ray``, ``vllm``
   (how each is built: :data:`faultsense_pipelines.probe.executors.EXECUTOR_BUILDERS`).
+* :class:`Engine` -- which ranks of a ``local`` or ``ray`` pool join a probe's forward:
+  ``member_only`` (the paper's model) or ``all_ranks`` (as a real expert-parallel engine).
 
 This module imports nothing of the package, so the algorithms, the fleet file, the ledger
 and the executors can all use it.
@@ -33,7 +35,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Self
 
-__all__ = ["ComponentKind", "DrilldownMethod", "ExecutorKind", "Outcome", "Status", "Vocabulary"]
+__all__ = ["ComponentKind", "DrilldownMethod", "Engine", "ExecutorKind", "Outcome", "Status", "Vocabulary"]
 
 
 class Vocabulary(StrEnum):
@@ -102,3 +104,10 @@ class ExecutorKind(Vocabulary):
     LOCAL = "local"
     RAY = "ray"
     VLLM = "vllm"
+
+
+class Engine(Vocabulary):
+    """Which ranks of a ``local`` or ``ray`` worker pool take part in a probe's forward."""
+
+    MEMBER_ONLY = "member_only"  # only the probe's GPUs run it (FaultSense §4.1's model)
+    ALL_RANKS = "all_ranks"  # every rank joins every forward, as vLLM expert parallelism does

@@ -1,9 +1,11 @@
 """Driver-side pieces shared by the ``local`` and ``ray`` executors.
 
-Both executors send one probe to its member workers (:class:`~.moe_worker.ProbeWorker`)
-and merge what they report into a :class:`ProbeTrace`: the probe's latency per repeat is
-the slowest member's, and the routing the members saw is kept so that tests and operators
-can check that a probe touched exactly its GPUs.
+Both executors send one probe to its member workers (:class:`~.moe_worker.ProbeWorker`),
+or to every worker in ``all_ranks`` mode (:class:`~faultsense_pipelines.vocabulary.Engine`),
+and merge what the members report into a :class:`ProbeTrace`: the probe's latency per repeat
+is the slowest member's (the members hold the probe's tokens; in ``all_ranks`` mode their
+time includes waiting for every rank in the collectives), and the routing the members saw is
+kept so that tests and operators can check that a probe touched exactly its GPUs.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from numbers import Integral
 from typing import Any
 
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
+from faultsense_pipelines.vocabulary import Engine
 
 from .injection import Injection, parse_injections
 from .moe_worker import LayerShape
@@ -109,8 +112,10 @@ class WorkerPoolExecutor:
         layer: dict[str, Any],
         timeout_s: float,
         start_timeout_s: float,
+        engine: Engine | str = Engine.MEMBER_ONLY,
     ) -> None:
         """Validate the arguments every pool takes (``ValueError`` naming the bad one)."""
+        self.engine = Engine.parse(engine, "engine")
         if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not probe_size >= 1:
             raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
         self.shape = LayerShape(gpus, **layer)
@@ -127,8 +132,13 @@ class WorkerPoolExecutor:
         self._failure: str | None = None
 
     def _probe(self, members: tuple[int, ...], repeats: int) -> Mapping[int, Mapping[str, Any]] | str:
-        """Run the probe on its members: their reports by GPU, or why that failed."""
+        """Run the probe on :meth:`_ranks_of` it: their reports by GPU, or why that failed."""
         raise NotImplementedError
+
+    def _ranks_of(self, members: tuple[int, ...]) -> tuple[int, ...]:
+        """The workers that run a probe over ``members``: its members, or every rank in
+        ``all_ranks`` mode."""
+        return tuple(range(self.gpus)) if self.engine is Engine.ALL_RANKS else members
 
     def _inject(self, injections: tuple[Injection, ...]) -> str | None:
         """Send the faults to every worker: ``None``, or why that failed."""

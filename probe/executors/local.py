@@ -3,8 +3,10 @@
 Each worker is one rank of a ``torch.distributed`` process group (gloo on CPU, NCCL when
 CUDA is available) and hosts one GPU's experts (:class:`~.moe_worker.ProbeWorker`). The
 pool starts once and serves many probes: the driver tells a probe's members over per-worker
-pipes what to run, non-members stay idle, and the members run the MoE layer for real with a
-member-only all-to-all (FaultSense §4.1). Faults are injected for demos and tests
+pipes what to run and the members run the MoE layer for real. In ``member_only`` mode (the
+default) non-members stay idle and the all-to-all is among the members only (FaultSense §4.1);
+in ``all_ranks`` mode every worker joins every probe's forward, as a real expert-parallel
+engine does (:mod:`.moe_worker`). Faults are injected for demos and tests
 (:mod:`.injection`).
 
 A worker that dies or hangs turns the probe into an error measurement within ``timeout_s``;
@@ -32,6 +34,7 @@ from typing import Any
 import torch
 
 from faultsense_pipelines.probes import ExecutorError
+from faultsense_pipelines.vocabulary import Engine
 
 from .common import WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
@@ -48,6 +51,7 @@ def _worker_main(
     pg_timeout_s: float,
     injections: tuple[Injection, ...],
     conn: connection.Connection,
+    engine: str = Engine.MEMBER_ONLY,
 ) -> None:
     """Body of worker process ``rank``: join the group, then serve commands until told to stop."""
     import torch.distributed as dist
@@ -57,7 +61,7 @@ def _worker_main(
     if backend == "nccl":
         torch.cuda.set_device(rank)
     try:
-        worker = ProbeWorker(shape, rank, device)
+        worker = ProbeWorker(shape, rank, device, engine)
         worker.set_injections(injections)
         dist.init_process_group(
             backend, init_method=init_method, rank=rank, world_size=shape.n_gpus, timeout=timedelta(seconds=pg_timeout_s)
@@ -160,6 +164,12 @@ class LocalExecutor(WorkerPoolExecutor):
         seed: seeds the experts' weights.
         timeout_s: a probe that has not finished after this long is an error.
         start_timeout_s: how long the pool may take to start.
+        engine: ``"member_only"`` (default: only a probe's GPUs run it) or ``"all_ranks"``
+            (every worker joins every probe's forward: shared attention, all-rank dispatch and
+            combine; :class:`~faultsense_pipelines.vocabulary.Engine`).
+
+    Attributes:
+        worker_pids: the process id of each GPU's worker, in GPU order (for outside tools).
 
     Raises:
         ValueError: for a bad argument or injection (naming it).
@@ -183,6 +193,7 @@ class LocalExecutor(WorkerPoolExecutor):
         seed: int = 0,
         timeout_s: float = 60.0,
         start_timeout_s: float = 180.0,
+        engine: Engine | str = Engine.MEMBER_ONLY,
     ) -> None:
         layer = {
             "experts_per_gpu": experts_per_gpu,
@@ -192,7 +203,7 @@ class LocalExecutor(WorkerPoolExecutor):
             "dtype": dtype,
             "seed": seed,
         }
-        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s)
+        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine)
         cuda = torch.cuda.is_available() and torch.cuda.device_count() >= gpus
         backend = backend or ("nccl" if cuda else "gloo")
         if backend not in ("gloo", "nccl"):
@@ -226,7 +237,7 @@ class LocalExecutor(WorkerPoolExecutor):
                 target=_worker_main,
                 name=f"faultsense-gpu{rank}",
                 daemon=True,
-                args=(rank, self.shape, self.backend, init_method, pg_timeout_s, self.injections, child),
+                args=(rank, self.shape, self.backend, init_method, pg_timeout_s, self.injections, child, self.engine.value),
             )
             with _workers_ignore_sigint():  # the worker inherits an ignored SIGINT: Ctrl-C is the driver's
                 p.start()
@@ -238,7 +249,7 @@ class LocalExecutor(WorkerPoolExecutor):
             raise ExecutorError(f"local executor could not start {self.gpus} workers: {replies}")
         self.worker_pids = tuple(replies[r] for r in range(self.gpus))
         for group in warm_up_probes(self.gpus, self.probe_size):  # every worker learns its usual layer time
-            warm = self._call(group, ("probe", group, 2), start_timeout_s)
+            warm = self._call(self._ranks_of(group), ("probe", group, 2), start_timeout_s)
             if isinstance(warm, str):
                 raise ExecutorError(f"local executor failed its warm-up probe {list(group)}: {warm}")
 
@@ -287,7 +298,8 @@ class LocalExecutor(WorkerPoolExecutor):
         return self._fail(replies) if isinstance(replies, str) else replies
 
     def _probe(self, members: tuple[int, ...], repeats: int) -> dict[int, Any] | str:
-        return self._call(members, ("probe", members, repeats), self.timeout_s)
+        replies = self._call(self._ranks_of(members), ("probe", members, repeats), self.timeout_s)
+        return replies if isinstance(replies, str) else {m: replies[m] for m in members}
 
     def _inject(self, injections: tuple[Injection, ...]) -> str | None:
         replies = self._call(range(self.gpus), ("inject", injections), self.timeout_s)
@@ -299,4 +311,7 @@ class LocalExecutor(WorkerPoolExecutor):
 
     def __repr__(self) -> str:
         state = "closed" if not self._finalizer.alive else "running"
-        return f"LocalExecutor(gpus={self.gpus}, probe_size={self.probe_size}, backend={self.backend!r}, {state})"
+        return (
+            f"LocalExecutor(gpus={self.gpus}, probe_size={self.probe_size}, backend={self.backend!r}, "
+            f"engine={self.engine.value!r}, {state})"
+        )

@@ -1,8 +1,8 @@
 """The ``ray`` executor: a replica's GPUs as Ray actors, possibly on other machines.
 
 One actor per GPU runs the same worker as the ``local`` executor
-(:class:`~.moe_worker.ProbeWorker`: that GPU's experts, its part of the member-only
-all-to-all); the actors form a ``torch.distributed`` process group (gloo on CPU, NCCL on
+(:class:`~.moe_worker.ProbeWorker`: that GPU's experts, its part of the all-to-all among a
+probe's members, or among every rank in ``all_ranks`` mode); the actors form a ``torch.distributed`` process group (gloo on CPU, NCCL on
 GPUs) whose rendezvous is on actor 0's node. A placement group with one bundle per GPU
 (``{"GPU": 1}`` on GPU clusters, ``{"CPU": c}`` otherwise) pins actor ``g`` to bundle ``g``,
 which is how a sweep reaches replicas on other machines.
@@ -26,6 +26,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from faultsense_pipelines.probes import ExecutorError
+from faultsense_pipelines.vocabulary import Engine
 
 from .common import WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
@@ -37,10 +38,10 @@ __all__ = ["ProbeActor", "RayExecutor"]
 class ProbeActor:
     """A Ray actor hosting GPU ``rank`` of a replica (wrapped with ``ray.remote`` on use)."""
 
-    def __init__(self, shape: LayerShape, rank: int, use_gpu: bool) -> None:
+    def __init__(self, shape: LayerShape, rank: int, use_gpu: bool, engine: str = Engine.MEMBER_ONLY) -> None:
         torch.set_num_threads(1)
         # Ray exposes the bundle's one GPU as cuda:0 (CUDA_VISIBLE_DEVICES)
-        self.worker = ProbeWorker(shape, rank, "cuda:0" if use_gpu else "cpu")
+        self.worker = ProbeWorker(shape, rank, "cuda:0" if use_gpu else "cpu", engine)
         self.rank, self.shape = rank, shape
 
     def endpoint(self) -> tuple[str, int]:
@@ -90,6 +91,8 @@ class RayExecutor(WorkerPoolExecutor):
             :class:`~.local.LocalExecutor`.
         timeout_s: a probe that has not finished after this long is an error.
         start_timeout_s: how long placement and process-group setup may take.
+        engine: ``"member_only"`` (default) or ``"all_ranks"``, as for
+            :class:`~.local.LocalExecutor`.
 
     Raises:
         ValueError: for a bad argument or injection (naming it).
@@ -115,6 +118,7 @@ class RayExecutor(WorkerPoolExecutor):
         seed: int = 0,
         timeout_s: float = 60.0,
         start_timeout_s: float = 180.0,
+        engine: Engine | str = Engine.MEMBER_ONLY,
     ) -> None:
         layer = {
             "experts_per_gpu": experts_per_gpu,
@@ -124,7 +128,7 @@ class RayExecutor(WorkerPoolExecutor):
             "dtype": dtype,
             "seed": seed,
         }
-        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s)
+        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine)
         if isinstance(cpus_per_actor, bool) or not isinstance(cpus_per_actor, (int, float)) or not cpus_per_actor > 0:
             raise ValueError(f"cpus_per_actor must be > 0, got {cpus_per_actor!r}")
         self.use_gpus = bool(use_gpus)
@@ -157,7 +161,7 @@ class RayExecutor(WorkerPoolExecutor):
                 num_cpus=cpus,
                 num_gpus=1 if self.use_gpus else 0,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=g),
-            ).remote(self.shape, g, self.use_gpus)
+            ).remote(self.shape, g, self.use_gpus, self.engine.value)
             for g in range(self.gpus)
         ]
         host, port = ray.get(self._actors[0].endpoint.remote(), timeout=start_timeout_s)
@@ -165,7 +169,8 @@ class RayExecutor(WorkerPoolExecutor):
         pids = ray.get([a.setup.remote(init_method, self.backend, self.timeout_s) for a in self._actors], timeout=start_timeout_s)
         self.worker_pids = tuple(pids)
         groups = warm_up_probes(self.gpus, self.probe_size)  # every worker learns its usual layer time
-        ray.get([self._actors[g].run_probe.remote(group, 2) for group in groups for g in group], timeout=start_timeout_s)
+        for group in groups:
+            ray.get([self._actors[g].run_probe.remote(group, 2) for g in self._ranks_of(group)], timeout=start_timeout_s)
         if self.injections:
             ray.get([a.set_injections.remote(self.injections) for a in self._actors], timeout=start_timeout_s)
 
@@ -186,8 +191,9 @@ class RayExecutor(WorkerPoolExecutor):
         return reason
 
     def _probe(self, members: tuple[int, ...], repeats: int) -> dict[int, Any] | str:
-        replies = self._call(members, "run_probe", members, repeats)
-        return replies if isinstance(replies, str) else dict(zip(members, replies))
+        ranks = self._ranks_of(members)
+        replies = self._call(ranks, "run_probe", members, repeats)
+        return replies if isinstance(replies, str) else {r: rep for r, rep in zip(ranks, replies) if r in members}
 
     def _inject(self, injections: tuple[Injection, ...]) -> str | None:
         replies = self._call(range(self.gpus), "set_injections", injections)
@@ -213,4 +219,6 @@ class RayExecutor(WorkerPoolExecutor):
         self._owns_ray = False
 
     def __repr__(self) -> str:
-        return f"RayExecutor(gpus={self.gpus}, probe_size={self.probe_size}, backend={self.backend!r})"
+        return (
+            f"RayExecutor(gpus={self.gpus}, probe_size={self.probe_size}, backend={self.backend!r}, engine={self.engine.value!r})"
+        )
