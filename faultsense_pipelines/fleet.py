@@ -114,7 +114,7 @@ class Replica(StrictModel):
     @classmethod
     def _name(cls, v: str) -> str:
         if not re.fullmatch(NAME_PATTERN, v) or len(v) > 64:
-            raise ValueError(f"must be 1-64 of a-z, 0-9, '_' and '-', got {v!r}")
+            raise ValueError(f"must be 1-64 of a-z, 0-9, '_' and '-', got {shown(v)}")
         return v
 
     @field_validator("probe_size")
@@ -136,7 +136,7 @@ class Replica(StrictModel):
     @classmethod
     def _ratio(cls, v: float | None) -> float | None:
         if v is not None and not (math.isfinite(v) and v > 1.0):
-            raise ValueError(f"must be a finite number > 1, got {v!r}")
+            raise ValueError(f"must be a finite number > 1, got {shown(v)}")
         return v
 
     @field_validator("simulated", "local", "ray", "vllm")
@@ -147,7 +147,7 @@ class Replica(StrictModel):
             return v
         if section != executor:
             if v is not None:
-                raise ValueError(f"given, but executor is {str(executor)!r}")
+                raise ValueError(f"given, but executor is {shown(str(executor))}")
             return v
         if isinstance(v, SimulatedOptions) and not 0 <= v.seed <= MAX_SEED:
             raise ValueError(f"@.seed: must be an integer in 0..{MAX_SEED} (32 bits), got {shown(v.seed)}")
@@ -215,7 +215,9 @@ class Fleet(StrictModel):
         seen: dict[str, int] = {}
         for i, r in enumerate(v):
             if r.name in seen:
-                raise ValueError(f"@[{i}].name: {r.name!r} is already the name of replicas[{seen[r.name]}]; names must be unique")
+                raise ValueError(
+                    f"@[{i}].name: {shown(r.name)} is already the name of replicas[{seen[r.name]}]; names must be unique"
+                )
             seen[r.name] = i
         return v
 
@@ -238,7 +240,7 @@ class Fleet(StrictModel):
         for r in self.replicas:
             if r.name == name:
                 return r
-        raise KeyError(f"unknown replica {name!r}; the fleet has {', '.join(self.names)}")
+        raise KeyError(f"unknown replica {shown(name)}; the fleet has {', '.join(self.names)}")
 
     def with_ledger(self, uri: str) -> Fleet:
         """A copy whose ledger URI is ``uri`` (validated like the file's)."""

@@ -20,6 +20,8 @@ from faultsense_pipelines.flowpulse.scan import ScanConfig, scan
 from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, simulate
 from faultsense_pipelines.flowpulse.topology import fat_tree, load_topology, topology_to_dict
 
+from ..validation import shown
+
 __all__ = ["register"]
 
 flowpulse_app = typer.Typer(help="Find lossy fabric links from switch-port counters (FlowPulse).", no_args_is_help=True)
@@ -119,7 +121,7 @@ def simulate_cmd(
 def _leaf_spine(text: str) -> tuple[int, int]:
     parts = text.split(",")
     if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-        raise ValueError(f"--down takes LEAF,SPINE (two indices), got {text!r}")
+        raise ValueError(f"--down takes LEAF,SPINE (two indices), got {shown(text)}")
     return int(parts[0]), int(parts[1])
 
 

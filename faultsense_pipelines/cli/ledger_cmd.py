@@ -19,6 +19,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from ..validation import shown as shown_value
 from .errors import fail
 
 if TYPE_CHECKING:
@@ -77,11 +78,11 @@ def register(app: typer.Typer) -> None:
         try:
             day = date.fromisoformat(since) if since else datetime.now(UTC).date() - timedelta(days=7)
         except ValueError:
-            fail(f"--since must be a date YYYY-MM-DD, got {since!r}")
+            fail(f"--since must be a date YYYY-MM-DD, got {shown_value(since)}")
         if status is not None and status not in STATUSES:
-            fail(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
+            fail(f"--status must be one of {', '.join(STATUSES)}, got {shown_value(status)}")
         if detector is not None and detector not in KNOWN_DETECTORS:
-            fail(f"--detector must be one of {', '.join(KNOWN_DETECTORS)}, got {detector!r}")
+            fail(f"--detector must be one of {', '.join(KNOWN_DETECTORS)}, got {shown_value(detector)}")
         try:
             store = LedgerStore(default_ledger_uri(ledger, fleet))
         except (FleetError, ValueError) as exc:
@@ -187,7 +188,7 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
             if text is None:
                 return None
             if not text.strip().isdigit() or int(text) > top:
-                fail(f"{flag} must be an integer in 0..{top}, got {text[:80]!r}")
+                fail(f"{flag} must be an integer in 0..{top}, got {shown_value(text)}")
             return int(text)
 
         days, hours = count(retain_days, "--retain-days", 100_000), count(vacuum_hours, "--vacuum-hours", 1_000_000)
@@ -206,4 +207,4 @@ def _note_unmatched_replica(store: LedgerStore, replica: str, day: date) -> None
     """One stderr line: ``--replica`` matched no row; these replicas have rows since ``day``."""
     present = sorted(set(store.read_faults(since=day)["replica"]))
     have = f"replicas with rows: {', '.join(present)}" if present else "no replica has rows"
-    typer.echo(f"note: --replica {replica!r} matches no fault row since {day} ({have})", err=True)
+    typer.echo(f"note: --replica {shown_value(replica)} matches no fault row since {day} ({have})", err=True)

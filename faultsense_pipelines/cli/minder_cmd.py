@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..validation import shown
 from .errors import fail
 
 __all__ = ["register"]
@@ -32,7 +33,7 @@ def _read_labels(path: Path) -> list:
         fail(f"cannot read labels {path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
     missing = [c for c in ("machine", "start") if c not in frame.columns]
     if missing:
-        fail(f"labels {path}: missing column {missing[0]!r} (need machine, start[, end])")
+        fail(f"labels {path}: missing column {shown(missing[0])} (need machine, start[, end])")
 
     def utc(text: str) -> pd.Timestamp:
         stamp = pd.Timestamp(text)
@@ -44,7 +45,7 @@ def _read_labels(path: Path) -> list:
         try:
             labels.append(FaultLabel(str(record["machine"]), utc(record["start"]), None if pd.isna(end) else utc(end)))
         except (TypeError, ValueError):
-            fail(f"labels {path}: bad time at row {row}: start={record['start']!r} end={end!r}")
+            fail(f"labels {path}: bad time at row {row}: start={shown(record['start'])} end={shown(end)}")
     return labels
 
 

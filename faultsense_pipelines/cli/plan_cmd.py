@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cover import Cover, CoverMethod, plan_cover
+from ..validation import shown
 from .errors import check_cover_args, fail
 
 __all__ = ["plan", "register"]
@@ -44,7 +45,7 @@ def _integer(flag: str, text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        fail(f"{flag} must be an integer, got {text!r}")
+        fail(f"{flag} must be an integer, got {shown(text)}")
 
 
 def _table(cover: Cover) -> Table:

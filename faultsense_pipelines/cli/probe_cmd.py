@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..validation import shown
 from .errors import check_cover_args, fail
 
 __all__ = ["build", "memory", "register"]
@@ -36,7 +37,7 @@ def build(
 
     check_cover_args(gpus, probe_size)
     if variant not in VARIANTS:
-        fail(f"--variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        fail(f"--variant must be one of {', '.join(VARIANTS)}, got {shown(variant)}")
     if out.exists() and not out.is_dir():
         fail(f"--out {out} exists and is not a folder")
     try:

@@ -16,6 +16,7 @@ from ..localize import Localization, localize
 from ..scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..suspects import MedianRatioRule, default_rule
 from ..textfile import TextFileError, load_json, read_text
+from ..validation import shown
 from ..vocabulary import DrilldownMethod
 from .errors import cover_too_large, fail
 
@@ -46,7 +47,7 @@ def simulate(
 ) -> None:
     """Localize the faults of a simulated replica (FaultSense Phase 1 + Phase 2)."""
     if cover not in COVER_METHODS:
-        fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {cover!r}")
+        fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {shown(cover)}")
     try:
         method = DrilldownMethod.parse(drilldown, "--drilldown")
     except ValueError as exc:

@@ -27,6 +27,7 @@ from rich.table import Table
 from faultsense_pipelines.redaction import scrub
 from faultsense_pipelines.vocabulary import Status
 
+from ..validation import shown
 from .errors import fail
 
 __all__ = ["ReplicaSweep", "SweepInterrupted", "register", "run_sweep"]
@@ -202,9 +203,9 @@ def run_sweep(
 
     hour = check_hour_key(hour) if hour is not None else current_hour_key()
     if ledger_uri is not None and not str(ledger_uri).strip():
-        raise ValueError(f"ledger must be a path or URI, got {ledger_uri!r}")
+        raise ValueError(f"ledger must be a path or URI, got {shown(ledger_uri)}")
     if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS):
-        raise ValueError(f"repeats must be an integer in 1..{MAX_REPEATS} or None (the fleet's), got {repeats!r}")
+        raise ValueError(f"repeats must be an integer in 1..{MAX_REPEATS} or None (the fleet's), got {shown(repeats)}")
     fleet = load_fleet(fleet_path)
     names = replicas or fleet.names
     for name in names:
@@ -311,7 +312,7 @@ def _repeats_option(text: str | None) -> int | None:
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_REPEATS:
-        fail(f"--repeats must be an integer in 1..{MAX_REPEATS}, got {text!r}")
+        fail(f"--repeats must be an integer in 1..{MAX_REPEATS}, got {shown(text)}")
     return value
 
 
@@ -352,7 +353,7 @@ def register(app: typer.Typer) -> None:
             fail(f"--{exc}")
         count = _repeats_option(repeats)
         if ledger is not None and not ledger.strip():
-            fail(f"--ledger must be a path or URI, got {ledger!r}")
+            fail(f"--ledger must be a path or URI, got {shown(ledger)}")
         console = Console(stderr=True)
         # the live progress bar only on a terminal: piped or logged output gets no spinner lines
         live = console.is_terminal and sys.stdout.isatty()

@@ -2,9 +2,10 @@
 
 The file contract (Parquet or CSV) is one row per iteration (one collective step), switch, port
 and direction, with columns ``iteration`` (int >= 0), ``switch``, ``port``, ``peer`` (strings),
-``direction`` (``"rx"`` or ``"tx"``), ``bytes`` and ``packets`` (ints >= 0). Switches may be
-absent (e.g. only leaves export). FlowPulse judges a switch by what *arrives* on its fabric
-ports, so :func:`ingress_packets` keeps the ``rx`` rows of ports whose peer is a switch.
+``direction`` (``"rx"`` or ``"tx"``), ``bytes`` and ``packets`` (ints >= 0); every integer is
+below 2^53 (:data:`MAX_COUNTER`). Switches may be absent (e.g. only leaves export). FlowPulse
+judges a switch by what *arrives* on its fabric ports, so :func:`ingress_packets` keeps the
+``rx`` rows of ports whose peer is a switch.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import pandas as pd
 
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["COLUMNS", "SwitchIngress", "check_topology", "ingress_packets", "load_counters", "validate_counters"]
+__all__ = ["COLUMNS", "MAX_COUNTER", "SwitchIngress", "check_topology", "ingress_packets", "load_counters", "validate_counters"]
 
 COLUMNS = ("iteration", "switch", "port", "peer", "direction", "bytes", "packets")
 _INT_COLUMNS = ("iteration", "bytes", "packets")
+#: Counters, byte counts and iteration numbers must be below 2^53: float64 (the detector's
+#: arithmetic) is exact up to there, and 2^63 would wrap to a negative int64.
+MAX_COUNTER = 2**53
 _STR_COLUMNS = ("switch", "port", "peer")
 
 
@@ -65,6 +69,10 @@ def _check_int(frame: pd.DataFrame, col: str) -> None:
     if neg.any():
         row = int(np.argmax(neg))
         raise ValueError(f"counters: column {col!r} must be >= 0, got {values.iloc[row]} (row {row})")
+    big = (values >= MAX_COUNTER).to_numpy()
+    if big.any():  # 2^63 and above would wrap to negative in int64; 2^53 is where float64 stops being exact
+        row = int(np.argmax(big))
+        raise ValueError(f"counters: column {col!r} must be < 2^53, got {values.iloc[row]} (row {row})")
     frame[col] = values
 
 
@@ -89,8 +97,8 @@ def validate_counters(frame: pd.DataFrame) -> pd.DataFrame:
         A new frame with exactly :data:`COLUMNS`, integers as int64.
 
     Raises:
-        ValueError: naming the first problem: a missing column, a null, a non-integer or negative
-            iteration/bytes/packets, an empty name, a direction other than rx/tx, a duplicate row.
+        ValueError: naming the first problem: a missing column, a null, a non-integer, negative
+            or >= 2^53 iteration/bytes/packets, an empty name, a direction other than rx/tx, a duplicate row.
 
     Examples:
         >>> validate_counters(pd.DataFrame({"iteration": [0], "switch": ["l0"], "port": ["up0"],

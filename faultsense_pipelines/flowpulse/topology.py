@@ -17,7 +17,6 @@ Topology files are JSON or YAML::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,10 +24,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..textfile import TextFileError, load_json, load_yaml, read_text
+
 __all__ = [
+    "MAX_TOPOLOGY_BYTES",
     "FabricLink",
     "FabricTopology",
     "fat_tree",
@@ -36,6 +37,9 @@ __all__ = [
     "parse_topology",
     "topology_to_dict",
 ]
+
+#: The largest topology file read (bytes): a fat tree of 64 leaves and 32 spines is ~160 KiB.
+MAX_TOPOLOGY_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -205,20 +209,23 @@ def load_topology(path: str | Path) -> FabricTopology:
     """Read and validate a topology file (``.json``, ``.yaml`` or ``.yml``).
 
     Raises:
-        ValueError: unreadable file, unknown suffix, bad syntax, or any :func:`parse_topology` error.
+        ValueError: unreadable file (also not a regular file, over :data:`MAX_TOPOLOGY_BYTES`,
+            not UTF-8), unknown suffix, bad syntax, a key given twice, a YAML alias
+            (:func:`~faultsense_pipelines.textfile.load_yaml`), or any :func:`parse_topology` error.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
         raise ValueError(f"topology file {path} must end in .json, .yaml or .yml")
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ValueError(f"cannot read topology file {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"topology file {path} is not valid {suffix[1:].upper()}: {exc}".splitlines()[0]) from None
+        text = read_text(path, MAX_TOPOLOGY_BYTES)
+    except TextFileError as exc:  # "cannot read (No such file or directory)", "not a regular file", ...
+        why = str(exc).removeprefix("cannot read (").removesuffix(")") if str(exc).startswith("cannot read (") else str(exc)
+        raise ValueError(f"cannot read topology file {path}: {why}") from None
+    try:  # duplicate keys, YAML aliases and huge integers refused (textfile.load_json / load_yaml)
+        data = load_json(text) if suffix == ".json" else load_yaml(text)
+    except TextFileError as exc:
+        raise ValueError(f"topology file {path} is not valid {suffix[1:].upper()}: {exc}") from None
     return parse_topology(data)
 
 
