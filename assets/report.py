@@ -22,7 +22,9 @@ _MAX_ROWS = 50
 
 
 def component_of(v: Verdict) -> str:
-    """The ledger's component string of a verdict (``gpu:17``, ``link:3-40``)."""
+    """The ledger's component string of a verdict (``gpu:17``, ``link:3-40``, ``nic:node3``)."""
+    if v.shared is not None or v.gpu is None:
+        return v.component
     return gpu_component(v.gpu) if v.peer_gpu is None else link_component(v.gpu, v.peer_gpu)
 
 
@@ -62,7 +64,7 @@ def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
     order = {Status.CONFIRMED: 0, Status.SUSPECT: 1, Status.INCONCLUSIVE: 2, Status.MASKED: 3}
     rows = [
         (component_of(v), v.status, "-" if v.slowdown is None else f"{v.slowdown:.2f}x", v.phase, probes_phase1 + v.probes_used)
-        for v in sorted(verdicts, key=lambda v: (order.get(v.status, 9), v.gpu, v.peer_gpu or -1))
+        for v in sorted(verdicts, key=lambda v: (order.get(v.status, 9), v.gpu is not None, v.gpu or 0, v.peer_gpu or -1))
     ]
     return _table(("component", "status", "slowdown", "phase", "probes used"), rows, "No faults found.")
 

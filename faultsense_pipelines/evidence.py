@@ -14,11 +14,12 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, time_detrended_excess
+from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, phase1_timeline, time_detrended_excess
 from .judge import measure
 from .localization import Phase1Result, ProbeRecord, Verdict
 from .probes import ProbeExecutor
 from .suspects import probe_latency_ms
+from .topology import ReplicaTopology
 from .vocabulary import Outcome
 
 __all__ = ["DEFAULT_MIN_SLOWDOWN", "evidence_units", "run_evidence_phase2"]
@@ -52,6 +53,7 @@ def run_evidence_phase2(
     seed: int = 0,
     confidence: float = 0.999,
     min_slowdown: float = DEFAULT_MIN_SLOWDOWN,
+    topology: ReplicaTopology | None = None,
 ) -> tuple[tuple[ProbeRecord, ...], tuple[Verdict, ...]]:
     """Drill into a Phase 1 sweep with paired, weighed tests.
 
@@ -66,6 +68,8 @@ def run_evidence_phase2(
         min_slowdown: smallest slowdown that is a fault (> 1): the effect size of every test.
             Phase 1's threshold is set for one probe alone and grows with the noise; many
             weighed measurements resolve smaller slowdowns than any one of them can.
+        topology: where the GPUs sit; with several nodes, NICs, NVSwitches and switches are
+            hypotheses too (:mod:`~faultsense_pipelines.drilldown.shared`).
 
     Returns:
         The Phase 2 probe records (each test probe, then its reference; outcome ``"fail"``
@@ -115,9 +119,23 @@ def run_evidence_phase2(
         pair,
         model,
         seed=seed,
+        topology=topology,
+        timeline=phase1_timeline(latencies),
     )
     verdicts = tuple(
-        Verdict(f.kind, f.gpu, f.peer_gpu, f.status, f.slowdown, 2, 2 * f.tests_used, f.confidence, f.reason)
+        Verdict(
+            f.kind,
+            f.gpu,
+            f.peer_gpu,
+            f.status,
+            f.slowdown,
+            2,
+            2 * f.tests_used,
+            f.confidence,
+            f.reason,
+            shared=f.shared,
+            name=None if f.shared is None or topology is None else topology.name(f.shared),
+        )
         for f in result.findings
     )
     return tuple(records), verdicts

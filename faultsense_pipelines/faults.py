@@ -11,6 +11,12 @@ scenario file, a caller of an executor), and passed on as objects:
 * :class:`LinkDelay` ``{link: [a, b], delay_ms: d}`` -- a slow path on the real workers: every
   transfer between ``a`` and ``b`` is posted ``d`` ms late (a probe is slowed by about 2d).
 
+* :class:`NicFault` ``{nic: v, slowdown: f}`` (``{nic: [v, r], ...}``: node v, rail r),
+  :class:`NvSwitchFault` ``{nvswitch: v, ...}`` and :class:`SwitchFault` ``{switch: s, ...}`` --
+  a slow shared component (:class:`~faultsense_pipelines.topology.ReplicaTopology`): every probe
+  holding one of the paths it carries is ``f`` times slower (simulated), or, with ``delay_ms``
+  instead of ``slowdown``, every transfer on those paths is posted ``d`` ms late (real workers).
+
 So a simulated replica takes :data:`Fault` s (``simulated.faults``, a scenario's ``faults``)
 and the real workers take :data:`Injection` s (``local.inject``, ``ray.inject``);
 :data:`FaultSpec` and :data:`InjectionSpec` are the field types that validate them from
@@ -38,7 +44,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
 
-from .topology import Link
+from .topology import Component, Link, ReplicaTopology, gpu_component, link_component
 from .validation import first_error
 
 __all__ = [
@@ -51,6 +57,10 @@ __all__ = [
     "InjectionSpec",
     "LinkDelay",
     "LinkFault",
+    "NicFault",
+    "NvSwitchFault",
+    "SharedFault",
+    "SwitchFault",
     "check_faults",
     "parse_fault",
     "parse_faults",
@@ -110,6 +120,10 @@ class GpuFault:
         """True when a probe over ``gpus`` runs this GPU."""
         return self.gpu in gpus
 
+    def component(self, topology: ReplicaTopology | None = None) -> Component:
+        """The :class:`~faultsense_pipelines.topology.Component` it slows."""
+        return gpu_component(self.gpu)
+
     def to_dict(self) -> dict[str, Any]:
         """The file form, ``{"gpu": g, "slowdown": f}``."""
         return asdict(self)
@@ -141,6 +155,10 @@ class LinkFault:
     def touches(self, gpus: frozenset[int] | set[int]) -> bool:
         """True when a probe over ``gpus`` holds both ends of this path."""
         return self.link[0] in gpus and self.link[1] in gpus
+
+    def component(self, topology: ReplicaTopology | None = None) -> Component:
+        """The :class:`~faultsense_pipelines.topology.Component` it slows."""
+        return link_component(*self.link)
 
     def to_dict(self) -> dict[str, Any]:
         """The file form, ``{"link": [a, b], "slowdown": f}``."""
@@ -176,19 +194,183 @@ class LinkDelay:
         """The GPU ids the fault names: the link's two ends."""
         return self.link
 
+    def component(self, topology: ReplicaTopology | None = None) -> Component:
+        """The :class:`~faultsense_pipelines.topology.Component` it slows."""
+        return link_component(*self.link)
+
     def to_dict(self) -> dict[str, Any]:
         """The file form, ``{"link": [a, b], "delay_ms": d}``."""
         return {"link": list(self.link), "delay_ms": self.delay_ms}
 
 
+def _delay_ms(v: float | None) -> float | None:
+    if v is not None and (not math.isfinite(v) or v < 0):
+        raise ValueError(f"must be a finite number >= 0, got {v!r}")
+    return None if v is None else float(v)
+
+
+def _optional_slowdown(v: float | None) -> float | None:
+    return None if v is None else _slowdown(v)
+
+
+class _Shared:
+    """What the three shared-component faults have in common (one of ``slowdown`` or ``delay_ms``)."""
+
+    slowdown: float | None
+    delay_ms: float | None
+
+    def _check_one_effect(self) -> None:
+        if (self.slowdown is None) == (self.delay_ms is None):
+            raise ValueError("give exactly one of slowdown (simulated) or delay_ms (real workers)")
+
+    @property
+    def gpus(self) -> tuple[int, ...]:
+        """GPU ids the fault names: none (a shared component is checked against the topology)."""
+        return ()
+
+    def component(self, topology: ReplicaTopology | None = None) -> Component:
+        """The :class:`~faultsense_pipelines.topology.Component` it slows.
+
+        Raises:
+            ValueError: without a topology, or one that lacks the component.
+        """
+        raise NotImplementedError
+
+    def _effect(self) -> dict[str, Any]:
+        return {"slowdown": self.slowdown} if self.slowdown is not None else {"delay_ms": self.delay_ms}
+
+
+def _need(topology: ReplicaTopology | None, what: str) -> ReplicaTopology:
+    if topology is None or topology.gpus_per_node is None:
+        raise ValueError(f"a {what} fault needs the replica's topology (topology.gpus_per_node)")
+    return topology
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class NicFault(_Shared):
+    """A slow NIC: renegotiated to a lower speed, flapping, a bad cable.
+
+    Attributes:
+        nic: the node, or ``(node, rail)`` on a rail-optimized topology.
+        slowdown: latency multiplier of every probe holding a path from the NIC's GPUs to
+            another node (simulated; 1..:data:`MAX_SLOWDOWN`).
+        delay_ms: extra wait per transfer on those paths, ms (real ``local`` / ``ray`` workers).
+
+    Raises:
+        pydantic.ValidationError: (a ``ValueError``) naming the bad field.
+    """
+
+    nic: _GpuId | tuple[_GpuId, _GpuId]
+    slowdown: _Number | None = None
+    delay_ms: _Number | None = None
+
+    _check_slowdown = field_validator("slowdown")(_optional_slowdown)
+    _check_delay = field_validator("delay_ms")(_delay_ms)
+
+    def __post_init__(self) -> None:
+        self._check_one_effect()
+
+    def component(self, topology: ReplicaTopology | None = None) -> Component:
+        t = _need(topology, "nic")
+        return t.nic(self.nic) if isinstance(self.nic, int) else t.nic(*self.nic)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file form, ``{"nic": v, "slowdown": f}`` (``[v, r]`` with rails)."""
+        return {"nic": self.nic if isinstance(self.nic, int) else list(self.nic), **self._effect()}
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class NvSwitchFault(_Shared):
+    """A degraded NVSwitch (or PCIe switch) inside one node.
+
+    Attributes:
+        nvswitch: the node.
+        slowdown: latency multiplier of every probe holding two GPUs of the node (simulated).
+        delay_ms: extra wait per transfer between two GPUs of the node, ms (real workers).
+
+    Raises:
+        pydantic.ValidationError: (a ``ValueError``) naming the bad field.
+    """
+
+    nvswitch: _GpuId
+    slowdown: _Number | None = None
+    delay_ms: _Number | None = None
+
+    _check_slowdown = field_validator("slowdown")(_optional_slowdown)
+    _check_delay = field_validator("delay_ms")(_delay_ms)
+
+    def __post_init__(self) -> None:
+        self._check_one_effect()
+
+    def component(self, topology: ReplicaTopology | None = None) -> Component:
+        return _need(topology, "nvswitch").nvswitch(self.nvswitch)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file form, ``{"nvswitch": v, "slowdown": f}``."""
+        return {"nvswitch": self.nvswitch, **self._effect()}
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class SwitchFault(_Shared):
+    """A bad port or a degraded leaf or rail switch.
+
+    Attributes:
+        switch: the switch (``ReplicaTopology.switch``).
+        slowdown: latency multiplier of every probe holding an inter-node path with an end
+            under the switch (simulated).
+        delay_ms: extra wait per transfer on those paths, ms (real workers).
+
+    Raises:
+        pydantic.ValidationError: (a ``ValueError``) naming the bad field.
+    """
+
+    switch: _GpuId
+    slowdown: _Number | None = None
+    delay_ms: _Number | None = None
+
+    _check_slowdown = field_validator("slowdown")(_optional_slowdown)
+    _check_delay = field_validator("delay_ms")(_delay_ms)
+
+    def __post_init__(self) -> None:
+        self._check_one_effect()
+
+    def component(self, topology: ReplicaTopology | None = None) -> Component:
+        return _need(topology, "switch").switch(self.switch)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file form, ``{"switch": s, "slowdown": f}``."""
+        return {"switch": self.switch, **self._effect()}
+
+
+#: A slow shared component (simulated with ``slowdown``, injected with ``delay_ms``).
+SharedFault = NicFault | NvSwitchFault | SwitchFault
+_SHARED_KEYS = {"nic": "<nic fault>", "nvswitch": "<nvswitch fault>", "switch": "<switch fault>"}
+
+
 #: A simulated fault (``simulated.faults``, a scenario's ``faults``).
-Fault = GpuFault | LinkFault
+Fault = GpuFault | LinkFault | NicFault | NvSwitchFault | SwitchFault
 #: A fault injected into real ``local`` / ``ray`` workers (``local.inject``, ``ray.inject``).
-Injection = GpuFault | LinkDelay
-AnyFault = GpuFault | LinkFault | LinkDelay
+Injection = GpuFault | LinkDelay | NicFault | NvSwitchFault | SwitchFault
+AnyFault = GpuFault | LinkFault | LinkDelay | NicFault | NvSwitchFault | SwitchFault
+
+
+def _shared_tag(v: object) -> str | None:
+    if isinstance(v, NicFault):
+        return "<nic fault>"
+    if isinstance(v, NvSwitchFault):
+        return "<nvswitch fault>"
+    if isinstance(v, SwitchFault):
+        return "<switch fault>"
+    if isinstance(v, Mapping):
+        present = [tag for key, tag in _SHARED_KEYS.items() if key in v]
+        if len(present) == 1 and not {"gpu", "link"} & set(v):
+            return present[0]
+    return None
 
 
 def _fault_tag(v: object) -> str | None:
+    if (tag := _shared_tag(v)) is not None:
+        return tag
     if isinstance(v, GpuFault | LinkFault):
         return "<gpu fault>" if isinstance(v, GpuFault) else "<link fault>"
     if isinstance(v, Mapping) and ("gpu" in v) != ("link" in v):
@@ -197,6 +379,8 @@ def _fault_tag(v: object) -> str | None:
 
 
 def _injection_tag(v: object) -> str | None:
+    if (tag := _shared_tag(v)) is not None:
+        return tag
     if isinstance(v, GpuFault | LinkDelay):
         return "<gpu fault>" if isinstance(v, GpuFault) else "<link delay>"
     if isinstance(v, Mapping):
@@ -210,17 +394,26 @@ def _injection_tag(v: object) -> str | None:
 
 #: Field type of one simulated fault: a :class:`GpuFault` or a :class:`LinkFault` (or a mapping
 #: of one); the union tags in error locations are dropped by :func:`~.validation.format_loc`.
+_SHARED_SPECS = (
+    Annotated[NicFault, Tag("<nic fault>")]
+    | Annotated[NvSwitchFault, Tag("<nvswitch fault>")]
+    | Annotated[SwitchFault, Tag("<switch fault>")]
+)
 FaultSpec = Annotated[
-    Annotated[GpuFault, Tag("<gpu fault>")] | Annotated[LinkFault, Tag("<link fault>")],
-    Discriminator(_fault_tag, custom_error_type="one_component", custom_error_message="give exactly one of gpu or link"),
+    Annotated[GpuFault, Tag("<gpu fault>")] | Annotated[LinkFault, Tag("<link fault>")] | _SHARED_SPECS,
+    Discriminator(
+        _fault_tag,
+        custom_error_type="one_component",
+        custom_error_message="give exactly one of gpu, link, nic, nvswitch or switch",
+    ),
 ]
 #: Field type of one real injection: a :class:`GpuFault` or a :class:`LinkDelay` (or a mapping of one).
 InjectionSpec = Annotated[
-    Annotated[GpuFault, Tag("<gpu fault>")] | Annotated[LinkDelay, Tag("<link delay>")],
+    Annotated[GpuFault, Tag("<gpu fault>")] | Annotated[LinkDelay, Tag("<link delay>")] | _SHARED_SPECS,
     Discriminator(
         _injection_tag,
         custom_error_type="one_injection",
-        custom_error_message="give either {gpu, slowdown} or {link: [a, b], delay_ms}",
+        custom_error_message="give {gpu, slowdown}, {link: [a, b], delay_ms} or {nic | nvswitch | switch: id, delay_ms}",
     ),
 ]
 
@@ -235,62 +428,99 @@ class _Injections(BaseModel):
     inject: list[InjectionSpec]
 
 
-def check_faults(faults: Iterable[AnyFault], n_gpus: int, field: str = "faults") -> None:
-    """Check validated faults against a replica of ``n_gpus`` GPUs.
+def check_faults(
+    faults: Iterable[AnyFault],
+    n_gpus: int,
+    field: str = "faults",
+    topology: ReplicaTopology | None = None,
+    *,
+    simulated: bool | None = None,
+) -> None:
+    """Check validated faults against a replica of ``n_gpus`` GPUs (and its topology).
+
+    Args:
+        faults: the validated faults.
+        n_gpus: GPUs in the replica.
+        field: the field name errors start with.
+        topology: where the GPUs sit; needed by NIC, NVSwitch and switch faults.
+        simulated: ``True`` requires a ``slowdown`` of every shared fault, ``False`` a
+            ``delay_ms``; ``None`` checks neither.
 
     Raises:
         ValueError: ``"<field>[i].gpu: GPU id 8 is outside 0..7"`` (or ``.link``) for an
-            unknown GPU, ``"<field>[i] repeats gpu 3"`` (``link (2, 5)``) for a GPU or link
-            named twice.
+            unknown GPU, ``"<field>[i] repeats gpu 3"`` (``link (2, 5)``, ``nic:node3``) for a
+            component named twice, ``"<field>[i].nic: node 9 is outside 0..7"`` (and the like)
+            for a shared component the topology lacks or one given without a topology.
     """
     seen: set[tuple[str, object]] = set()
     for i, f in enumerate(faults):
-        key = "gpu" if isinstance(f, GpuFault) else "link"
-        bad = [g for g in f.gpus if g >= n_gpus]
-        if bad:
-            raise ValueError(f"{field}[{i}].{key}: GPU id {bad[0]} is outside 0..{n_gpus - 1}")
-        target = (key, f.gpu if isinstance(f, GpuFault) else f.link)
+        if isinstance(f, NicFault | NvSwitchFault | SwitchFault):
+            key = "nic" if isinstance(f, NicFault) else "nvswitch" if isinstance(f, NvSwitchFault) else "switch"
+            try:
+                c = f.component(topology)
+            except ValueError as exc:
+                raise ValueError(f"{field}[{i}].{key}: {exc}") from None
+            if simulated is True and f.slowdown is None:
+                raise ValueError(
+                    f"{field}[{i}].slowdown: a simulated {key} fault needs a slowdown (delay_ms is for real workers)"
+                )
+            if simulated is False and f.delay_ms is None:
+                raise ValueError(
+                    f"{field}[{i}].delay_ms: a {key} injected into real workers needs delay_ms (slowdown is simulated)"
+                )
+            target: tuple[str, object] = (key, (topology.name(c) if topology else c.ids))
+        else:
+            key = "gpu" if isinstance(f, GpuFault) else "link"
+            bad = [g for g in f.gpus if g >= n_gpus]
+            if bad:
+                raise ValueError(f"{field}[{i}].{key}: GPU id {bad[0]} is outside 0..{n_gpus - 1}")
+            target = (key, f.gpu if isinstance(f, GpuFault) else f.link)
         if target in seen:
             raise ValueError(f"{field}[{i}] repeats {target[0]} {target[1]}")
         seen.add(target)
 
 
-def parse_faults(items: object, n_gpus: int) -> tuple[Fault, ...]:
+def parse_faults(items: object, n_gpus: int, topology: ReplicaTopology | None = None) -> tuple[Fault, ...]:
     """Validate a list of simulated faults (mappings or :data:`Fault` objects) for ``n_gpus`` GPUs.
 
     Raises:
         ValueError: ``"faults[i].<field>: <problem>"`` for the first bad entry (not an
-            object, neither or both of gpu/link, unknown key, unknown GPU id, link to itself,
-            missing, NaN, below-1 or above-:data:`MAX_SLOWDOWN` slowdown), or a GPU or link
-            listed twice (:func:`check_faults`).
+            object, none or two of gpu/link/nic/nvswitch/switch, unknown key, unknown GPU id,
+            link to itself, missing, NaN, below-1 or above-:data:`MAX_SLOWDOWN` slowdown, a
+            shared component the topology lacks), or a component listed twice
+            (:func:`check_faults`).
+
+    >>> t = ReplicaTopology(64, gpus_per_node=8)
+    >>> parse_faults([{"nic": 3, "slowdown": 1.5}], 64, t)
+    (NicFault(nic=3, slowdown=1.5, delay_ms=None),)
     """
     try:
         faults = tuple(_Faults.model_validate({"faults": items}).faults)
     except ValidationError as exc:
         raise ValueError(first_error(exc)) from None
-    check_faults(faults, n_gpus)
+    check_faults(faults, n_gpus, topology=topology, simulated=True)
     return faults
 
 
-def parse_fault(item: object, n_gpus: int) -> Fault:
+def parse_fault(item: object, n_gpus: int, topology: ReplicaTopology | None = None) -> Fault:
     """One simulated fault: ``parse_faults([item], n_gpus)[0]`` (errors name ``faults[0]``).
 
     >>> parse_fault({"gpu": 9, "slowdown": 1.8}, 32)
     GpuFault(gpu=9, slowdown=1.8)
     """
-    return parse_faults([item], n_gpus)[0]
+    return parse_faults([item], n_gpus, topology)[0]
 
 
-def parse_injections(items: object, n_gpus: int) -> tuple[Injection, ...]:
+def parse_injections(items: object, n_gpus: int, topology: ReplicaTopology | None = None) -> tuple[Injection, ...]:
     """Validate faults to inject into real workers (mappings or :data:`Injection` objects).
 
     Raises:
         ValueError: ``"inject[i].<field>: <problem>"`` for the first bad entry, an unknown
-            GPU or a repeated target (:func:`check_faults`).
+            GPU, a shared component the topology lacks or a repeated target (:func:`check_faults`).
     """
     try:
         injections = tuple(_Injections.model_validate({"inject": items}).inject)
     except ValidationError as exc:
         raise ValueError(first_error(exc)) from None
-    check_faults(injections, n_gpus, "inject")
+    check_faults(injections, n_gpus, "inject", topology, simulated=False)
     return injections

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .topology import Component, ReplicaTopology, gpu_component, link_component
+from .vocabulary import ComponentKind
+
 __all__ = ["DUTY_RUN", "STALL_MIN", "LatencyModel", "NoiseModel"]
 
 #: Mean length, in measurements, of an "on" run of an intermittent fault (duty < 1).
@@ -110,10 +113,13 @@ class NoiseModel:
 
 @dataclass(frozen=True)
 class _Fault:
-    members: frozenset[int]  # one GPU, or the two ends of a link
-    is_gpu: bool
+    component: Component
     slowdown: float
     duty: float
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.component.kind == ComponentKind.GPU
 
 
 class LatencyModel:
@@ -121,10 +127,13 @@ class LatencyModel:
 
     Args:
         noise: the effects to apply.
-        faults: ``(gpus, is_gpu_fault, slowdown, duty)`` per injected fault: ``gpus`` is one
-            GPU id or the two ends of a link; ``slowdown`` >= 1; ``duty`` in (0, 1].
+        faults: ``(what, is_gpu_fault, slowdown, duty)`` per injected fault: ``what`` is one
+            GPU id or the two ends of a link (``is_gpu_fault`` tells which), or a
+            :class:`~faultsense_pipelines.topology.Component` of ``topology`` (a shared one:
+            every probe holding a path it carries is slow); ``slowdown`` >= 1; ``duty`` in (0, 1].
         seed: seed of every random draw.
         base_ms: healthy latency of a probe, ms (> 0).
+        topology: where the GPUs sit (needed by shared components).
 
     The lognormal noise is drawn from ``np.random.default_rng(seed)`` exactly as the paper's
     model draws it, one ``normal(0, sigma, repeats)`` per call; every other effect draws from
@@ -144,19 +153,30 @@ class LatencyModel:
     def __init__(
         self,
         noise: NoiseModel,
-        faults: Sequence[tuple[Sequence[int], bool, float, float]] = (),
+        faults: Sequence[tuple[Sequence[int] | Component, bool, float, float]] = (),
         *,
         seed: int = 0,
         base_ms: float = 20.0,
+        topology: ReplicaTopology | None = None,
     ) -> None:
         parsed = []
-        for gpus, is_gpu, slowdown, duty in faults:
+        for what, is_gpu, slowdown, duty in faults:
             if not math.isfinite(slowdown) or slowdown < 1.0:
                 raise ValueError(f"slowdown must be a finite number >= 1, got {slowdown!r}")
             if not math.isfinite(duty) or not 0.0 < duty <= 1.0:
                 raise ValueError(f"duty must be in (0, 1], got {duty!r}")
-            parsed.append(_Fault(frozenset(gpus), is_gpu, float(slowdown), float(duty)))
+            if isinstance(what, Component):
+                component = what
+            elif is_gpu:
+                component = gpu_component(what[0])
+            else:
+                component = link_component(*what)
+            if component.shared and topology is None:
+                raise ValueError(f"a {component.kind} fault needs the replica's topology")
+            parsed.append(_Fault(component, float(slowdown), float(duty)))
         self.noise = noise
+        # GPUs and links need no topology: any will do to tell which probes hold them
+        self.topology = topology if topology is not None else ReplicaTopology(1)
         self.faults = tuple(parsed)
         self.base_ms = float(base_ms)
         self.measurements = 0
@@ -194,7 +214,7 @@ class LatencyModel:
         for f, on in zip(self.faults, self._on):
             if not on:
                 continue
-            if f.members <= members:
+            if self.topology.holds(f.component, members):
                 worst = max(worst, f.slowdown)
             elif f.is_gpu and self.noise.spillover:
                 worst = max(worst, 1.0 + self.noise.spillover * (f.slowdown - 1.0))

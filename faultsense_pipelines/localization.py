@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .suspects import probe_latency_ms
-from .topology import Link
+from .topology import Component, Link
 from .vocabulary import ComponentKind, Outcome, Status
 
 __all__ = [
@@ -85,8 +85,9 @@ class Verdict:
     """One judged component (a row of the fault ledger).
 
     Attributes:
-        component_kind: :attr:`ComponentKind.GPU` or :attr:`ComponentKind.LINK`.
-        gpu: the GPU, or a link's smaller GPU id.
+        component_kind: :attr:`ComponentKind.GPU`, :attr:`ComponentKind.LINK` or a shared
+            kind (``nic``, ``nvswitch``, ``switch``).
+        gpu: the GPU, or a link's smaller GPU id; ``None`` for a shared component.
         peer_gpu: a link's larger GPU id; ``None`` for a GPU.
         status: a :class:`~.vocabulary.Status`.
         slowdown: observed latency of the probe that pinned it / healthy baseline; ``None``
@@ -97,6 +98,8 @@ class Verdict:
             evidence (``--drilldown evidence``); ``None`` where the drill-down treats probes
             as binary tests (``adaptive``, ``paper``) or the component is masked.
         reason: why an ``"inconclusive"`` verdict was not settled, where known.
+        shared: the NIC, NVSwitch or switch (``None`` for a GPU or a link).
+        name: the shared component's ledger name (``nic:node3``; node names from the topology).
 
     Plain words given for ``component_kind`` and ``status`` are stored as their members.
 
@@ -105,7 +108,7 @@ class Verdict:
     """
 
     component_kind: ComponentKind
-    gpu: int
+    gpu: int | None
     peer_gpu: int | None
     status: Status
     slowdown: float | None
@@ -113,6 +116,8 @@ class Verdict:
     probes_used: int
     confidence: float | None = None
     reason: str | None = None
+    shared: Component | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "component_kind", ComponentKind.parse(self.component_kind, "component_kind"))
@@ -120,8 +125,24 @@ class Verdict:
 
     @property
     def link(self) -> Link | None:
-        """The link as a sorted pair, or ``None`` for a GPU."""
-        return None if self.peer_gpu is None else (self.gpu, self.peer_gpu)
+        """The link as a sorted pair, or ``None`` for a GPU or a shared component."""
+        return None if self.peer_gpu is None or self.gpu is None else (self.gpu, self.peer_gpu)
+
+    @property
+    def component(self) -> str:
+        """The ledger's component string: ``gpu:17``, ``link:3-40``, ``nic:node3``, ``switch:1``."""
+        if self.shared is not None:
+            return self.name or f"{self.shared.kind}:{'/'.join(str(i) for i in self.shared.ids)}"
+        return f"gpu:{self.gpu}" if self.peer_gpu is None else f"link:{self.gpu}-{self.peer_gpu}"
+
+    def describe(self) -> dict[str, object]:
+        """The ``faulty_components`` entry: ``{"kind": "nic", "node": 3}`` (and ``rail``),
+        ``{"kind": "switch", "switch": 1}``, ``{"kind": "gpu", "gpu": 9}``, ``{"kind": "link", "gpus": [3, 21]}``."""
+        if self.shared is not None:
+            return self.shared.describe()
+        if self.peer_gpu is None:
+            return {"kind": "gpu", "gpu": self.gpu}
+        return {"kind": "link", "gpus": [self.gpu, self.peer_gpu]}
 
 
 @dataclass(frozen=True)
@@ -177,12 +198,24 @@ class Localization:
     verdicts: tuple[Verdict, ...]
 
     def _links(self, status: Status) -> list[list[int]]:
-        return sorted([v.gpu, v.peer_gpu] for v in self.verdicts if v.peer_gpu is not None and v.status == status)
+        return sorted(list(v.link) for v in self.verdicts if v.link is not None and v.status == status)
 
     @property
     def faulty_gpus(self) -> list[int]:
         """Confirmed faulty GPUs, ascending."""
-        return sorted(v.gpu for v in self.verdicts if v.component_kind == ComponentKind.GPU and v.status == Status.CONFIRMED)
+        return sorted(
+            v.gpu
+            for v in self.verdicts
+            if v.gpu is not None and v.component_kind == ComponentKind.GPU and v.status == Status.CONFIRMED
+        )
+
+    @property
+    def faulty_components(self) -> list[dict[str, object]]:
+        """Every confirmed component, shared ones first (NVSwitch, NIC, switch), then GPUs and
+        links, each described as in :meth:`Verdict.describe` with its ``confidence``."""
+        confirmed = [v for v in self.verdicts if v.status == Status.CONFIRMED]
+        confirmed.sort(key=lambda v: (v.shared is None, v.shared.ids if v.shared else (), v.gpu or 0, v.peer_gpu or -1))
+        return [{**v.describe(), "confidence": v.confidence} for v in confirmed]
 
     @property
     def faulty_links(self) -> list[list[int]]:
@@ -255,7 +288,11 @@ class Localization:
     def to_dict(self) -> dict[str, Any]:
         """The ``faultsense simulate --json`` contract (plain JSON types)."""
         inconclusive = [
-            {"gpu": v.gpu} if v.peer_gpu is None else {"link": [v.gpu, v.peer_gpu]}
+            {"component": v.component}
+            if v.shared is not None
+            else {"gpu": v.gpu}
+            if v.peer_gpu is None
+            else {"link": [v.gpu, v.peer_gpu]}
             for v in self.verdicts
             if v.status == Status.INCONCLUSIVE
         ]
@@ -265,6 +302,7 @@ class Localization:
             "cover_method": self.phase1.cover_method,
             "faulty_gpus": self.faulty_gpus,
             "faulty_links": self.faulty_links,
+            "faulty_components": self.faulty_components,
             "masked_links": self.masked_links,
             "inconclusive": inconclusive,
             "probes": {"phase1": self.probes_phase1, "phase2": self.probes_phase2},
@@ -278,7 +316,7 @@ class Localization:
             "errors": self.phase1.errors + sum(r.outcome == Outcome.ERROR for r in self.phase2_records),
             "verdicts": [
                 {
-                    "component": f"gpu:{v.gpu}" if v.peer_gpu is None else f"link:{v.gpu}-{v.peer_gpu}",
+                    "component": v.component,
                     "status": str(v.status),
                     "confidence": v.confidence,
                     "slowdown": v.slowdown,

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .faults import Fault, GpuFault, LinkFault, check_faults
+from .faults import Fault, GpuFault, LinkFault, NicFault, NvSwitchFault, SwitchFault, check_faults
 from .probes import ProbeMeasurement
+from .topology import ReplicaTopology
 from .vocabulary import ExecutorKind
 
 __all__ = ["DEFAULT_BASE_MS", "MAX_NOISE_SIGMA", "SimulatedReplica"]
@@ -42,6 +43,8 @@ class SimulatedReplica:
         noise_sigma: sigma of the lognormal noise per repeat (0..MAX_NOISE_SIGMA; 0 = noise-free).
         seed: seed of the noise generator.
         base_ms: healthy probe latency, ms (> 0).
+        topology: where the GPUs sit; needed by NIC, NVSwitch and switch faults, which slow
+            every probe holding a path they carry.
 
     Raises:
         ValueError: naming the bad argument.
@@ -61,6 +64,7 @@ class SimulatedReplica:
         noise_sigma: float = 0.0,
         seed: int = 0,
         base_ms: float = DEFAULT_BASE_MS,
+        topology: ReplicaTopology | None = None,
     ) -> None:
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
             raise ValueError(f"gpus must be an integer >= 1, got {gpus!r}")
@@ -70,10 +74,14 @@ class SimulatedReplica:
             raise ValueError(f"base_ms must be a finite number > 0, got {base_ms!r}")
         faults = tuple(faults)
         for f in faults:
-            if not isinstance(f, GpuFault | LinkFault):
-                raise ValueError(f"a simulated fault must be a GpuFault or a LinkFault, got {f!r}")
-        check_faults(faults, gpus)
+            if not isinstance(f, GpuFault | LinkFault | NicFault | NvSwitchFault | SwitchFault):
+                raise ValueError(f"a simulated fault must be a GpuFault, LinkFault or shared-component fault, got {f!r}")
+        if topology is not None and topology.gpus != gpus:
+            raise ValueError(f"topology is of {topology.gpus} GPUs, the replica of {gpus}")
+        check_faults(faults, gpus, topology=topology, simulated=True)
         self.gpus = gpus
+        self.topology = topology if topology is not None else ReplicaTopology(gpus)
+        self._slow = tuple((f.component(topology), float(f.slowdown or 1.0)) for f in faults)
         self.faults = faults
         self.noise_sigma = float(noise_sigma)
         self.seed = seed
@@ -84,7 +92,7 @@ class SimulatedReplica:
     def slowdown(self, gpus: Sequence[int]) -> float:
         """The worst slowdown among the faults a probe over ``gpus`` touches (1.0 if none)."""
         members = frozenset(gpus)
-        return max((f.slowdown for f in self.faults if f.touches(members)), default=1.0)
+        return max((slow for c, slow in self._slow if self.topology.holds(c, members)), default=1.0)
 
     def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
         """Measure the probe over ``gpus`` ``repeats`` times (ms)."""

@@ -7,7 +7,8 @@ those of the tables below; code compares against the members instead of bare lit
 
 * :class:`Outcome` -- a measured probe: ``pass``, ``fail`` (slow), ``error`` (not measured).
 * :class:`Status` -- a ledger verdict: ``suspect``, ``confirmed``, ``masked``, ``inconclusive``.
-* :class:`ComponentKind` -- what a ledger row names: ``gpu``, ``link``, ``replica`` (FaultSense),
+* :class:`ComponentKind` -- what a ledger row names: ``gpu``, ``link``, ``nvswitch``, ``nic``,
+  ``switch``, ``replica`` (FaultSense),
   ``machine`` (Minder), ``fabric_link`` (FlowPulse).
 * :class:`DrilldownMethod` -- Phase 2: ``adaptive`` (default), ``paper`` (Algorithm 2).
 * :class:`ExecutorKind` -- how a replica's probes run: ``simulated``, ``local``, ``ray``, ``vllm``
@@ -84,6 +85,9 @@ class ComponentKind(Vocabulary):
 
     GPU = "gpu"
     LINK = "link"
+    NVSWITCH = "nvswitch"  # every path between two GPUs of one node
+    NIC = "nic"  # every path from one node's GPUs (or one rail's GPU) to other nodes
+    SWITCH = "switch"  # every inter-node path with an end under one leaf or rail switch
     REPLICA = "replica"
     MACHINE = "machine"
     FABRIC_LINK = "fabric_link"

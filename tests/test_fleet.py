@@ -112,7 +112,7 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
         ),
         (
             {"simulated": {"faults": [{"gpu": 1, "link": [2, 3], "slowdown": 2.0}]}},
-            "replicas[1].simulated.faults[0]: give exactly one of gpu or link",
+            "replicas[1].simulated.faults[0]: give exactly one of gpu, link, nic, nvswitch or switch",
         ),
         ({"alpha": 0.9}, "replicas[1].alpha: must be a finite number > 1"),
         ({"repeats": 0}, "replicas[1].repeats:"),
@@ -128,7 +128,7 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
         ),
         (
             {"executor": "local", "local": {"inject": [{"gpu": 2, "delay_ms": 1.0}]}},
-            "replicas[1].local.inject[0]: give either {gpu, slowdown} or {link: [a, b], delay_ms}",
+            "replicas[1].local.inject[0]: give {gpu, slowdown}, {link: [a, b], delay_ms} or {nic | nvswitch | switch: id, delay_ms}",
         ),
     ],
 )

@@ -41,7 +41,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..topology import Component, ReplicaTopology
 from ..vocabulary import ComponentKind, Status
+from .shared import shared_stage
 
 __all__ = [
     "EvidenceFinding",
@@ -50,6 +52,8 @@ __all__ = [
     "PairOracle",
     "estimate_sigma",
     "evidence_drilldown",
+    "measurement_order",
+    "phase1_timeline",
     "time_detrended_excess",
 ]
 
@@ -153,24 +157,26 @@ class EvidenceFinding:
     """One component judged by :func:`evidence_drilldown`.
 
     Attributes:
-        kind: ``"gpu"`` or ``"link"``.
-        gpu: the GPU, or the link's smaller id.
+        kind: ``"gpu"``, ``"link"`` or a shared kind (``"nic"``, ``"nvswitch"``, ``"switch"``).
+        gpu: the GPU, or the link's smaller id; ``None`` for a shared component.
         peer_gpu: the link's larger id; ``None`` for a GPU.
         status: ``"confirmed"``, ``"masked"`` (a link between two confirmed GPUs) or ``"inconclusive"``.
         confidence: posterior probability that the component is faulty (``None`` for masked).
         slowdown: median latency ratio of the pairs that accused it (``None`` if none did).
         tests_used: paired tests (two probes each) spent on it.
         reason: for ``"inconclusive"``, why the evidence did not settle it.
+        shared: the shared component (``None`` for a GPU or a link).
     """
 
     kind: ComponentKind
-    gpu: int
+    gpu: int | None
     peer_gpu: int | None
     status: Status
     confidence: float | None
     slowdown: float | None
     tests_used: int
     reason: str | None = None
+    shared: Component | None = None
 
 
 @dataclass(frozen=True)
@@ -202,14 +208,21 @@ class _State:
     inconclusive_gpus: set[int] = field(default_factory=set)
     findings: list[EvidenceFinding] = field(default_factory=list)
     pairs: int = 0
+    topology: ReplicaTopology | None = None
+    confirmed_shared: list[Component] = field(default_factory=list)
+    # GPUs under a confirmed or unresolved shared component: masked (never blamed alone), never pads
+    shared_gpus: set[int] = field(default_factory=set)
 
     def known_bad(self, gpus: set[int] | frozenset[int]) -> bool:
         """True when a probe over ``gpus`` holds a fault already found (it is slow regardless)."""
-        return bool(gpus & self.confirmed_gpus) or any(a in gpus and b in gpus for a, b in self.confirmed_links)
+        if bool(gpus & self.confirmed_gpus) or any(a in gpus and b in gpus for a, b in self.confirmed_links):
+            return True
+        t = self.topology
+        return t is not None and any(t.holds(c, gpus) for c in self.confirmed_shared)
 
     def pool(self, exclude: set[int]) -> list[int]:
         """GPUs to pad with, healthiest first: exonerated, then by Phase 1 evidence."""
-        bad = self.confirmed_gpus | self.inconclusive_gpus | exclude
+        bad = self.confirmed_gpus | self.inconclusive_gpus | self.shared_gpus | exclude
         ok = [g for g in range(self.n) if g not in bad]
         return sorted(ok, key=lambda g: (self.gpu_evidence[g] + self.gpu_llr.get(g, 0.0), g))
 
@@ -268,6 +281,53 @@ class _State:
 
     def _closes_known(self, test_set: set[int], g: int) -> bool:
         return any((a == g and b in test_set) or (b == g and a in test_set) for a, b in self.confirmed_links)
+
+
+def _shared(
+    state: _State,
+    probes: Sequence[frozenset[int]],
+    timeline: Sequence[tuple[int, float]],
+    measured: Sequence[tuple[frozenset[int], float]],
+    suspects: Sequence[int],
+) -> None:
+    """The shared stage; then each GPU's Phase 1 evidence is recounted without the probes a
+    confirmed shared component explains."""
+    m, t = state.model, state.topology
+    assert t is not None
+    out = shared_stage(
+        t,
+        state.k,
+        probes,
+        timeline,
+        state.gpu_evidence,
+        state.pair,
+        lambda d, duty: m.llr(d, duty=duty),
+        effect=m.effect,
+        confidence=m.confidence,
+        clear_confidence=m.clear_confidence,
+        min_accusing=m.min_accusing,
+        max_pairs=m.max_pairs,
+        duty=m.gpu_duty,
+        rng=state.rng,
+        suspects=suspects,
+    )
+    state.pairs += out.pairs
+    state.confirmed_shared = list(out.confirmed)
+    state.shared_gpus = {g for c in out.confirmed for g in c.members} | out.unresolved_gpus
+    for f in out.findings:
+        state.findings.append(
+            EvidenceFinding(f.component.kind, None, None, f.status, f.confidence, f.slowdown, f.tests_used, f.reason, f.component)
+        )
+    if out.confirmed:
+        scale1 = m.pair_scale / math.sqrt(2.0)
+        evidence = [0.0] * state.n
+        for members, x in measured:
+            if state.known_bad(members):
+                continue
+            contribution = m.llr(x, duty=m.gpu_duty, scale=scale1)
+            for g in members:
+                evidence[g] += contribution
+        state.gpu_evidence = evidence
 
 
 def _accusing(ds: Sequence[float], effect: float) -> list[float]:
@@ -362,10 +422,10 @@ def _predicts_slow(h: _Hyp, gpus: frozenset[int]) -> bool:
 def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[int], float]]) -> bool:
     """Localize the fault(s) of one suspect Phase 1 probe; True when it was a false alarm."""
     m = state.model
-    members = [g for g in probe if g not in state.confirmed_gpus]
+    members = [g for g in probe if g not in state.confirmed_gpus and g not in state.shared_gpus]
     if any(g in state.inconclusive_gpus for g in probe):
         return False
-    explained = len(members) < len(probe) or any(a in probe and b in probe for a, b in state.confirmed_links)
+    explained = len(members) < len(probe) or state.known_bad(frozenset(probe))
     # a GPU the GPU stage cleared stays a hypothesis with that evidence: an intermittent GPU
     # can pass a run of pairs, and its links must not take the blame
     hyps: list[_Hyp] = [(g,) for g in members]
@@ -481,6 +541,26 @@ def _low_quantile(values: Sequence[float]) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def measurement_order(latencies: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
+    """``(probe, repeat)`` of every measurement in the order Phase 1 took them: every probe
+    once per round, round after round (``latencies[i][j]`` is probe i's j-th repeat)."""
+    return [
+        (i, j)
+        for j in range(max((len(lat) for lat in latencies), default=0))
+        for i in range(len(latencies))
+        if j < len(latencies[i])
+    ]
+
+
+def phase1_timeline(latencies: Sequence[Sequence[float]]) -> list[tuple[int, float]]:
+    """Every measurement as ``(probe, log latency)`` in the order taken (:func:`measurement_order`).
+
+    >>> phase1_timeline([[10.0, 20.0], [10.0]])
+    [(0, 2.302585092994046), (1, 2.302585092994046), (0, 2.995732273553991)]
+    """
+    return [(i, math.log(latencies[i][j])) for i, j in measurement_order(latencies) if latencies[i][j] > 0]
+
+
 def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: float, window: int = 9) -> list[float | None]:
     """Per probe, ``x = log(latency / baseline at the time it was measured)``.
 
@@ -504,12 +584,7 @@ def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: flo
     >>> [round(x, 3) + 0.0 for x in time_detrended_excess(lat, 10.0, 5)]
     [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.693, 0.0, -0.058, 0.204, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     """
-    order = [
-        (i, j)
-        for j in range(max((len(lat) for lat in latencies), default=0))
-        for i in range(len(latencies))
-        if j < len(latencies[i])
-    ]
+    order = measurement_order(latencies)
     values = [latencies[i][j] for i, j in order]
     half = window // 2
     per_probe: list[list[float]] = [[] for _ in latencies]
@@ -555,8 +630,16 @@ def evidence_drilldown(
     model: EvidenceModel,
     *,
     seed: int = 0,
+    topology: ReplicaTopology | None = None,
+    timeline: Sequence[tuple[int, float]] = (),
 ) -> EvidenceResult:
     """Localize the faults behind the suspect Phase 1 probes from paired, weighed measurements.
+
+    With a ``topology`` of several nodes, the shared stage
+    (:func:`~faultsense_pipelines.drilldown.shared.shared_stage`) runs first: NICs, NVSwitches
+    and switches whose Phase 1 contrast stands out are told apart from the GPUs under them by
+    isolating probes; a confirmed one explains the probes holding it, and its GPUs are neither
+    blamed one by one nor used as pads.
 
     Args:
         n: GPUs in the replica.
@@ -567,10 +650,13 @@ def evidence_drilldown(
         pair: the pair oracle (see :data:`PairOracle`).
         model: likelihood and stopping rules.
         seed: seed of the padding and reference draws.
+        topology: where the GPUs sit; ``None``: GPUs and links only.
+        timeline: every Phase 1 measurement in the order taken, ``(index into phase1, log
+            latency)`` (:func:`phase1_timeline`); the shared stage reads it.
 
     Returns:
-        An :class:`EvidenceResult`: confirmed GPUs and links with their confidence, masked
-        links between confirmed GPUs, inconclusive components with the reason.
+        An :class:`EvidenceResult`: confirmed GPUs, links and shared components with their
+        confidence, masked links between confirmed GPUs, inconclusive components with the reason.
 
     Raises:
         ValueError: a GPU id outside ``0..n-1`` or a suspect index outside ``phase1``.
@@ -592,9 +678,11 @@ def evidence_drilldown(
     for i, (members, _) in enumerate(measured):
         for g in members:
             by_gpu[g].add(i)
-    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, by_gpu)
+    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, by_gpu, topology=topology)
+    if topology is not None and topology.nodes > 1 and timeline:
+        _shared(state, [frozenset(p) for p, _ in phase1], timeline, measured, suspects)
     in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))
-    _gpu_stage(state, [g for g in in_suspects if evidence[g] > 0])
+    _gpu_stage(state, [g for g in in_suspects if state.gpu_evidence[g] > 0 and g not in state.shared_gpus])
     cleared = 0
     for i in suspects:
         cleared += _unit(state, phase1[i][0], measured)
