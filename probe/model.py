@@ -16,8 +16,10 @@ Two variants share the expert shapes of OLMoE-1B-7B's first layer (hidden 2048,
 intermediate 1024), so per-token expert compute and all-to-all volume are the paper's:
 
 - ``paper``: OLMoE-1B-7B's shapes (64 experts, vocabulary 50304, 16 heads).
-- ``slim`` (default): one expert per GPU (``E = n``), a 256-token vocabulary and the
-  smallest attention that loads (64 heads of dimension 32, one key/value head).
+- ``slim`` (default): one expert per GPU (``E = n``), a 256-token vocabulary and a small
+  attention (64 heads of dimension 32, :data:`SLIM_KV_HEADS` = 8 key/value heads) whose head
+  counts and q/k-norm widths divide evenly at every tensor-parallel size up to 8, so stock
+  vLLM serves it at TP 1, 2, 4 and 8 (:func:`tensor_parallel_problems`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from faultsense_pipelines.probe.encoding import experts_per_gpu
 __all__ = [
     "HIDDEN",
     "INTERMEDIATE",
+    "SLIM_KV_HEADS",
     "VARIANTS",
     "Variant",
     "build_probe_model",
     "probe_config",
+    "tensor_parallel_problems",
 ]
 
 Variant = Literal["slim", "paper"]
@@ -49,6 +53,10 @@ PAPER_EXPERTS = 64
 PAPER_VOCAB = 50304
 SLIM_VOCAB = 256
 SLIM_HEAD_DIM = 32
+SLIM_KV_HEADS = 8
+"""Key/value heads of ``slim``: divisible by every tensor-parallel size up to 8. With fewer KV
+heads than TP ranks vLLM replicates them, and OLMoE's q/k norm then sees the gathered key
+width (TP x one head) against a ``k_norm`` of the model's width, and fails at start."""
 # Special token ids; kept inside both vocabularies (OLMoE's pad is 1, its eos 50279).
 BOS_ID, PAD_ID, SLIM_EOS_ID, PAPER_EOS_ID = 0, 1, 2, 50279
 _CHUNK = 1 << 22
@@ -108,10 +116,41 @@ def probe_config(n_gpus: int, probe_size: int, variant: Variant = "slim") -> Olm
         vocab_size=SLIM_VOCAB,
         num_experts=n_gpus,
         num_attention_heads=HIDDEN // SLIM_HEAD_DIM,
-        num_key_value_heads=1,
+        num_key_value_heads=SLIM_KV_HEADS,
         eos_token_id=SLIM_EOS_ID,
         **common,
     )
+
+
+def tensor_parallel_problems(config: OlmoeConfig, tp: int) -> list[str]:
+    """Why vLLM cannot shard ``config`` over ``tp`` tensor-parallel ranks (empty: it can).
+
+    vLLM's OLMoE splits the query heads and the key/value heads over the TP ranks and
+    applies ``q_norm`` / ``k_norm`` to the all-gathered ``q`` and ``k``; the gathered widths
+    equal the norms' (``heads * head_dim``, ``kv_heads * head_dim``) only when both head
+    counts divide by ``tp``. The vocabulary is padded by vLLM and needs no check.
+
+    Args:
+        config: the probe model's config.
+        tp: tensor-parallel size, ``>= 1``.
+
+    Returns:
+        One sentence per problem, naming the field.
+
+    Examples:
+        >>> tensor_parallel_problems(probe_config(8, 4), 8)
+        []
+        >>> tensor_parallel_problems(probe_config(8, 4, "paper"), 32)
+        ['num_attention_heads=16 is not divisible by tensor-parallel size 32', 'num_key_value_heads=16 is not divisible by tensor-parallel size 32']
+    """
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"tensor-parallel size must be an integer >= 1, got {tp!r}")
+    problems = []
+    for name in ("num_attention_heads", "num_key_value_heads"):
+        value = getattr(config, name)
+        if value % tp:
+            problems.append(f"{name}={value} is not divisible by tensor-parallel size {tp}")
+    return problems
 
 
 def build_probe_model(config: OlmoeConfig, seed: int = 0, std: float = 0.02) -> OlmoeForCausalLM:

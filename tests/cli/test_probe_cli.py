@@ -29,7 +29,7 @@ def test_probe_memory_prints_both_variants():
     result = runner.invoke(app, ["probe", "memory", "--gpus", "4", "--probe-size", "2"])
     assert result.exit_code == 0, result.output
     rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 2}
-    assert "30.3" in rows["slim"]  # 18.3 MiB replicated + one 12 MiB expert
+    assert "32.0" in rows["slim"]  # 20.0 MiB replicated (8 KV heads) + one 12 MiB expert
     assert "647.3" in rows["paper"]  # MB: 445.9 MB replicated + 16 experts of 12.6 MB
 
 

@@ -16,7 +16,7 @@ import faultsense_pipelines.probe.model
 from faultsense_pipelines.probe.checkpoint import read_checkpoint_info, write_checkpoint
 from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embeddings, probe_experts
 from faultsense_pipelines.probe.memory import bytes_per_gpu, parameter_counts
-from faultsense_pipelines.probe.model import build_probe_model, probe_config
+from faultsense_pipelines.probe.model import build_probe_model, probe_config, tensor_parallel_problems
 from faultsense_pipelines.probe.reference import load_reference_model, reference_forward
 from tests.hypothesis_profiles import examples
 
@@ -138,6 +138,41 @@ def test_paper_variant_counts_match_the_instantiated_model_shapes():
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 16, 32, 64])
 def test_slim_variant_fits_64_mib_per_gpu(n):
     assert bytes_per_gpu(probe_config(n, min(n, 4)), n).total_bytes <= 64 * MIB
+
+
+def _vllm_gathered_widths(config, tp: int) -> tuple[int, int] | None:
+    """vLLM's OLMoE under TP, re-derived here: each rank holds ``heads / tp`` query heads and
+    ``kv / tp`` KV heads (one replicated head when ``kv < tp``); q and k are all-gathered over
+    the ranks before the q/k norms. ``None`` when the query heads do not split evenly."""
+    hd = config.hidden_size // config.num_attention_heads
+    heads, kv = config.num_attention_heads, config.num_key_value_heads
+    if heads % tp or (kv >= tp and kv % tp):
+        return None
+    kv_per_rank = kv // tp if kv >= tp else 1
+    return tp * (heads // tp) * hd, tp * kv_per_rank * hd
+
+
+@pytest.fixture(scope="module")
+def slim8_model():
+    return build_probe_model(probe_config(8, 4))
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_slim_variant_shards_evenly_at_tensor_parallel_up_to_8(slim8_model, tp):
+    attention = slim8_model.model.layers[0].self_attn
+    norm_widths = (attention.q_norm.weight.shape[0], attention.k_norm.weight.shape[0])
+    assert _vllm_gathered_widths(slim8_model.config, tp) == norm_widths == (2048, 8 * 32)
+    for n in (8, 16, 64, 256):
+        assert tensor_parallel_problems(probe_config(n, 4), tp) == []
+    # and still within 64 MiB per GPU with expert parallelism over n = 8 (TP only splits more)
+    assert bytes_per_gpu(slim8_model.config, 8).total_bytes <= 64 * MIB
+
+
+def test_one_kv_head_fails_at_tp_2_as_vllm_does():
+    one_kv = probe_config(8, 4)
+    one_kv.num_key_value_heads = 1  # the former slim attention
+    assert _vllm_gathered_widths(one_kv, 2) == (2048, 64)  # against a 32-wide k_norm: the field failure
+    assert tensor_parallel_problems(one_kv, 2) == ["num_key_value_heads=1 is not divisible by tensor-parallel size 2"]
 
 
 @pytest.mark.parametrize(
