@@ -21,7 +21,21 @@ from faultsense_pipelines.vocabulary import Engine
 from .injection import Injection, parse_injections
 from .moe_worker import LayerShape
 
-__all__ = ["ProbeTrace", "WorkerPoolExecutor", "check_probe", "error_trace", "merge_member_reports", "warm_up_probes"]
+__all__ = [
+    "DEFAULT_TOKENS",
+    "ProbeTrace",
+    "WorkerPoolExecutor",
+    "check_probe",
+    "error_trace",
+    "merge_member_reports",
+    "warm_up_probes",
+]
+
+
+#: Tokens per probe by engine when the caller gives none. ``member_only``: 64, the paper's
+#: probe. ``all_ranks``: 128, where a throttled rank's own expert work stood out most against
+#: the work every rank does per forward in ``bench/results/ep_contrast.md``.
+DEFAULT_TOKENS: Mapping[Engine, int] = {Engine.MEMBER_ONLY: 64, Engine.ALL_RANKS: 128}
 
 
 @dataclass(frozen=True)
@@ -34,12 +48,15 @@ class ProbeTrace:
             shards in GPU order; empty on error.
         experts_computed: GPU id -> ids of the experts on it that ran the FFN for the probe.
         checksum: sum of the layer output over all tokens (fp32), for cross-executor checks.
+        ffn_ms: GPU id -> its expert FFN stage per repeat, ms (injected slowdown included),
+            for benchmarks that compare a rank's own slowdown with the probe's.
     """
 
     measurement: ProbeMeasurement
     routed_experts: tuple[tuple[int, ...], ...] = ()
     experts_computed: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     checksum: float | None = None
+    ffn_ms: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
 
 
 def check_probe(gpus: Sequence[int], n_gpus: int, repeats: int, tokens: int) -> tuple[int, ...]:
@@ -77,7 +94,8 @@ def merge_member_reports(members: tuple[int, ...], reports: Mapping[int, Mapping
     routed = tuple(tuple(row) for m in members for row in reports[m]["routed_experts"])
     computed = {m: tuple(reports[m]["experts_computed"]) for m in members}
     checksum = sum(reports[m]["checksum"] for m in members)
-    return ProbeTrace(ProbeMeasurement(members, latencies), routed, computed, checksum)
+    ffn = {m: tuple(reports[m]["ffn_ms"]) for m in members}
+    return ProbeTrace(ProbeMeasurement(members, latencies), routed, computed, checksum, ffn)
 
 
 def error_trace(members: tuple[int, ...], reason: str) -> ProbeTrace:
@@ -114,8 +132,11 @@ class WorkerPoolExecutor:
         start_timeout_s: float,
         engine: Engine | str = Engine.MEMBER_ONLY,
     ) -> None:
-        """Validate the arguments every pool takes (``ValueError`` naming the bad one)."""
+        """Validate the arguments every pool takes (``ValueError`` naming the bad one); a
+        ``layer["tokens"]`` of ``None`` becomes the engine's :data:`DEFAULT_TOKENS`."""
         self.engine = Engine.parse(engine, "engine")
+        if layer.get("tokens") is None:
+            layer = {**layer, "tokens": DEFAULT_TOKENS[self.engine]}
         if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not probe_size >= 1:
             raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
         self.shape = LayerShape(gpus, **layer)

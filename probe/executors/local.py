@@ -156,7 +156,8 @@ class LocalExecutor(WorkerPoolExecutor):
         probe_size: the plan's probe size ``k`` (kept for the fleet; probes may have any size
             ``1..n``, and the router's top-k is each probe's size).
         inject: faults, e.g. ``[{"gpu": 2, "slowdown": 3.0}, {"link": [0, 5], "delay_ms": 2.0}]``.
-        tokens: tokens per probe (split over the members), ``>= probe_size``.
+        tokens: tokens per probe (split over the members), ``>= probe_size``; default
+            :data:`~.common.DEFAULT_TOKENS` of the engine (64 ``member_only``, 128 ``all_ranks``).
         hidden, intermediate: layer sizes (OLMoE-1B-7B: 2048, 1024).
         experts_per_gpu: experts each GPU hosts.
         dtype: ``"bfloat16"`` (default), ``"float16"`` or ``"float32"``.
@@ -184,7 +185,7 @@ class LocalExecutor(WorkerPoolExecutor):
         probe_size: int,
         *,
         inject: Iterable[Mapping[str, Any] | Injection] = (),
-        tokens: int = 64,
+        tokens: int | None = None,
         hidden: int = 2048,
         intermediate: int = 1024,
         experts_per_gpu: int = 1,

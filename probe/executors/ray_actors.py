@@ -110,7 +110,7 @@ class RayExecutor(WorkerPoolExecutor):
         inject: Iterable[Mapping[str, Any] | Injection] = (),
         use_gpus: bool = False,
         cpus_per_actor: float = 1,
-        tokens: int = 64,
+        tokens: int | None = None,
         hidden: int = 2048,
         intermediate: int = 1024,
         experts_per_gpu: int = 1,
