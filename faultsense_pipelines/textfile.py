@@ -138,6 +138,16 @@ def load_json(text: str) -> Any:
         raise TextFileError("malformed JSON: nested too deeply") from None
 
 
+#: What PyYAML's constructors raise besides ``YAMLError`` on values they cannot convert.
+_VALUE_ERRORS = (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError)
+
+
+def _unreadable(node: yaml.Node | None, exc: BaseException) -> str:
+    what = f"the value {_shown_key(node.value)} " if node is not None and isinstance(node.value, str) else "a value "
+    tag = f"as {node.tag.rsplit(':', 1)[-1]} " if node is not None else ""
+    return f"{what}cannot be read {tag}({type(exc).__name__})"
+
+
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when present: ~5x faster
 _YAML_INT_TAG = "tag:yaml.org,2002:int"
 
@@ -155,7 +165,12 @@ class StrictLoader(_Base):  # the base is chosen at import
                 None,
                 f"YAML aliases (*name) are not allowed in an input file (the anchor at line {node.start_mark.line + 1} is used again)",
             )
-        return super().construct_object(node, deep=deep)
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except _VALUE_ERRORS as exc:  # PyYAML's own constructors: '!!int ' is an IndexError, a bad date a ValueError
+            raise yaml.constructor.ConstructorError(None, None, _unreadable(node, exc), node.start_mark) from None
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -202,3 +217,5 @@ def load_yaml(text: str) -> Any:
         raise TextFileError(f"{where}{problem}") from None
     except RecursionError:
         raise TextFileError("not valid YAML (nested too deeply)") from None
+    except _VALUE_ERRORS as exc:  # raised while a mapping or sequence is filled in, outside construct_object
+        raise TextFileError(f"not valid YAML ({_unreadable(None, exc)})") from None
