@@ -1,4 +1,5 @@
-"""``faultsense probe build|memory``: the probe model checkpoint and its memory per GPU."""
+"""``faultsense probe build|memory|serve``: the probe model checkpoint, its memory per GPU,
+and the vLLM command that serves it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rich.table import Table
 from ..validation import shown
 from .errors import check_cover_args, fail
 
-__all__ = ["build", "memory", "register"]
+__all__ = ["build", "memory", "register", "serve"]
 
 MIB = 2**20
 
@@ -85,6 +86,89 @@ def memory(
             f"{m.total_bytes / 1e6:.1f}",
         )
     Console(width=140).print(table)
+
+
+@probe_app.command("serve")
+def serve(
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica: the engine's expert-parallel world size.")],
+    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
+    tensor_parallel: Annotated[int, typer.Option("--tensor-parallel", help="TP size T; DP = gpus / T with EP.")] = 1,
+    expert_parallel: Annotated[
+        bool, typer.Option("--expert-parallel/--no-expert-parallel", help="One expert-parallel rank per GPU.")
+    ] = True,
+    port: Annotated[int, typer.Option("--port", help="Port of the OpenAI server.")] = 8000,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (prompt embeddings: trusted clients only).")
+    ] = "127.0.0.1",
+    checkpoint: Annotated[Path, typer.Option("--checkpoint", help="Probe checkpoint folder, built if absent.")] = Path(
+        "probe-ckpt"
+    ),
+    variant: Annotated[str, typer.Option("--variant", help="slim (default) | paper.")] = "slim",
+    gpu_memory_utilization: Annotated[
+        float, typer.Option("--gpu-memory-utilization", help="Share of each GPU vLLM may take.")
+    ] = 0.05,
+    routed_experts: Annotated[
+        bool, typer.Option("--routed-experts", help="Return routed experts (GPU builds; Model Runner V2).")
+    ] = False,
+    python: Annotated[str, typer.Option("--python", help="Python of the vLLM environment.")] = "python3",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the command instead of starting vLLM.")] = False,
+) -> None:
+    """Build or reuse the probe checkpoint and start vLLM on it (or print the command)."""
+    import os
+
+    from faultsense_pipelines.probe.checkpoint import read_checkpoint_info
+    from faultsense_pipelines.probe.model import VARIANTS, probe_config, tensor_parallel_problems
+    from faultsense_pipelines.probe.serve import DP_RANK_HEADER, plan_serve
+
+    check_cover_args(gpus, probe_size)
+    if variant not in VARIANTS:
+        fail(f"--variant must be one of {', '.join(VARIANTS)}, got {shown(variant)}")
+    try:
+        config = probe_config(gpus, probe_size, variant)
+        plan = plan_serve(
+            checkpoint,
+            gpus,
+            tensor_parallel=tensor_parallel,
+            expert_parallel=expert_parallel,
+            host=host,
+            port=port,
+            gpu_memory_utilization=gpu_memory_utilization,
+            routed_experts=routed_experts,
+            python=python,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    if problems := tensor_parallel_problems(config, tensor_parallel):
+        fail(f"--tensor-parallel {tensor_parallel} with --variant {variant}: {problems[0]}")
+    if checkpoint.exists() and not checkpoint.is_dir():
+        fail(f"--checkpoint {checkpoint} exists and is not a folder")
+    reuse = (checkpoint / "probe.json").exists()
+    if reuse:
+        try:
+            info = read_checkpoint_info(checkpoint)
+        except ValueError as exc:
+            fail(f"--checkpoint: {exc}")
+        if (info.n_gpus, info.probe_size, info.variant) != (gpus, probe_size, variant):
+            fail(
+                f"--checkpoint {checkpoint} was built for --gpus {info.n_gpus} --probe-size {info.probe_size} "
+                f"--variant {info.variant}; give another folder or rebuild it"
+            )
+    action = "reuse" if reuse else ("would build" if dry_run else "build")
+    typer.echo(f"checkpoint: {action} {checkpoint} ({variant}, {gpus} GPUs, k={probe_size})")
+    typer.echo(
+        f"layout: TP {plan.tensor_parallel} x DP {plan.data_parallel}"
+        + (f", expert parallelism over {gpus} ranks (FaultSense GPU g = EP rank g)" if plan.expert_parallel else "")
+    )
+    if plan.data_parallel > 1:
+        typer.echo(f"note: vLLM picks the DP engine per request; pin a probe with the header '{DP_RANK_HEADER}: <rank>'")
+    if dry_run:
+        typer.echo(plan.shell())
+        return
+    if not reuse:
+        from faultsense_pipelines.probe.checkpoint import write_checkpoint
+
+        write_checkpoint(checkpoint, gpus, probe_size, variant)
+    os.execvpe(plan.argv[0], list(plan.argv), {**os.environ, **plan.env})
 
 
 def register(app: typer.Typer) -> None:
