@@ -285,6 +285,13 @@ class VllmExecutor:
                 f"probe size mismatch: executor probe_size={self.probe_size} but served "
                 f"model {name!r} routes each token to num_experts_per_tok={top_k}"
             )
+        built_for = _read_local_probe_ranks(root if isinstance(root, str) else None)
+        if built_for is not None and built_for != self.gpus:
+            raise ExecutorError(
+                f"rank count mismatch: served probe checkpoint {name!r} places its experts on {built_for} "
+                f"expert-parallel ranks (probe.json n_gpus) but the replica has gpus={self.gpus}; a FaultSense GPU "
+                "is one expert-parallel rank of the engine (docs/probe-model.md)"
+            )
         if n_experts % self.gpus or hidden < n_experts:
             raise ExecutorError(
                 f"served model {name!r} has {n_experts} experts and hidden size {hidden}; "
@@ -571,6 +578,18 @@ def _read_local_config(root: str | None) -> dict:
         return json.loads((Path(root) / "config.json").read_text())
     except (OSError, ValueError):
         return {}
+
+
+def _read_local_probe_ranks(root: str | None) -> int | None:
+    """The expert-parallel ranks the served checkpoint was built for (``probe.json``
+    ``n_gpus``) when its folder is readable here, else ``None``."""
+    if not root:
+        return None
+    try:
+        n = json.loads((Path(root) / "probe.json").read_text()).get("n_gpus")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 def _agree(what: str, given: int | None, served: int | None, name: str) -> int | None:

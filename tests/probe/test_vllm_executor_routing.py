@@ -127,3 +127,14 @@ def test_probe_embeddings_sent_encode_the_probe(checkpoint_root):
     embeds = torch.load(io.BytesIO(base64.b64decode(bodies[0]["prompt_embeds"])), weights_only=True)
     assert embeds.shape == (6, 2048) and embeds.dtype == torch.bfloat16
     assert embeds.nonzero()[:, 1].reshape(6, 2).tolist() == probe_experts((1, 3), 4, 8, 2, 6).tolist()
+
+
+def test_a_checkpoint_built_for_another_rank_count_is_refused(checkpoint_root):
+    # 8 experts fit 4 GPUs evenly, but the checkpoint was built for 8 expert-parallel ranks:
+    # its expert e sits on EP rank e, so probes of a 4-GPU replica would hit the wrong GPUs
+    (checkpoint_root / "probe.json").write_text(json.dumps({"n_gpus": 8, "probe_size": 2}))
+    result, details, bodies = _run(checkpoint_root, None)
+    assert not result.ok and details is None and bodies == []
+    assert "rank count mismatch" in result.error and "8 expert-parallel ranks" in result.error and "gpus=4" in result.error
+    (checkpoint_root / "probe.json").write_text(json.dumps({"n_gpus": 4, "probe_size": 2}))
+    assert _run(checkpoint_root, None)[0].ok
