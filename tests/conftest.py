@@ -27,3 +27,13 @@ def instance() -> Iterator[dg.DagsterInstance]:
 
     with dg.DagsterInstance.ephemeral() as inst:
         yield inst
+
+
+@pytest.fixture(autouse=True)
+def dagster_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Every test gets its own ``$DAGSTER_HOME`` (``faultsense sweep`` and ``ui`` default to a
+    persistent instance there): no test writes ``.faultsense/dagster`` of the checkout, and
+    parallel test runs never share one SQLite instance."""
+    home = tmp_path_factory.mktemp("dagster-home")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home

@@ -10,6 +10,7 @@ assembles them, so the command tree is visible at a glance:
     faultsense ledger ...  read the fault ledger                          (ledger_cmd)
     faultsense minder ...  train / scan the Minder detector               (minder_cmd)
     faultsense flowpulse . scan switch-port counters with FlowPulse       (flowpulse_cmd)
+    faultsense ui          the Dagster UI on the persistent instance      (ui_cmd)
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ _COMMAND_MODULES = (
     "ledger_cmd",
     "minder_cmd",
     "flowpulse_cmd",
+    "ui_cmd",
 )
 
 for _name in _COMMAND_MODULES:

@@ -1,14 +1,13 @@
 """``faultsense sweep``: run the Dagster sweep job in-process for the current hour.
 
-The same job the hourly schedule launches (``faultsense_sweep``), one run per replica, on a
-real Dagster instance: ``$DAGSTER_HOME``'s when set (the runs then show in ``dagster dev``),
-else an ephemeral one. Then the analytics job refreshes the swept day's analytics partition, and a summary
+The same job the hourly schedule launches (``faultsense_sweep``), one run per replica, on the
+persistent Dagster instance that ``faultsense ui`` shows (:mod:`.home`: ``$DAGSTER_HOME``, else
+``.faultsense/dagster``), so every CLI sweep is in the UI's run history. Then the analytics job refreshes the swept day's analytics partition, and a summary
 table shows what each replica's sweep found.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sys
@@ -178,7 +177,8 @@ def run_sweep(
         recheck: re-check the links hidden behind a slow GPU or link in Phase 2 (exact);
             False is cheaper and can miss a slow link hidden there (see ``SweepConfig``).
         hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
-        instance: a Dagster instance (default: ``$DAGSTER_HOME``'s, else ephemeral).
+        instance: a Dagster instance (default: the persistent one of :func:`.home.open_instance`,
+            created on first use).
         on_start, on_done: progress callbacks, called with the replica name / its result.
 
     Returns:
@@ -192,7 +192,7 @@ def run_sweep(
         FleetError: malformed fleet file, or no ledger from ``ledger_uri``,
             ``$FAULTSENSE_LEDGER`` or the file. KeyError: unknown replica name. ValueError: ``hour``
             is malformed or outside the sweep partitions, ``repeats`` outside 1..100, or the ledger path
-            is a file (checked before any run starts).
+            is a file (checked before any run starts), or the Dagster home cannot be created.
     """
     import dagster as dg
 
@@ -200,6 +200,8 @@ def run_sweep(
     from faultsense_pipelines.definitions import ANALYTICS_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
     from faultsense_pipelines.ledger.lock import ReplicaLocked, replica_lock
+
+    from .home import open_instance
 
     hour = check_hour_key(hour) if hour is not None else current_hour_key()
     if ledger_uri is not None and not str(ledger_uri).strip():
@@ -226,7 +228,7 @@ def run_sweep(
     if any(ops.values()):
         config["ops"] = {op: {"config": values} for op, values in ops.items() if values}
     own = instance is None
-    instance = instance or (dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral())
+    instance = instance or open_instance()
     try:
         have = set(instance.get_dynamic_partitions(REPLICAS.name))
         if missing := [n for n in names if n not in have]:

@@ -77,19 +77,17 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
-    """``dagster dev`` from the repository root on a free port; yields (base URL, ledger path)."""
+    """``faultsense ui`` (``dagster dev`` on a fresh persistent instance) on a free port; yields
+    (base URL, ledger path)."""
     tmp = tmp_path_factory.mktemp("ui")
-    home = tmp / "dagster_home"
-    home.mkdir()
-    # the repository's instance settings, with the first-visit community modal turned off
-    (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text() + "\nnux:\n  enabled: false\n")
+    home = tmp / "dagster_home"  # faultsense ui creates it with its dagster.yaml (no first-visit modal)
     ledger = tmp / "ledger"
     env = {**os.environ, "DAGSTER_HOME": str(home), "FAULTSENSE_LEDGER": str(ledger)}
     base = f"http://127.0.0.1:{_free_port()}"
     log_path = tmp / "dagster-dev.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "scripts" / "dagster_dev.py"), "-p", base.rsplit(":", 1)[1], "-h", "127.0.0.1"],
+        [str(Path(sys.executable).with_name("faultsense")), "ui", "--port", base.rsplit(":", 1)[1], "--host", "127.0.0.1"],
         cwd=REPO,
         env=env,
         stdout=log,

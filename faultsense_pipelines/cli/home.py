@@ -1,0 +1,81 @@
+"""The one persistent Dagster instance that ``faultsense sweep`` and ``faultsense ui`` share.
+
+Its folder (``DAGSTER_HOME``) is ``$DAGSTER_HOME`` when set, else ``.faultsense/dagster`` under
+the current directory, beside the default ledger ``.faultsense/ledger``. On first use it is
+created with a ``dagster.yaml`` (:data:`INSTANCE_YAML`) that sets the run queue (at most
+:data:`MAX_CONCURRENT_RUNS` runs at once, at most one per replica: the
+``dagster/partition/replica`` tag every sweep run carries), turns off the "Join the Dagster
+community" dialog (``nux``) and telemetry. A ``dagster.yaml`` already there is left as it is.
+Run history, schedules, sensors and backfills live in its SQLite storage, so they outlive
+``faultsense ui`` restarts, and CLI sweeps appear in the UI.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+__all__ = ["DEFAULT_HOME", "INSTANCE_YAML", "MAX_CONCURRENT_RUNS", "dagster_home", "ensure_home", "open_instance"]
+
+#: The instance folder when ``$DAGSTER_HOME`` is not set (relative to the current directory).
+DEFAULT_HOME = Path(".faultsense") / "dagster"
+#: Runs the queue starts at once (sweeps of different replicas, analytics).
+MAX_CONCURRENT_RUNS = 4
+
+INSTANCE_YAML = f"""\
+# Written by faultsense on first use; edit freely (faultsense never overwrites it).
+concurrency:
+  runs:
+    max_concurrent_runs: {MAX_CONCURRENT_RUNS}
+    # Never two sweeps of the same replica at once: every sweep run carries the tag
+    # dagster/partition/replica=<name>, and the queue admits one run per distinct value.
+    tag_concurrency_limits:
+      - key: dagster/partition/replica
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
+nux:
+  enabled: false
+telemetry:
+  enabled: false
+"""
+
+
+def dagster_home() -> Path:
+    """The instance folder, absolute: ``$DAGSTER_HOME`` if set (and not blank), else
+    :data:`DEFAULT_HOME` under the current directory."""
+    env = os.environ.get("DAGSTER_HOME", "").strip()
+    return Path(env).expanduser().resolve() if env else DEFAULT_HOME.resolve()
+
+
+def ensure_home(home: Path | None = None) -> Path:
+    """Create the instance folder and its ``dagster.yaml`` (if missing); return the folder.
+
+    Raises:
+        ValueError: one line naming the folder when it cannot be created or written.
+    """
+    home = home or dagster_home()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        config = home / "dagster.yaml"
+        if not config.exists():
+            config.write_text(INSTANCE_YAML)
+    except OSError as exc:
+        raise ValueError(f"DAGSTER_HOME {home} cannot be created: {exc.strerror or exc}") from None
+    return home
+
+
+def open_instance(home: Path | None = None) -> dg.DagsterInstance:
+    """The persistent Dagster instance in ``home`` (default :func:`dagster_home`), created if needed.
+
+    Raises:
+        ValueError: the folder cannot be created.
+    """
+    import dagster as dg
+    from dagster._core.instance.ref import InstanceRef
+
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(ensure_home(home))))

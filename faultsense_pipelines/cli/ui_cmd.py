@@ -1,0 +1,68 @@
+"""``faultsense ui``: the Dagster UI (``dagster dev``) on the persistent instance of :mod:`.home`.
+
+It sets ``DAGSTER_HOME`` (creating the folder and its ``dagster.yaml`` on first use), restores
+the default ``SIGINT`` and ``SIGTERM`` handlers -- a process started with ``&`` from a
+non-interactive shell inherits them *ignored*, and ``dagster dev`` then cannot be stopped and
+leaves its webserver and daemon behind -- and replaces itself with ``dagster dev`` loading
+``faultsense_pipelines.definitions``. ``kill -TERM <pid>`` (or Ctrl-C) then stops the UI, its
+daemon and its code server; the run history stays in the instance.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import typer
+
+from .errors import fail
+
+__all__ = ["dagster_dev_argv", "register"]
+
+
+def dagster_dev_argv(host: str, port: int) -> list[str]:
+    """The ``dagster dev`` command line that ``faultsense ui`` runs (the ``dagster`` script beside
+    this Python)."""
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    return [dagster, "dev", "-m", "faultsense_pipelines.definitions", "--host", host, "--port", str(port)]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``faultsense ui`` to ``app``."""
+
+    @app.command("ui")
+    def ui(
+        port: int = typer.Option(3000, "--port", min=1, max=65535, help="Port of the UI."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address the UI listens on."),
+        fleet: Path = typer.Option(
+            None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."
+        ),
+        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER, else the fleet's)."),
+    ) -> None:
+        """Start the Dagster UI on the persistent instance (.faultsense/dagster or $DAGSTER_HOME); SIGTERM stops it."""
+        from .home import ensure_home
+
+        try:
+            home = ensure_home()
+        except ValueError as exc:
+            fail(str(exc))
+        env = {**os.environ, "DAGSTER_HOME": str(home)}
+        if fleet is not None:
+            if not fleet.is_file():
+                fail(f"--fleet: no such file {str(fleet)[:200]!r}")
+            env["FAULTSENSE_FLEET"] = str(fleet.resolve())
+        if ledger is not None:
+            if not ledger.strip() or ledger != ledger.strip():
+                fail(f"--ledger must be a path or URI without surrounding whitespace, got {ledger[:80]!r}")
+            env["FAULTSENSE_LEDGER"] = ledger
+        argv = dagster_dev_argv(host, port)
+        if not Path(argv[0]).exists():
+            fail(f"dagster is not installed beside {sys.executable} (pip install dagster-webserver)")
+        typer.echo(f"Dagster UI at http://{host}:{port} (DAGSTER_HOME={home}); Ctrl-C or SIGTERM stops it", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.execve(argv[0], argv, env)
