@@ -4,9 +4,12 @@ Run through ``scripts/gpu-check.sh`` on a machine with CUDA GPUs. For each varia
 builds the checkpoint for n = the visible GPUs, loads it with transformers on ``cuda:0``
 (the whole model on one GPU: the n = 1 figure) and records the allocated bytes next to the
 computed weights, then the median latency of a probe forward (CUDA-synchronized, ms). With
-a vLLM venv it serves the ``slim`` checkpoint (expert parallel over all GPUs when n > 1,
-``--enable-return-routed-experts`` with Model Runner V2) and runs every probe of size k with
-the ``vllm`` executor, routing checked against the routed experts the server returns.
+a vLLM venv it serves the ``slim`` checkpoint once per layout -- TP T x DP n/T with expert
+parallelism, for every T in 1, 2, 4, 8 that divides n, from the command
+``faultsense probe serve --dry-run`` prints (also recorded) -- with
+``--enable-return-routed-experts`` (Model Runner V2), and runs every probe of size k with the
+``vllm`` executor, routing checked against the routed experts the server returns. With n > 1 it
+also runs the ``local`` executor on NCCL in both engine modes (``member_only``, ``all_ranks``).
 
     PYTHON=<python with CUDA torch> VLLM_VENV=<venv with vLLM> scripts/gpu-check.sh
 
@@ -32,6 +35,7 @@ from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.probe.memory import bytes_per_gpu
 from faultsense_pipelines.probe.model import VARIANTS, probe_config
 from faultsense_pipelines.probe.reference import load_reference_model, reference_forward
+from faultsense_pipelines.probe.serve import plan_serve
 from faultsense_pipelines.probe.vllm_server import VllmServer, VllmServerError, vllm_python
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -65,18 +69,52 @@ def transformers_on_cuda(path: Path, n: int, k: int, tokens: int, repeats: int) 
     }
 
 
-def vllm_probes(path: Path, venv: Path, n: int, k: int, tokens: int, repeats: int, timeout_s: float) -> dict:
-    """Serve the checkpoint with vLLM and run every size-k probe with routing checked."""
-    extra = ["--enable-return-routed-experts", "--gpu-memory-utilization", "0.5"]
-    if n > 1:
-        extra += ["--enable-expert-parallel", "--data-parallel-size", str(n)]
+# flags VllmServer sets itself (with their values), left out of the probe-serve command
+_SERVER_OWN = {
+    "--model": 1,
+    "--host": 1,
+    "--port": 1,
+    "--max-model-len": 1,
+    "--enable-prompt-embeds": 0,
+    "--enable-per-request-metrics": 0,
+}
+
+
+def serve_args(path: Path, n: int, tp: int) -> list[str]:
+    """The api_server arguments of ``faultsense probe serve`` for TP ``tp`` over ``n`` GPUs with
+    routed experts, less those :class:`VllmServer` sets itself."""
+    argv = list(plan_serve(path, n, tensor_parallel=tp, expert_parallel=True, routed_experts=True).argv[3:])
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in _SERVER_OWN:
+            i += 1 + _SERVER_OWN[argv[i]]
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def probe_serve_dry_run(path: Path, n: int, k: int, tp: int) -> dict:
+    """What ``faultsense probe serve --dry-run`` prints for this layout (exit code, lines)."""
+    import subprocess
+
+    cmd = [str(Path(sys.executable).with_name("faultsense")), "probe", "serve", "--gpus", str(n), "--probe-size", str(k)]
+    cmd += ["--tensor-parallel", str(tp), "--checkpoint", str(path), "--routed-experts", "--dry-run"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return {"exit_code": run.returncode, "stdout": run.stdout.splitlines(), "stderr": run.stderr[-2000:]}
+
+
+def vllm_probes(path: Path, venv: Path, n: int, k: int, tokens: int, repeats: int, timeout_s: float, tp: int = 1) -> dict:
+    """Serve the checkpoint with vLLM at TP ``tp`` x DP ``n / tp`` (EP over all n GPUs when
+    n > 1) and run every size-k probe with routing checked."""
+    extra = serve_args(path, n, tp) if n > 1 else ["--enable-return-routed-experts", "--gpu-memory-utilization", "0.05"]
     server = VllmServer(
         path,
         venv=venv,
         extra_args=extra,
         env={"VLLM_USE_V2_MODEL_RUNNER": "1"},
         ready_timeout_s=timeout_s,
-        log_path=RESULTS / "gpu_check_vllm.log",
+        log_path=RESULTS / f"gpu_check_vllm_tp{tp}.log",
     )
     probes = {}
     with server, VllmExecutor(n, k, url=server.url, tokens=tokens, check_routing=True) as executor:
@@ -91,6 +129,25 @@ def vllm_probes(path: Path, venv: Path, n: int, k: int, tokens: int, repeats: in
                 "routing": details.routing if details else None,
             }
     return {"extra_args": extra, "probes": probes}
+
+
+def local_engines(n: int, k: int, repeats: int) -> dict:
+    """The ``local`` executor on NCCL in both engine modes: median latency of every size-k probe."""
+    from faultsense_pipelines.probe.executors.local import LocalExecutor
+
+    out: dict = {}
+    for engine in ("member_only", "all_ranks"):
+        try:
+            with LocalExecutor(n, k, engine=engine, backend="nccl") as ex:
+                out[engine] = {
+                    ",".join(map(str, g)): (
+                        statistics.median(m.latencies_ms) if (m := ex.run(g, repeats)).ok else {"error": m.error}
+                    )
+                    for g in itertools.combinations(range(n), k)
+                }
+        except Exception as exc:  # recorded, not fatal: the rest of the check still runs
+            out[engine] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
 
 
 def main() -> int:
@@ -134,10 +191,18 @@ def main() -> int:
         if venv is None or vllm_python(venv) is None:
             report["vllm"] = {"skipped": f"no vLLM venv at {venv} (pass --vllm-venv / VLLM_VENV)"}
         else:
-            try:
-                report["vllm"] = vllm_probes(paths["slim"], venv, n, k, args.tokens, args.repeats, args.vllm_timeout_s)
-            except VllmServerError as exc:
-                report["vllm"] = {"error": str(exc)}
+            report["vllm"] = {}
+            for tp in [t for t in (1, 2, 4, 8) if n % t == 0 and (n > 1 or t == 1)]:
+                key = f"tp{tp}_dp{n // tp}"
+                report["vllm"][key] = {"probe_serve": probe_serve_dry_run(paths["slim"], n, k, tp)}
+                try:
+                    report["vllm"][key] |= vllm_probes(
+                        paths["slim"], venv, n, k, args.tokens, args.repeats, args.vllm_timeout_s, tp
+                    )
+                except VllmServerError as exc:
+                    report["vllm"][key]["error"] = str(exc)
+        if n > 1:
+            report["local_nccl"] = local_engines(n, k, args.repeats)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # GPU check of the probe model (bench/gpu_check.py): on a machine with CUDA GPUs, build both
 # variants, measure GPU memory and probe-forward latency with transformers on cuda, serve the
-# slim probe with vLLM (expert parallel over all GPUs when >1, routed experts returned via
-# Model Runner V2) and run every probe with the vllm executor. Writes bench/results/gpu_check.json.
+# slim probe with vLLM once per layout (TP 1/2/4/8 x DP n/TP with expert parallelism, from the
+# command `faultsense probe serve --dry-run` prints; routed experts via Model Runner V2), run
+# every probe with the vllm executor, and run the local executor on NCCL in both engine modes
+# (member_only, all_ranks). Writes bench/results/gpu_check.json. Never run yet: no GPU machine.
 #
 # Usage: PYTHON=/path/to/python-with-cuda-torch VLLM_VENV=/path/to/vllm-venv scripts/gpu-check.sh [args]
 #   PYTHON     python with this project importable and a CUDA build of torch (default .venv/bin/python)
