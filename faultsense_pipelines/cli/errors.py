@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -10,6 +14,8 @@ from rich.console import Console
 
 from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the CLI's limit
 from ..redaction import clip
+from ..scenario import MAX_SEED
+from ..validation import shown
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -17,10 +23,14 @@ __all__ = [
     "MAX_ERROR_CHARS",
     "MAX_ERROR_WORD_CHARS",
     "MAX_PLAN_PROBES",
+    "MAX_SEED",
     "check_cover_args",
+    "check_int_option",
+    "check_number_option",
     "cover_too_large",
     "error_line",
     "fail",
+    "writing_to",
 ]
 
 #: The longest error line printed (characters, ``error: `` included). Values are cut to 80
@@ -69,3 +79,31 @@ def check_cover_args(n: int, k: int, method: str = "best") -> None:
         fail(f"{_FLAGS.get(name, name)}: {exc}")
     if problem := cover_too_large(n, k):
         fail(f"--gpus/--probe-size: {problem}")
+
+
+def check_int_option(value: int | None, flag: str, low: int, high: int) -> None:
+    """Fail (one line, exit 2) unless ``value`` is None or in ``low..high``: ``--seed must be an
+    integer in 0..4294967295, got -5``. Seeds are bounded by :data:`MAX_SEED` (32 bits)."""
+    if value is not None and not low <= value <= high:
+        fail(f"{flag} must be an integer in {low}..{high}, got {shown(value)}")
+
+
+def check_number_option(value: float | None, flag: str, low: float, high: float, *, low_open: bool = False) -> None:
+    """Fail (one line, exit 2) unless ``value`` is None or a finite number in ``[low, high]``
+    (``(low, high]`` with ``low_open``): ``inf`` and ``nan`` are refused by name."""
+    if value is None:
+        return
+    inside = math.isfinite(value) and (low < value if low_open else low <= value) and value <= high
+    if not inside:
+        bounds = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+        fail(f"{flag} must be a finite number in {bounds}, got {shown(value)}")
+
+
+@contextmanager
+def writing_to(flag: str, path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` into one line naming the option, exit 2:
+    ``--out /proc/x: cannot write (No such file or directory)``."""
+    try:
+        yield
+    except OSError as exc:
+        fail(f"{flag} {shown(str(path))}: cannot write ({exc.strerror or type(exc).__name__})")

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from faultsense_pipelines.cli.errors import fail
+from faultsense_pipelines.cli.errors import MAX_SEED, check_int_option, check_number_option, fail, writing_to
 from faultsense_pipelines.flowpulse.counters import load_counters
 from faultsense_pipelines.flowpulse.scan import ScanConfig, scan
 from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, simulate
@@ -23,6 +23,13 @@ from faultsense_pipelines.flowpulse.topology import fat_tree, load_topology, top
 from ..validation import shown
 
 __all__ = ["register"]
+
+#: Bounds of ``flowpulse simulate`` (an example generator: its arrays are iterations x leaves x
+#: spines, so the product is bounded too).
+MAX_SWITCHES = 256
+MAX_ITERATIONS = 100_000
+MAX_CELLS = 200_000
+MAX_BUFFER_GIB = 1024.0
 
 flowpulse_app = typer.Typer(help="Find lossy fabric links from switch-port counters (FlowPulse).", no_args_is_help=True)
 
@@ -99,6 +106,13 @@ def simulate_cmd(
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
     """Write example counters and topology of a sprayed fat tree running ring all-reduce."""
+    for value, flag in ((leaves, "--leaves"), (spines, "--spines"), (hosts_per_leaf, "--hosts-per-leaf")):
+        check_int_option(value, flag, 1, MAX_SWITCHES)
+    check_int_option(iterations, "--iterations", 1, MAX_ITERATIONS)
+    check_int_option(seed, "--seed", 0, MAX_SEED)
+    check_number_option(buffer_gib, "--buffer-gib", 0.0, MAX_BUFFER_GIB, low_open=True)
+    if iterations * leaves * spines > MAX_CELLS:
+        fail(f"--iterations x --leaves x --spines must be at most {MAX_CELLS:,}, got {iterations * leaves * spines:,}")
     try:
         dead = [_leaf_spine(d) for d in down or []]
         topo = fat_tree(leaves, spines, hosts_per_leaf, down=dead)
@@ -111,10 +125,11 @@ def simulate_cmd(
         counters = simulate(topo, iterations, collective=collective, lossy=lossy, seed=seed)
     except ValueError as exc:
         fail(str(exc))
-    out.mkdir(parents=True, exist_ok=True)
     frame = counters_frame(counters, topo.leaves if leaves_only else None)
-    frame.to_parquet(out / "counters.parquet", index=False)
-    (out / "topology.json").write_text(json.dumps(topology_to_dict(topo), indent=1))
+    with writing_to("--out", out):
+        out.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(out / "counters.parquet", index=False)
+        (out / "topology.json").write_text(json.dumps(topology_to_dict(topo), indent=1))
     typer.echo(f"wrote {len(frame)} counter rows to {out / 'counters.parquet'} and {out / 'topology.json'}")
 
 

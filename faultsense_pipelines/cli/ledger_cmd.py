@@ -187,9 +187,10 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
         def count(text: str | None, flag: str, top: int) -> int | None:
             if text is None:
                 return None
-            if not text.strip().isdigit() or int(text) > top:
+            digits = text.strip()  # ASCII digits only ('²'.isdigit() holds), and few of them before int()
+            if not (digits.isascii() and digits.isdigit() and len(digits) <= len(str(top))) or int(digits) > top:
                 fail(f"{flag} must be an integer in 0..{top}, got {shown_value(text)}")
-            return int(text)
+            return int(digits)
 
         days, hours = count(retain_days, "--retain-days", 100_000), count(vacuum_hours, "--vacuum-hours", 1_000_000)
         store = _open_store(ledger, fleet)

@@ -16,9 +16,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ..validation import shown
-from .errors import fail
+from .errors import MAX_SEED, check_int_option, fail, writing_to
 
 __all__ = ["register"]
+
+#: Most training steps per metric model (``--steps``; the default is 150).
+MAX_TRAIN_STEPS = 100_000
 
 
 def _read_labels(path: Path) -> list:
@@ -84,6 +87,8 @@ def register(app: typer.Typer) -> None:
         """Train one LSTM-VAE per metric on the fleet's history and save the model."""
         from faultsense_pipelines.minder import MinderSettings, load_metrics, save_model, train_minder
 
+        check_int_option(steps, "--steps", 1, MAX_TRAIN_STEPS)
+        check_int_option(seed, "--seed", 0, MAX_SEED)
         settings = _settings(MinderSettings(), window_s=window_s, continuity_s=continuity_s, threshold=threshold,
                              train_steps=steps, seed=seed)  # fmt: skip
         known = _read_labels(labels) if labels else []
@@ -92,7 +97,8 @@ def register(app: typer.Typer) -> None:
             model = train_minder(load_metrics(metrics, interval_s), settings, known)
         except ValueError as exc:
             fail(str(exc))
-        version = save_model(model, out)
+        with writing_to("--out", out):
+            version = save_model(model, out)
         typer.echo(
             f"trained Minder model {version} on {len(model.metrics)} metrics "
             f"(window {model.window} x {model.interval_s:g} s) in {time.perf_counter() - began:.1f} s -> {out}"
@@ -117,6 +123,8 @@ def register(app: typer.Typer) -> None:
         """Report machines that stayed far from the rest of the fleet."""
         from faultsense_pipelines.minder import MinderSettings, load_metrics, load_model, train_minder
         from faultsense_pipelines.minder import scan as minder_scan
+
+        check_int_option(steps, "--steps", 1, MAX_TRAIN_STEPS)
 
         try:
             model = load_model(model_dir) if model_dir else None

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..validation import shown
-from .errors import check_cover_args, fail
+from .errors import MAX_SEED, check_cover_args, check_int_option, fail, writing_to
 
 __all__ = ["build", "memory", "register", "serve"]
 
@@ -37,6 +37,7 @@ def build(
     from faultsense_pipelines.probe.model import VARIANTS, probe_config
 
     check_cover_args(gpus, probe_size)
+    check_int_option(seed, "--seed", 0, MAX_SEED)
     if variant not in VARIANTS:
         fail(f"--variant must be one of {', '.join(VARIANTS)}, got {shown(variant)}")
     if out.exists() and not out.is_dir():
@@ -47,7 +48,8 @@ def build(
         fail(f"--variant {variant} with --gpus {gpus}: {exc}")
     from faultsense_pipelines.probe.checkpoint import write_checkpoint
 
-    info = write_checkpoint(out, gpus, probe_size, variant, seed)
+    with writing_to("--out", out):
+        info = write_checkpoint(out, gpus, probe_size, variant, seed)
     per_gpu = bytes_per_gpu(config, gpus)
     typer.echo(
         f"wrote {info.path}: {variant} probe model, {info.n_experts} experts, hidden {info.hidden}, "

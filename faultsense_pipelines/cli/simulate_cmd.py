@@ -67,7 +67,9 @@ def simulate(
         fail(f"scenario {scenario}: {problem}")
     plan = plan_cover(sc.n_gpus, sc.probe_size, cover)
     try:
-        result = localize(sc.replica(), plan, repeats=repeats, rule=rule, method=method, recheck_explained=recheck)
+        result = localize(
+            sc.replica(), plan, repeats=repeats, rule=rule, method=method, recheck_explained=recheck, topology=sc.topology
+        )
     except ValueError as exc:  # the scenario's bounds leave none, but a simulated latency that overflows says so in one line
         fail(f"scenario {scenario}: {exc}")
     if as_json:
@@ -84,8 +86,8 @@ def _table(result: Localization, method: DrilldownMethod) -> Table:
     table.add_column("slowdown", justify="right")
     table.add_column("confidence", justify="right")
     table.add_column("Phase 2 probes", justify="right")
-    for v in sorted(result.verdicts, key=lambda v: (v.component_kind, v.gpu, v.peer_gpu or -1)):
-        name = f"GPU {v.gpu}" if v.peer_gpu is None else f"link {v.gpu}-{v.peer_gpu}"
+    for v in sorted(result.verdicts, key=lambda v: (v.shared is None, v.component_kind, v.component)):
+        name = v.component if v.shared is not None else f"GPU {v.gpu}" if v.peer_gpu is None else f"link {v.gpu}-{v.peer_gpu}"
         slowdown = "" if v.slowdown is None else f"{v.slowdown:.2f}x"
         confidence = "-" if v.confidence is None else ">0.999" if v.confidence > 0.999 else f"{v.confidence:.3f}"
         table.add_row(name, v.status, slowdown, confidence, str(v.probes_used))

@@ -2,7 +2,7 @@
 
 The same job the hourly schedule launches (``faultsense_sweep``), one run per replica, on the
 persistent Dagster instance that ``faultsense ui`` shows (:mod:`.home`: ``$DAGSTER_HOME``, else
-``.faultsense/dagster``), so every CLI sweep is in the UI's run history. Then the analytics job refreshes the swept day's analytics partition, and a summary
+``.faultsense/dagster``), so every CLI sweep is in the UI's run history. Then the analytics job refreshes the swept day's analytics partition, the fleet view is redrawn, and a summary
 table shows what each replica's sweep found.
 """
 
@@ -197,7 +197,7 @@ def run_sweep(
     import dagster as dg
 
     from faultsense_pipelines.assets.partitions import REPLICAS, check_hour_key, current_hour_key
-    from faultsense_pipelines.definitions import ANALYTICS_JOB, SWEEP_JOB, build_definitions
+    from faultsense_pipelines.definitions import ANALYTICS_JOB, FLEET_VIEW_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
     from faultsense_pipelines.ledger.lock import ReplicaLocked, replica_lock
 
@@ -265,6 +265,8 @@ def run_sweep(
         defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(
             instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False
         )
+        view = {**quiet, "ops": {"fleet_health": {"config": {"end_hour": hour}}}}
+        defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(instance=instance, run_config=view, raise_on_error=False)
     finally:
         if own:
             instance.dispose()

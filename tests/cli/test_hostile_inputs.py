@@ -211,6 +211,62 @@ OPTIONS = [
     ("sweep-repeats-200kb", ["sweep", "--repeats", LONG], {}, ["--repeats must be an integer in 1..100"]),
     ("hour-200kb", ["sweep", "--hour", LONG], {}, ["--hour"]),
     ("since-200kb", ["ledger", "show", "--ledger", "/tmp/nope", "--since", LONG], {}, ["--since must be a date"]),
+    (
+        "retain-days-5000-digits",
+        ["ledger", "maintain", "--ledger", "/tmp/nope", "--retain-days", "9" * 5000],
+        {},
+        ["--retain-days"],
+    ),
+    (
+        "probe-out-unwritable",
+        ["probe", "build", "--gpus", "8", "--probe-size", "4", "--out", "/proc/nope"],
+        {},
+        ["--out '/proc/nope': cannot write"],
+    ),
+    (
+        "probe-seed-negative",
+        ["probe", "build", "--gpus", "8", "--probe-size", "4", "--out", "o", "--seed", "-1"],
+        {},
+        ["--seed must be an integer in 0..4294967295"],
+    ),
+    ("flowpulse-out-is-a-file", ["flowpulse", "simulate", "--out", "s.json"], {}, ["--out 's.json': cannot write"]),
+    (
+        "flowpulse-buffer-inf",
+        ["flowpulse", "simulate", "--out", "o", "--buffer-gib", "inf"],
+        {},
+        ["--buffer-gib must be a finite number"],
+    ),
+    (
+        "flowpulse-iterations-1e9",
+        ["flowpulse", "simulate", "--out", "o", "--iterations", "1000000000"],
+        {},
+        ["--iterations must be an integer in 1..100000"],
+    ),
+    (
+        "flowpulse-too-many-cells",
+        ["flowpulse", "simulate", "--out", "o", "--iterations", "100000", "--leaves", "256"],
+        {},
+        ["--iterations x --leaves x --spines must be at most 200,000"],
+    ),
+    (
+        "flowpulse-seed-2^32",
+        ["flowpulse", "simulate", "--out", "o", "--seed", str(2**32)],
+        {},
+        ["--seed must be an integer in 0..4294967295"],
+    ),
+    (
+        "minder-steps-1e12",
+        ["minder", "train", "--metrics", "m.csv", "--out", "o", "--steps", "999999999999"],
+        {},
+        ["--steps must be an integer in 1..100000"],
+    ),
+    (
+        "minder-seed-negative",
+        ["minder", "train", "--metrics", "m.csv", "--out", "o", "--seed", "-1"],
+        {},
+        ["--seed must be an integer in 0..4294967295"],
+    ),
+    ("retain-days-superscript", ["ledger", "maintain", "--ledger", "/tmp/nope", "--retain-days", "²"], {}, ["--retain-days"]),
 ]
 
 
