@@ -27,6 +27,7 @@ from faultsense_pipelines.assets.automation import (
     build_replica_sensor,
 )
 from faultsense_pipelines.assets.cover import build_cover_asset
+from faultsense_pipelines.assets.fleet_view import fleet_health
 from faultsense_pipelines.assets.flowpulse import flowpulse_faults
 from faultsense_pipelines.assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
 from faultsense_pipelines.assets.minder import minder_faults
@@ -38,11 +39,12 @@ from faultsense_pipelines.resources.executors import ProbeExecutorResource
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
-__all__ = ["ANALYTICS_JOB", "COVER_JOB", "SWEEP_JOB", "build_definitions", "defs"]
+__all__ = ["ANALYTICS_JOB", "COVER_JOB", "FLEET_VIEW_JOB", "SWEEP_JOB", "build_definitions", "defs"]
 
 SWEEP_JOB = "faultsense_sweep"
 COVER_JOB = "faultsense_covers"
 ANALYTICS_JOB = "faultsense_analytics"
+FLEET_VIEW_JOB = "faultsense_fleet_view"
 
 
 def resolve_ledger_uri(uri: str) -> str:
@@ -79,6 +81,11 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         selection=dg.AssetSelection.groups("analytics"),
         description="Recompute one day's analytics from that day's (and its window's) ledger partitions.",
     )
+    fleet_view_job = dg.define_asset_job(
+        FLEET_VIEW_JOB,
+        selection=dg.AssetSelection.assets(fleet_health),
+        description="Redraw the fleet view: every replica's current health and the last hours' heatmap.",
+    )
     return dg.Definitions(
         assets=[
             probe_cover,
@@ -88,11 +95,12 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
             gpu_fault_counts,
             replica_daily_health,
             repeat_offenders,
+            fleet_health,
             flowpulse_faults,
             minder_faults,
         ],
         asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
-        jobs=[sweep_job, cover_job, analytics_job],
+        jobs=[sweep_job, cover_job, analytics_job, fleet_view_job],
         schedules=[
             build_hourly_schedule(sweep_job),
             build_nightly_schedule(sweep_job),

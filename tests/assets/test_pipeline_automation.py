@@ -114,7 +114,7 @@ def test_ledger_show_prints_the_recent_faults_of_one_replica(tmp_path: Path) -> 
     assert bad.exit_code == 2 and "--since must be a date" in bad.stderr
 
 
-def test_a_sweep_makes_the_automation_sensor_refresh_only_its_days_analytics(tmp_path: Path) -> None:
+def test_a_sweep_makes_the_automation_sensor_refresh_its_days_analytics_and_the_fleet_view(tmp_path: Path) -> None:
     defs, _ = new_defs(tmp_path)
     sensor = defs.resolve_sensor_def("faultsense_automation")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING  # on from the start, unlike a schedule
@@ -126,6 +126,7 @@ def test_a_sweep_makes_the_automation_sensor_refresh_only_its_days_analytics(tmp
         after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
         for name in ("gpu_fault_counts", "replica_daily_health", "repeat_offenders"):
             assert after.get_requested_partitions(dg.AssetKey(name)) == {"2026-11-29"}, name
+        assert after.get_num_requested(dg.AssetKey("fleet_health")) == 1  # the fleet view, too
         # handled: the next tick requests nothing until another sweep updates fault_ledger
         again = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=after.cursor)
         assert again.get_requested_partitions(dg.AssetKey("replica_daily_health")) == set()

@@ -1,0 +1,212 @@
+"""``fleet_health``: the current health of every replica of the fleet, for the UI.
+
+One cell per (replica, hour) of the last :data:`RECENT_HOURS` hours, from the ledger's
+partitions of the days those hours touch (file-pruned: no other day's file is opened):
+
+* ``faulty`` -- the hour's completed sweep confirmed a GPU or link;
+* ``degraded`` -- it judged the replica degraded as a whole (most probes slow);
+* ``inconclusive`` -- it left something unjudged (e.g. ``--no-recheck``);
+* ``healthy`` -- a completed sweep, nothing found;
+* ``error`` -- only a failed attempt (``...-failed`` batch: the executor could not measure);
+* ``not swept`` -- nothing for that hour.
+
+The asset's value is one row per replica (its latest swept hour, that hour's health and
+confirmed components, faulty hours in the window); its metadata shows that table and a PNG
+heatmap, replicas x hours, coloured by health. It is refreshed by the automation sensor
+after ``fault_ledger`` updates (:data:`~.automation.AFTER_LEDGER_UPDATES`) and by
+``faultsense sweep`` after its runs.
+"""
+
+import base64
+import io
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+import pandas as pd
+
+from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS
+from faultsense_pipelines.resources.fleet import FleetResource
+from faultsense_pipelines.resources.ledger import LedgerResource
+
+from .automation import AFTER_LEDGER_UPDATES
+from .ledger import fault_ledger
+from .partitions import check_hour_key, current_hour_key
+from .report import frame_markdown
+
+__all__ = ["HEALTH_COLORS", "RECENT_HOURS", "FleetViewConfig", "fleet_health", "health_grid"]
+
+#: Hours the fleet view covers, ending with the current hour.
+RECENT_HOURS = 24
+#: Health of a (replica, hour) cell -> heatmap colour, worst first.
+HEALTH_COLORS = {
+    "faulty": "#d62728",
+    "error": "#7f7f7f",
+    "degraded": "#ff7f0e",
+    "inconclusive": "#bcbd22",
+    "healthy": "#2ca02c",
+    "not swept": "#f0f0f0",
+}
+_RANK = {h: i for i, h in enumerate(HEALTH_COLORS)}
+
+
+class FleetViewConfig(dg.Config):
+    """Run config of ``fleet_health``: ``end_hour`` (``YYYY-MM-DD-HH:00``; empty: the current
+    UTC hour) and the number of ``hours`` shown, 1..168."""
+
+    end_hour: str = ""
+    hours: int = RECENT_HOURS
+
+
+def _hour_of(batch: str, replica: str) -> tuple[int, bool] | None:
+    """(hour, failed) of a sweep batch ``faultsense-<replica>-hHH[-failed]``; None for other writers."""
+    prefix = f"faultsense-{replica}-h"
+    if not batch.startswith(prefix):
+        return None
+    rest = batch[len(prefix) :]
+    failed = rest.endswith("-failed")
+    digits = rest[: -len("-failed")] if failed else rest
+    return (int(digits), failed) if digits.isdigit() and len(digits) == 2 else None
+
+
+def _strings(df: pd.DataFrame, *columns: str) -> list[tuple[str, ...]]:
+    return list(zip(*(map(str, df[c].tolist()) for c in columns), strict=True))
+
+
+def health_grid(faults: pd.DataFrame, runs: pd.DataFrame, replicas: list[str], hours: list[datetime]) -> pd.DataFrame:
+    """The health of each (replica, hour): a replicas x hours frame of :data:`HEALTH_COLORS` words.
+
+    Args:
+        faults: fault rows (``replica``, ``date``, ``batch``, ``status``, ``component_kind``).
+        runs: probe rows (``replica``, ``date``, ``batch``), one or more per sweep.
+        replicas: row order (the fleet's replicas).
+        hours: column order (UTC hour starts).
+    """
+    cells = {r: dict.fromkeys(hours, "not swept") for r in replicas}
+    wanted = {(h.date().isoformat(), h.hour): h for h in hours}
+    swept: dict[tuple[str, datetime], bool] = {}  # (replica, hour) -> a completed sweep exists
+    for replica, day, batch in set(_strings(runs, "replica", "date", "batch")):
+        parsed = _hour_of(batch, replica)
+        if replica in cells and parsed and (day, parsed[0]) in wanted:
+            key = (replica, wanted[(day, parsed[0])])
+            swept[key] = swept.get(key, False) or not parsed[1]
+    for (replica, hour), completed in swept.items():
+        cells[replica][hour] = "healthy" if completed else "error"
+    for replica, day, batch, status, kind in _strings(faults, "replica", "date", "batch", "status", "component_kind"):
+        parsed = _hour_of(batch, replica)
+        if replica not in cells or not parsed or parsed[1] or (day, parsed[0]) not in wanted:
+            continue
+        hour = wanted[(day, parsed[0])]
+        if status == "confirmed":
+            word = "faulty"
+        elif kind == "replica":
+            word = "degraded" if status == "suspect" else "inconclusive"
+        elif status == "inconclusive":
+            word = "inconclusive"
+        else:
+            continue  # a suspect or masked component of a completed sweep: not a verdict against it
+        if _RANK[word] < _RANK[cells[replica][hour]]:
+            cells[replica][hour] = word
+    grid = pd.DataFrame([[cells[r][h] for h in hours] for r in replicas], index=pd.Index(replicas, name="replica"))
+    grid.columns = pd.Index(hours)
+    return grid
+
+
+def _heatmap(grid: pd.DataFrame, hours: list[datetime], title: str) -> dg.MetadataValue:
+    """The grid as a PNG heatmap: one row per replica, one column per hour, legend outside."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import ListedColormap
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    words = list(HEALTH_COLORS)
+    codes = [[words.index(str(v)) for v in row] for row in grid.to_numpy().tolist()]
+    height = min(2.0 + 0.18 * len(grid), 40.0)
+    fig = Figure(figsize=(10, height), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    colors = ListedColormap(list(HEALTH_COLORS.values()))
+    ax.imshow(codes, aspect="auto", interpolation="nearest", cmap=colors, vmin=0, vmax=len(words) - 1)
+    step = max(1, len(hours) // 12)
+    ax.set_xticks(range(0, len(hours), step), [h.strftime("%m-%d\n%H:00") for h in hours[::step]], fontsize=7)
+    ax.set_yticks(range(len(grid)), [str(r) for r in grid.index], fontsize=7 if len(grid) <= 60 else 4)
+    ax.set_xlabel("hour (UTC)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(
+        handles=[Patch(color=c, label=w) for w, c in HEALTH_COLORS.items()],
+        loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
+    )  # fmt: skip
+    fig.subplots_adjust(left=0.14, right=0.84, top=1 - 0.5 / height, bottom=0.9 / height)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    data = base64.b64encode(buf.getvalue()).decode()
+    return dg.MetadataValue.md(f"![fleet health](data:image/png;base64,{data})")
+
+
+def _summary(grid: pd.DataFrame, hours: list[datetime], faults: pd.DataFrame) -> pd.DataFrame:
+    """One row per replica: latest swept hour, its health and confirmed components, faulty hours."""
+    confirmed: dict[tuple[str, str, str], list[str]] = {}
+    for replica, day, batch, status, component in _strings(faults, "replica", "date", "batch", "status", "component"):
+        if status == "confirmed":
+            confirmed.setdefault((replica, day, batch), []).append(component)
+    rows = []
+    for replica, row in zip(grid.index, grid.to_numpy().tolist(), strict=True):
+        words = [str(v) for v in row]
+        swept = [i for i, w in enumerate(words) if w != "not swept"]
+        last = hours[swept[-1]] if swept else None
+        components: list[str] = []
+        if last is not None:
+            components = confirmed.get((str(replica), last.date().isoformat(), f"faultsense-{replica}-h{last.hour:02d}"), [])
+        rows.append(
+            {
+                "replica": str(replica),
+                "last_sweep": last.strftime("%Y-%m-%d-%H:00") if last else "-",
+                "health": words[swept[-1]] if swept else "not swept",
+                "confirmed": ", ".join(sorted(components)) or "-",
+                "faulty_hours": words.count("faulty"),
+                "error_hours": words.count("error"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@dg.asset(
+    deps=[fault_ledger],
+    group_name="fleet",
+    kinds={"pandas"},
+    automation_condition=AFTER_LEDGER_UPDATES,
+    description=f"Current health of every replica of the fleet, and a heatmap of the last {RECENT_HOURS} hours.",
+)
+def fleet_health(
+    context: dg.AssetExecutionContext, config: FleetViewConfig, fleet: FleetResource, ledger: LedgerResource
+) -> dg.Output[pd.DataFrame]:
+    if not 1 <= config.hours <= 168:
+        raise dg.Failure(description=f"hours must be in 1..168, got {config.hours}")
+    try:
+        end = check_hour_key(config.end_hour) if config.end_hour else current_hour_key()
+    except ValueError as exc:
+        raise dg.Failure(description=f"end_hour: {exc}") from None
+    last = datetime.strptime(end, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
+    hours = [last - timedelta(hours=i) for i in range(config.hours - 1, -1, -1)]
+    days = sorted({h.date().isoformat() for h in hours})
+    store = ledger.store()
+    faults = store.read_table(
+        FAULT_LEDGER, files={"date": days}, columns=["replica", "date", "batch", "status", "component_kind", "component"]
+    ).to_pandas()
+    runs = store.read_table(PROBE_RUNS, files={"date": days}, columns=["replica", "date", "batch"]).to_pandas()
+    replicas = fleet.load().names
+    grid = health_grid(faults, runs, replicas, hours)
+    summary = _summary(grid, hours, faults)
+    counts: dict[str, int] = {}
+    for word in summary["health"].tolist() if len(summary) else []:
+        counts[str(word)] = counts.get(str(word), 0) + 1
+    return dg.Output(
+        summary,
+        metadata={
+            "replicas": len(replicas),
+            "end_hour": end,
+            "health_now": dg.MetadataValue.json(counts),
+            "fleet": dg.MetadataValue.md(frame_markdown(summary)),
+            "heatmap": _heatmap(grid, hours, f"fleet health, {len(replicas)} replicas, last {config.hours} hours to {end} UTC"),
+            "ledger": store.display_uri,
+        },
+    )
