@@ -18,7 +18,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from .bounds import all_pairs, schonheim_bound
+from .bounds import all_pairs, is_large_cover, schonheim_bound
 from .greedy import greedy_cover
 from .rounds import plan_rounds
 
@@ -135,7 +135,8 @@ def plan_cover(n: int, k: int, method: CoverMethod | str = CoverMethod.BEST) -> 
         from .best import best_cover
 
         probes = best_cover(n, k)
-    rounds = plan_rounds(probes, n)
+    # a large cover keeps about its construction's rounds: first fit only, no recolouring or tabu search
+    rounds = plan_rounds(probes, n, squeeze=not is_large_cover(n, k))
     return Cover(
         gpus=n,
         probe_size=k,

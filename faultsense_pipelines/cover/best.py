@@ -4,7 +4,8 @@ The covering number C(n, k, 2) is the fewest size-k probes that cover every pair
 Schönheim's bound L(n, k) is met by Steiner systems where they exist. ``best_cover`` takes
 the fewest probes among:
 
-1. the greedy cover (the paper's Algorithm 1), always a candidate at the top level;
+1. the greedy cover (the paper's Algorithm 1), a candidate at the top level unless it cannot
+   win (the cover meets L(n, k), or a large cover is within 1.10 x L, see :func:`_greedy_may_win`);
 2. a known design with block size k on v >= n points (lines of PG(d, k-1) or AG(d, k),
    Denniston arcs, difference families), truncated to n points (:func:`.refine.truncate`),
    or on v < n <= v + k - 2 points, extended by n - v GPUs (:func:`.refine.extend`);
@@ -41,8 +42,8 @@ from functools import lru_cache
 import numpy as np
 
 from .aligned import aligned_td_cover
-from .bounds import schonheim_bound
-from .designs import Design, blocks_by_class, build_design, design_sources, max_td_groups, transversal_design
+from .bounds import is_large_cover, schonheim_bound
+from .designs import blocks_by_class, build_design, design_sources, max_td_groups, td_coordinates
 from .greedy import greedy_cover
 from .recursion import MAX_INFINITE, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
 from .refine import extend, fill_to_size, merge_small, remove_redundant, truncate
@@ -99,7 +100,8 @@ def best_cover(n: int, k: int) -> list[Block]:
 
     Returns:
         Sorted probe tuples, listed round by round; never more probes than
-        :func:`.greedy.greedy_cover` gives.
+        :func:`.greedy.greedy_cover` gives (above 20,000 probes,
+        :func:`.bounds.is_large_cover`, greedy is not run and this holds as measured).
 
     Raises:
         ValueError: if ``n < 1`` or ``k < 2``.
@@ -273,7 +275,7 @@ def _fewest(n: int, k: int) -> int:
 
 
 def _top(n: int, k: int) -> Candidate:
-    """What ``best_cover`` returns; never more probes than greedy.
+    """What ``best_cover`` returns; never more probes than greedy (where it may win, :func:`_greedy_may_win`).
 
     The cover with the fewest probes, if its rounds meet 1.5 x ceil((n-1)/(k-1)); else the
     fewest probes among candidates that meet that target within the probe cap; else, within
@@ -283,7 +285,8 @@ def _top(n: int, k: int) -> Candidate:
     probe fewer than greedy, so small replicas trade a few probes for rounds. A design that
     meets Schönheim's bound (a Steiner system, or one extended by a few GPUs) is never traded:
     the lines of PG(2, q) pairwise meet, so they take one round each, but no cover has fewer
-    probes; annealed table covers at the bound are traded.
+    probes; annealed table covers at the bound are traded. A large cover
+    (:func:`.bounds.is_large_cover`) is judged by its construction's rounds alone.
     """
     if k == 2 or n <= k:  # every pair once (optimal) / one probe
         return _candidates(n, k)[0]
@@ -292,22 +295,40 @@ def _top(n: int, k: int) -> Candidate:
     c = _best(n, k)
     # a design meeting Schönheim's bound (a Steiner system, or one extended by a few GPUs) is kept
     kept = fewest == schonheim_bound(n, k) and not c.source.startswith(("table", "greedy"))
-    if not kept and _rounds(c, n, target) > target:  # look for one that meets it
+    squeeze = not is_large_cover(n, k)  # large covers: construction rounds only, no squeezing
+    if not kept and _rounds(c, n, target, squeeze) > target:  # look for one that meets it
         pool = list(_candidates(n, k))
-        for rounds_first in (False, True):
+        for rounds_first in (False, True) if squeeze else (False,):
             extra = _best_td(n, k, resolvable_only=True, rounds_first=rounds_first)
             if extra is not None:
                 pool.append(extra)
-        pool += [c for c in (_aligned(n, k, spread) for spread in (False, True)) if c is not None]
+        if squeeze:
+            pool += [c for c in (_aligned(n, k, spread) for spread in (False, True)) if c is not None]
         cap = _probe_cap(n, k, fewest)
         close = [_scheduled(c, n) for c in pool if len(c.blocks) <= cap]
-        meeting = [c for c in close if _rounds(c, n, target) <= target]
+        meeting = [c for c in close if _rounds(c, n, target, squeeze) <= target]
         near = [c for c in close if len(c.blocks) <= min(cap, fewest * (1 + _PROBE_SLACK))]
         if meeting:  # fewest probes among those meeting the target
-            c = min(meeting, key=lambda c: (len(c.blocks), _rounds(c, n, target)))
+            c = min(meeting, key=lambda c: (len(c.blocks), _rounds(c, n, target, squeeze)))
         else:  # within 1% of the fewest probes, the fewest rounds
-            c = min(near, key=lambda c: (_rounds(c, n, target), len(c.blocks)))
+            c = min(near, key=lambda c: (_rounds(c, n, target, squeeze), len(c.blocks)))
+    if not _greedy_may_win(n, k, len(c.blocks)):
+        return c
     return _greedy(n, k) if len(_greedy(n, k).blocks) < len(c.blocks) else c
+
+
+def _greedy_may_win(n: int, k: int, probes: int) -> bool:
+    """Whether greedy could have fewer probes than a cover of ``probes``.
+
+    Not when the cover meets Schönheim's bound (no cover has fewer); nor for a large cover
+    (:func:`.bounds.is_large_cover`) within the probe target, 1.10 x L(n, k): greedy costs
+    O(n^3 / k) there (tens of seconds at n = 2048) and measures >= 1.11 x L for k = 4 and 8
+    from n = 100 on (bench/results/cover.md).
+    """
+    bound = schonheim_bound(n, k)
+    if probes <= bound:
+        return False
+    return not is_large_cover(n, k) or probes > _PROBE_TARGET_DEFAULT * bound
 
 
 def _probe_cap(n: int, k: int, fewest: int) -> int:
@@ -320,10 +341,11 @@ def _probe_cap(n: int, k: int, fewest: int) -> int:
     return max(fewest, greedy - (greedy > bound))
 
 
-def _rounds(c: Candidate, n: int, target: float) -> int:
-    """Rounds of a scheduled candidate: its first-fit rounds if they meet ``target``, else
-    what :func:`.rounds.plan_rounds` finds (skipped when the lower bound already misses)."""
-    if len(c.rounds) <= target or rounds_lower_bound(c.blocks, n) > target:
+def _rounds(c: Candidate, n: int, target: float, squeeze: bool = True) -> int:
+    """Rounds of a scheduled candidate: its first-fit rounds if they meet ``target`` (or if not
+    ``squeeze``), else what :func:`.rounds.plan_rounds` finds (skipped when the lower bound
+    already misses)."""
+    if not squeeze or len(c.rounds) <= target or rounds_lower_bound(c.blocks, n) > target:
         return len(c.rounds)
     return _planned_rounds(c, n)
 
@@ -434,27 +456,16 @@ def _build_td(n: int, k: int, m: int, e: int, rounds_first: bool = False) -> Can
     assert sizes is not None
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     infinite = list(range(n - e, n))
-    D = transversal_design(k, m)
-    blocks: list[Block] = []
-    rounds: list[list[int]] = []
-    classes = D.classes or (tuple(range(len(D.blocks))),)
-    for cls in classes:
-        r = []
-        for i in cls:
-            pts = [int(offsets[p // m] + p % m) for p in D.blocks[i] if p % m < sizes[p // m]]
-            if len(pts) >= 2:
-                r.append(len(blocks))
-                blocks.append(tuple(pts))
-        if r:
-            rounds.append(r)
-    if not D.classes:  # not resolvable: let first fit find rounds
+    resolvable = k < max_td_groups(m)  # one group more than the ring's distinct elements: not resolvable
+    blocks, rounds = _truncated_td(k, m, sizes, resolvable)
+    if not resolvable:  # let first fit find rounds
         rounds = ordered_rounds(blocks, n)
     if _groups_count(sizes, e, k, rounds_first)[1]:  # holey covers of the groups, one cover of the infinite GPUs
         for g, s in enumerate(sizes):
             label = [int(offsets[g]) + j for j in range(s)] + infinite
             blocks.extend(tuple(sorted(label[p] for p in b)) for b in holey_cover(s, e, k) or ())
         blocks.extend(tuple(infinite[p] for p in b) for b in _best(e, k).blocks)
-        return _with_infinite_rounds(blocks, rounds, n, D, infinite, f"TD({k},{m})+{e} holey")
+        return _with_infinite_rounds(blocks, rounds, n, k, resolvable, infinite, f"TD({k},{m})+{e} holey")
     subs = [_sub(s + e, k, rounds_first) for s in sizes]
     labels = [fill_labels(sub.blocks, s, e, int(offsets[g]), infinite) for g, (sub, s) in enumerate(zip(subs, sizes))]
     depth = max(len(sub.rounds) for sub in subs)
@@ -463,10 +474,10 @@ def _build_td(n: int, k: int, m: int, e: int, rounds_first: bool = False) -> Can
             for i in sub.rounds[j] if j < len(sub.rounds) else ():
                 blocks.append(tuple(sorted(label[p] for p in sub.blocks[i])))
     if e:
-        return _with_infinite_rounds(blocks, rounds, n, D, infinite, f"TD({k},{m})+{e}")
+        return _with_infinite_rounds(blocks, rounds, n, k, resolvable, infinite, f"TD({k},{m})+{e}")
     pos = sum(len(r) for r in rounds)
     for j in range(depth):
-        r = []
+        r: list[int] = []
         for sub in subs:
             if j < len(sub.rounds):
                 r.extend(range(pos, pos + len(sub.rounds[j])))
@@ -475,11 +486,44 @@ def _build_td(n: int, k: int, m: int, e: int, rounds_first: bool = False) -> Can
     return _by_rounds(blocks, rounds, f"TD({k},{m})" + (" in rounds" if rounds_first else ""))
 
 
+def _truncated_td(k: int, m: int, sizes: list[int], resolvable: bool) -> tuple[list[Block], list[list[int]]]:
+    """The blocks of TD(k, m) with group i cut to its first sizes[i] points, relabelled onto
+    consecutive GPU ids (group i from sum(sizes[:i])), those keeping at least two GPUs, and
+    their rounds: one per parallel class (all in one if not ``resolvable``).
+
+    Returns:
+        (blocks, rounds): GPU-id tuples in TD block order, and rounds of indices into them.
+    """
+    coords = td_coordinates(k, m)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    kept = coords < np.asarray(sizes)
+    alive = np.flatnonzero(kept.sum(axis=1) >= 2)
+    ids = coords[alive] + offsets  # ascending along a row: group i's ids lie below group i+1's
+    if kept[alive].all():
+        blocks = list(map(tuple, ids.tolist()))
+    else:  # cut points sorted to the end of their row, then each row's kept prefix
+        ids = np.sort(np.where(kept[alive], ids, np.iinfo(np.int64).max), axis=1)
+        count = kept[alive].sum(axis=1)
+        out: list[Block] = [()] * len(ids)
+        for c in np.unique(count).tolist():
+            rows = np.flatnonzero(count == c)
+            for i, row in zip(rows.tolist(), map(tuple, ids[rows, :c].tolist())):
+                out[i] = row
+        blocks = out
+    if not resolvable:
+        return blocks, [list(range(len(blocks)))] if blocks else []
+    starts = np.searchsorted(alive, np.arange(m + 1) * m)  # class b: blocks b*m .. b*m + m - 1
+    rounds = [list(range(int(starts[b]), int(starts[b + 1]))) for b in range(m) if starts[b + 1] > starts[b]]
+    return blocks, rounds
+
+
 def _with_infinite_rounds(
-    blocks: list[Block], rounds: list[list[int]], n: int, D: Design, infinite: list[int], source: str
+    blocks: list[Block], rounds: list[list[int]], n: int, k: int, resolvable: bool, infinite: list[int], source: str
 ) -> Candidate:
-    """Drop redundant probes, then rounds: plain first fit or infinite GPUs' probes between TD classes."""
-    td_class = {b: t for t, r in enumerate(rounds) for b in (blocks[i] for i in r)} if D.classes else {}
+    """Drop redundant probes, then rounds: plain first fit or infinite GPUs' probes between TD
+    classes, the fewer (a large cover, :func:`.bounds.is_large_cover`, takes the second alone)."""
+    td_class = {b: t for t, r in enumerate(rounds) for b in (blocks[i] for i in r)} if resolvable else {}
     blocks = remove_redundant(blocks, n)
-    rounds = min(ordered_rounds(blocks, n), interleaved_rounds(blocks, n, td_class, set(infinite)), key=len)
+    spread = interleaved_rounds(blocks, n, td_class, set(infinite))
+    rounds = spread if is_large_cover(n, k) else min(ordered_rounds(blocks, n), spread, key=len)
     return _by_rounds(blocks, rounds, source)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import ceil
 
-__all__ = ["MAX_PLAN_PROBES", "all_pairs", "cover_too_large", "schonheim_bound"]
+__all__ = ["LARGE_COVER_PROBES", "MAX_PLAN_PROBES", "all_pairs", "cover_too_large", "is_large_cover", "schonheim_bound"]
 
 #: The most probes a cover may need to be planned at all (``faultsense plan``, ``simulate`` and
 #: every fleet replica). A replica whose Schönheim lower bound L(n, k) exceeds it is refused
@@ -12,6 +12,10 @@ __all__ = ["MAX_PLAN_PROBES", "all_pairs", "cover_too_large", "schonheim_bound"]
 #: Phase 1 of 8 million probes), while n = 1024, k = 2 (523,776) and n = 4096, k = 8
 #: (299,520) are allowed. See docs/input-limits.md.
 MAX_PLAN_PROBES = 1_000_000
+
+#: Above this many probes in Schönheim's bound a cover is planned without squeezing
+#: (:func:`is_large_cover`); n = 1024, k = 8 (18,816) is below, n = 2048, k = 8 (75,008) above.
+LARGE_COVER_PROBES = 20_000
 
 
 def schonheim_bound(n: int, k: int) -> int:
@@ -64,3 +68,18 @@ def cover_too_large(n: int, k: int) -> str | None:
         f"a cover of gpus={n} with probe_size={k} needs at least {bound:,} probes (Schönheim bound), "
         f"more than the limit of {MAX_PLAN_PROBES:,}; use a larger probe size"
     )
+
+
+def is_large_cover(n: int, k: int) -> bool:
+    """Whether a cover of ``n`` GPUs with probe size ``k`` is planned without squeezing: more
+    than :data:`LARGE_COVER_PROBES` probes in Schönheim's bound L(n, k).
+
+    A large cover keeps its construction's rounds (first fit in construction order): no
+    rounds search (tabu, recolouring), no aligned transversal designs, no greedy cover
+    (``cover.best``), whose costs grow faster than the cover, so planning stays near-linear
+    in the probes. The rounds target and the probe cap still choose among the constructions.
+
+    >>> is_large_cover(1024, 8), is_large_cover(2048, 8)   # L = 18,816 and 75,008
+    (False, True)
+    """
+    return schonheim_bound(n, k) > LARGE_COVER_PROBES

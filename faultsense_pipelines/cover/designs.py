@@ -44,6 +44,7 @@ __all__ = [
     "difference_family_design",
     "max_td_groups",
     "projective_geometry",
+    "td_coordinates",
     "transversal_design",
 ]
 
@@ -241,6 +242,33 @@ def max_td_groups(m: int) -> int:
     return 1 + len(macneish_ring(m).distinct)
 
 
+@lru_cache(maxsize=16)
+def td_coordinates(k: int, m: int) -> np.ndarray:
+    """The blocks of :func:`transversal_design` ``(k, m)`` as an (m^2, k) int array of in-group coordinates.
+
+    Row ``b * m + a`` is block (a, b); column i is its point's coordinate 0..m-1 in group i
+    (the point itself is ``i * m`` + coordinate). Read-only, int16 for m < 2^15 (memoised:
+    the recursion asks for one TD with many group sizes).
+
+    Raises:
+        ValueError: if ``k > max_td_groups(m)`` or ``k < 2``.
+
+    >>> td_coordinates(4, 5)[6].tolist()   # block (a, b) = (1, 1): a + c_i b for c = 0, 1, 2, 3
+    [1, 2, 3, 4]
+    """
+    R = macneish_ring(m)
+    c = R.distinct
+    if not 2 <= k <= len(c) + 1:
+        raise ValueError(f"TD({k}, {m}) needs 2 <= k <= {len(c) + 1}")
+    resolvable = k <= len(c)
+    cols = [R.add[:, R.mul[c[i]]].T.ravel() for i in range(k if resolvable else k - 1)]  # [b, a] -> a + c_i b
+    if not resolvable:
+        cols.append(np.repeat(np.arange(m), m))  # the last group takes coordinate b
+    out = np.stack(cols, axis=1).astype(np.int16 if m < 2**15 else np.int32)
+    out.setflags(write=False)
+    return out
+
+
 @lru_cache(maxsize=256)
 def transversal_design(k: int, m: int) -> Design:
     """A TD(k, m): groups {i*m, ..., i*m + m - 1} for i < k, m^2 blocks of size k.
@@ -257,23 +285,11 @@ def transversal_design(k: int, m: int) -> Design:
     >>> len(D.blocks), len(D.classes), D.blocks[0]
     (25, 5, (0, 5, 10, 15))
     """
-    R = macneish_ring(m)
-    c = R.distinct
-    if not 2 <= k <= len(c) + 1:
-        raise ValueError(f"TD({k}, {m}) needs 2 <= k <= {len(c) + 1}")
-    resolvable = k <= len(c)
-    blocks: list[tuple[int, ...]] = []
-    classes: list[tuple[int, ...]] = []
-    for b in range(m):
-        cls = []
-        for a in range(m):
-            cols = [int(R.add[a, R.mul[c[i], b]]) + i * m for i in range(k if resolvable else k - 1)]
-            if not resolvable:
-                cols.append(b + (k - 1) * m)
-            cls.append(len(blocks))
-            blocks.append(tuple(cols))
-        classes.append(tuple(cls))
-    return Design(k * m, tuple(blocks), tuple(classes) if resolvable else ())
+    coords = td_coordinates(k, m)
+    resolvable = k <= len(macneish_ring(m).distinct)
+    blocks = tuple(map(tuple, (coords + m * np.arange(k)).tolist()))
+    classes = tuple(tuple(range(b * m, (b + 1) * m)) for b in range(m)) if resolvable else ()
+    return Design(k * m, blocks, classes)
 
 
 MAX_DESIGN_POINTS = 390  # designs are built up to this many points

@@ -133,19 +133,36 @@ def galois_field(q: int) -> Ring:
     if pa is None:
         raise ValueError(f"field order must be a prime power, got {q}")
     p, a = pa
-    digits = [[(x // p**i) % p for i in range(a)] for x in range(q)]
-
-    def code(v: list[int]) -> int:
-        return sum(c * p**i for i, c in enumerate(v))
-
-    add = np.array([[code([(u + w) % p for u, w in zip(dx, dy)]) for dy in digits] for dx in digits])
     if a == 1:
-        mul = np.array([[(x * y) % p for y in range(q)] for x in range(q)])
-    else:
-        modulus = _irreducible(p, a)
-        mul = np.array([[code(_poly_mulmod(dx, dy, modulus, p)) for dy in digits] for dx in digits])
-    neg = np.array([code([(-c) % p for c in dx]) for dx in digits])
+        x = np.arange(q)
+        return Ring(q, np.add.outer(x, x) % q, np.multiply.outer(x, x) % q, (-x) % q, tuple(range(q)))
+    powers = p ** np.arange(a)
+    # (q, a): coefficient i of element x; int16 holds p^2 + p for every p^a <= 2^15 with a >= 2
+    digits = ((np.arange(q)[:, None] // powers) % p).astype(np.int16)
+    add = ((digits[:, None, :] + digits[None, :, :]) % p) @ powers
+    mul = _poly_mul_table(digits, _irreducible(p, a), p) @ powers
+    neg = ((-digits) % p) @ powers
     return Ring(q, add, mul, neg, tuple(range(q)))
+
+
+def _poly_mul_table(digits: np.ndarray, modulus: list[int], p: int) -> np.ndarray:
+    """(q, q, a) coefficients of x * y mod ``modulus`` for all field elements x, y (digits (q, a)).
+
+    x * y = sum_i x_i (t^i y): the products t^i y come from y by i multiplications by t
+    (shift the coefficients up, reduce the top one by the monic modulus).
+    """
+    q, a = digits.shape
+    low = np.asarray(modulus[:a], dtype=digits.dtype)
+    shifted = digits.copy()  # t^i * y for every y, (q, a)
+    out = np.zeros((q, q, a), dtype=digits.dtype)
+    for i in range(a):
+        out += digits[:, i, None, None] * shifted[None, :, :]
+        out %= p
+        top = shifted[:, a - 1].copy()
+        shifted[:, 1:] = shifted[:, : a - 1]
+        shifted[:, 0] = 0
+        shifted = (shifted - top[:, None] * low[None, :]) % p
+    return out
 
 
 def product_ring(orders: tuple[int, ...]) -> Ring:

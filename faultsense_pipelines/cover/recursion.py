@@ -16,11 +16,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from .designs import transversal_design
+from .designs import td_coordinates
 from .fields import factor
 from .rounds import ordered_rounds
 
-__all__ = ["MAX_INFINITE", "TD_EXTRA_M", "fill_labels", "group_sizes", "interleaved_rounds", "td_alive", "td_orders"]
+__all__ = ["MAX_INFINITE", "TD_EXTRA_M", "fill_labels", "group_sizes", "interleaved_rounds", "td_alive", "td_kept", "td_orders"]
 
 Block = tuple[int, ...]
 
@@ -66,8 +66,14 @@ def td_alive(k: int, m: int, sizes: tuple[int, ...]) -> int:
     >>> td_alive(4, 5, (5, 5, 5, 5)), td_alive(4, 5, (5, 1, 1, 1))
     (25, 13)
     """
-    coords = np.asarray(transversal_design(k, m).blocks) % m
-    return int(((coords < np.asarray(sizes)).sum(axis=1) >= 2).sum())
+    return int((td_kept(k, m, sizes) >= 2).sum())
+
+
+def td_kept(k: int, m: int, sizes: tuple[int, ...]) -> np.ndarray:
+    """(m^2,) int8: points each TD(k, m) block keeps when group i keeps its first sizes[i] points
+    (rows in the order of :func:`.designs.td_coordinates`)."""
+    kept: np.ndarray = (td_coordinates(k, m) < np.asarray(sizes)).sum(axis=1, dtype=np.int8)
+    return kept
 
 
 def interleaved_rounds(blocks: list[Block], n: int, td_class: dict[Block, int], infinite: set[int]) -> list[list[int]]:

@@ -10,6 +10,7 @@ GPUs to a probe only adds coverage.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -28,12 +29,31 @@ Block = tuple[int, ...]
 
 
 def pair_counts(blocks: Sequence[Sequence[int]], n: int) -> np.ndarray:
-    """(n, n) int array: how many probes contain each GPU pair (diagonal: probes per GPU)."""
-    counts = np.zeros((n, n), dtype=np.int32)
+    """(n, n) int32 array: how many probes contain each GPU pair (diagonal: probes per GPU).
+
+    Probes are taken a size at a time as (probes, size) arrays; each position adds one
+    bincount of the pair codes ``a * n + b`` it makes with the probe's GPUs, so the cost is
+    O(sum of squared probe sizes + n^2) in numpy, not a Python loop per probe. A GPU named
+    twice in one probe counts once.
+
+    >>> pair_counts([(0, 1), (0, 1, 2)], 3).tolist()
+    [[2, 2, 1], [2, 2, 1], [1, 1, 1]]
+    """
+    counts = np.zeros(n * n, dtype=np.int32)
+    for rows in _by_size(blocks).values():
+        for i in range(rows.shape[1]):
+            codes = rows[:, i, None] * n + rows
+            counts += np.bincount(codes.ravel(), minlength=n * n)  # int64 added in place into int32
+    return counts.reshape(n, n)
+
+
+def _by_size(blocks: Sequence[Sequence[int]]) -> dict[int, np.ndarray]:
+    """Probes grouped by size: size -> (probes, size) int64 array of their GPU ids (in probe order)."""
+    grouped: dict[int, list[Sequence[int]]] = {}
     for b in blocks:
-        idx = np.asarray(b, dtype=np.int64)
-        counts[idx[:, None], idx[None, :]] += 1
-    return counts
+        b = b if len(set(b)) == len(b) else tuple(set(b))
+        grouped.setdefault(len(b), []).append(b)
+    return {size: np.asarray(rows, dtype=np.int64).reshape(len(rows), size) for size, rows in grouped.items() if size}
 
 
 def uncovered_pairs(blocks: Sequence[Sequence[int]], n: int) -> int:
@@ -113,13 +133,33 @@ def remove_redundant(blocks: Sequence[Sequence[int]], n: int) -> list[Block]:
     """
     counts = pair_counts(blocks, n)
     keep = [True] * len(blocks)
-    for i in range(len(blocks) - 1, -1, -1):
+    # counts only fall, so a probe with a pair (or GPU) in no other probe now is never dropped
+    for i in _maybe_redundant(blocks, counts)[::-1]:
         idx = np.asarray(blocks[i], dtype=np.int64)
         sub = counts[idx[:, None], idx[None, :]]
         if sub.min() >= 2:
             counts[idx[:, None], idx[None, :]] -= 1
             keep[i] = False
     return [tuple(b) for b, kept in zip(blocks, keep) if kept]
+
+
+def _maybe_redundant(blocks: Sequence[Sequence[int]], counts: np.ndarray) -> list[int]:
+    """Ascending indices of the probes each of whose pairs and GPUs ``counts`` holds at least twice."""
+    n = counts.shape[0]
+    flat = counts.ravel()
+    out: list[int] = []
+    grouped: dict[int, list[int]] = {}
+    for i, b in enumerate(blocks):
+        grouped.setdefault(len(b), []).append(i)
+    for size, ids in grouped.items():
+        if not size:
+            continue
+        rows = np.asarray([blocks[i] for i in ids], dtype=np.int64).reshape(len(ids), size)
+        least = np.full(len(ids), np.iinfo(np.int64).max)
+        for j in range(size):
+            least = np.minimum(least, flat[rows[:, j, None] * n + rows].min(axis=1))
+        out += [ids[t] for t in np.flatnonzero(least >= 2)]
+    return sorted(out)
 
 
 def merge_small(blocks: Sequence[Sequence[int]], k: int) -> list[Block]:
@@ -179,10 +219,12 @@ def fill_to_size(blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]
     [(0, 1, 5), (2, 3, 4)]
     """
     out = [tuple(sorted(b)) for b in blocks]
-    use = np.zeros(n, dtype=np.int64)
-    for b in out:
-        use[list(b)] += 1
+    if all(len(b) >= k for b in out):
+        return out
+    use = np.bincount(np.fromiter(chain.from_iterable(set(b) for b in out), dtype=np.int64), minlength=n)
     for r in rounds:
+        if all(len(out[i]) >= k for i in r):
+            continue  # nothing to fill in this round
         busy = np.zeros(n, dtype=bool)
         for i in r:
             busy[list(out[i])] = True

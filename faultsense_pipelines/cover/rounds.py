@@ -13,6 +13,7 @@ fixed budget of moves so that the result is deterministic.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -30,29 +31,38 @@ __all__ = [
 def ordered_rounds(probes: Sequence[Sequence[int]], n: int, order: Sequence[int] | None = None) -> list[list[int]]:
     """First fit in ``order`` (default: index order): each probe joins the first round where its GPUs are idle.
 
+    Args:
+        probes: GPU ids (0..n-1) of each probe.
+        n: GPUs.
+        order: the probe indices in the order they are placed (default: 0, 1, ...).
+
     Returns:
         Rounds as sorted lists of probe indices; every index appears in exactly one round.
 
     Notes:
-        O(P * R) bit-mask tests for P probes and R rounds.
+        Each GPU keeps the rounds it is busy in as a bit mask; a probe's round is the lowest
+        bit clear in the union of its GPUs' masks, so placing P probes of k GPUs in R rounds
+        costs O(P k) bit-mask operations of R bits (not O(P R) round tests).
 
     >>> ordered_rounds([(0, 1), (2, 3), (1, 2), (0, 3)], 4)
     [[0, 1], [2, 3]]
     """
     order = range(len(probes)) if order is None else order
-    masks = [sum(1 << g for g in set(p)) for p in probes]  # GPU sets as bit masks
-    busy: list[int] = []  # busy[r] = GPUs used in round r
+    busy = [0] * n  # busy[g]: bit r set when GPU g is busy in round r
     rounds: list[list[int]] = []
     for i in order:
-        mask = masks[i]
-        for r, used in enumerate(busy):
-            if not used & mask:
-                busy[r] = used | mask
-                rounds[r].append(i)
-                break
-        else:
-            busy.append(mask)
+        gpus = probes[i]
+        used = 0
+        for g in gpus:
+            used |= busy[g]
+        r = (~used & (used + 1)).bit_length() - 1  # the lowest round none of its GPUs is busy in
+        bit = 1 << r
+        for g in gpus:
+            busy[g] |= bit
+        if r == len(rounds):
             rounds.append([i])
+        else:
+            rounds[r].append(i)
     return [sorted(r) for r in rounds]
 
 
@@ -112,7 +122,7 @@ def rounds_lower_bound(probes: Sequence[Sequence[int]], n: int) -> int:
     """
     if not len(probes):
         return 0
-    replication = int(np.bincount(np.concatenate([np.asarray(b, dtype=np.int64) for b in probes]), minlength=n).max())
+    replication = int(np.bincount(np.fromiter(chain.from_iterable(probes), dtype=np.int64), minlength=n).max())
     fit = int((np.cumsum(np.sort([len(b) for b in probes])) <= n).sum())
     return max(replication, -(-len(probes) // max(fit, 1)))
 
@@ -166,7 +176,7 @@ def tabu_rounds(
         return best
     G = _gpu_matrix(probes, n)
     real = n > G
-    by_gpu = [np.flatnonzero(np.equal(G, g).any(axis=1)) for g in range(n)]
+    by_gpu = _probes_by_gpu(G, n)
     rng = np.random.default_rng(seed)
     left = iterations
     while len(best) > floor and left > 0:
@@ -177,6 +187,20 @@ def tabu_rounds(
             break
         best = [np.flatnonzero(found == c).tolist() for c in range(len(best) - 1)]
     return best
+
+
+def _probes_by_gpu(G: np.ndarray, n: int) -> list[np.ndarray]:
+    """For each GPU 0..n-1, the ascending indices of the probes (rows of ``G``) holding it; O(P k log(P k))."""
+    rows = np.repeat(np.arange(len(G)), G.shape[1])
+    gpus = G.ravel()
+    keep = gpus < n
+    rows, gpus = rows[keep], gpus[keep]
+    order = np.lexsort((rows, gpus))
+    rows, gpus = rows[order], gpus[order]
+    first = np.flatnonzero(np.r_[True, (gpus[1:] != gpus[:-1]) | (rows[1:] != rows[:-1])])  # a GPU twice in a probe: once
+    rows, gpus = rows[first], gpus[first]
+    bounds = np.searchsorted(gpus, np.arange(n + 1))
+    return [rows[bounds[g] : bounds[g + 1]] for g in range(n)]
 
 
 def _drop_smallest(rounds: list[list[int]], G: np.ndarray, n: int) -> np.ndarray:
@@ -279,19 +303,28 @@ def recolour_rounds(
 
 
 def plan_rounds(
-    probes: Sequence[Sequence[int]], n: int, dsatur_limit: int = 3000, passes: int = 6, tabu_iterations: int = 3000
+    probes: Sequence[Sequence[int]],
+    n: int,
+    dsatur_limit: int = 3000,
+    passes: int = 6,
+    tabu_iterations: int = 3000,
+    squeeze: bool = True,
 ) -> list[list[int]]:
     """The fewest rounds among first fit in construction order, largest first, and DSatur,
     then improved by ``passes`` of :func:`recolour_rounds` and ``tabu_iterations`` moves of
     :func:`tabu_rounds`.
 
     DSatur is only tried for covers of at most ``dsatur_limit`` probes (its cost is quadratic).
+    Without ``squeeze`` only first fit in construction order runs: O(P k) for P probes of k
+    GPUs (the construction lists a large cover round by round already).
 
     >>> plan_rounds([(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 2, 4, 6), (1, 3, 5, 7)], 8)
     [[0, 1], [2, 3], [4, 5]]
     """
-    floor = rounds_lower_bound(probes, n)
     best = ordered_rounds(probes, n)
+    if not squeeze:
+        return sorted((sorted(r) for r in best if r), key=lambda r: r[0])
+    floor = rounds_lower_bound(probes, n)
     candidates = [first_fit_rounds]
     if len(probes) <= dsatur_limit:
         candidates.append(dsatur_rounds)
