@@ -61,6 +61,6 @@ def drilldown(
     if chosen not in methods:  # the evidence drill-down weighs latencies: it needs a pair oracle
         raise ValueError(f"drilldown method {chosen} needs measured latencies: use localize.run_phase2 (or drilldown.evidence)")
     for gpus in (*passed, *failed):
-        if any(not 0 <= g < n for g in gpus):
+        if gpus and (min(gpus) < 0 or max(gpus) >= n):
             raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
     return methods[chosen](n, k, passed, failed, test)

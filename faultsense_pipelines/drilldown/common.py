@@ -12,10 +12,11 @@ References:
 from __future__ import annotations
 
 import random
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+
+import numpy as np
 
 from ..topology import Link, link
 from ..vocabulary import ComponentKind, Status
@@ -62,14 +63,20 @@ class DrilldownResult:
 
 
 class Knowledge:
-    """Mutable state of one drill-down run (internal to the algorithms; never returned)."""
+    """Mutable state of one drill-down run (internal to the algorithms; never returned).
+
+    Exonerated links are an (n, n) boolean matrix (``ok_link[a, b]``, both orders; n^2 bytes,
+    16 MiB at n = 4096) filled from Phase 1's passing probes a probe size at a time, and the
+    probes each GPU passed and failed in are (n,) int arrays, so a sweep of hundreds of
+    thousands of probes builds no Python set of link tuples.
+    """
 
     def __init__(
         self, n: int, k: int, passed: Sequence[Sequence[int]], oracle: Oracle, failed: Sequence[Sequence[int]] = ()
     ) -> None:
         self.n, self.k, self._oracle = n, min(k, n), oracle
         self.ok_gpu: set[int] = set()
-        self.ok_link: set[Link] = set()
+        self.ok_link = np.zeros((n, n), dtype=bool)  # ok_link[a, b] (both orders): link a-b exonerated
         self.bad_gpu: set[int] = set()
         self.bad_link: set[Link] = set()
         self.unsure_gpu: set[int] = set()
@@ -81,19 +88,23 @@ class Knowledge:
         self._since_last = 0
         self.last_clean = True
         self.last_fail: tuple[frozenset[int], bool, int] | None = None  # (test set, clean pad, index)
-        self.passes: Counter[int] = Counter()  # probes each GPU passed / failed in, both phases
-        self.fails: Counter[int] = Counter()
-        for p in passed:
-            self.exonerate(p)
-            self.passes.update(set(p))
-        for p in failed:
-            self.fails.update(set(p))
+        # probes each GPU passed / failed in, both phases: (n,) int arrays
+        self.passes = _gpu_counts(passed, n)
+        self.fails = _gpu_counts(failed, n)
+        for rows in _rows_by_size(passed).values():  # Phase 1's passing probes, a probe size at a time
+            self.ok_gpu.update(np.unique(rows).tolist())
+            for i in range(rows.shape[1]):
+                for j in range(rows.shape[1]):
+                    self.ok_link[rows[:, i], rows[:, j]] = True
+        np.fill_diagonal(self.ok_link, False)
 
     # -- knowledge ---------------------------------------------------------------------
     def exonerate(self, gpus: Iterable[int]) -> None:
         gs = sorted(set(gpus))
         self.ok_gpu.update(gs)
-        self.ok_link.update(combinations(gs, 2))
+        idx = np.asarray(gs, dtype=np.int64)
+        self.ok_link[idx[:, None], idx[None, :]] = True
+        self.ok_link[idx, idx] = False
 
     def candidate_gpu(self, g: int) -> bool:
         return g not in self.ok_gpu and g not in self.bad_gpu and g not in self.unsure_gpu
@@ -101,7 +112,7 @@ class Knowledge:
     def candidate_link(self, a: int, b: int) -> bool:
         e = link(a, b)
         judged = self.bad_gpu | self.unsure_gpu
-        return e not in self.ok_link and e not in self.bad_link and e not in self.unsure_link and not {a, b} & judged
+        return not self.ok_link[a, b] and e not in self.bad_link and e not in self.unsure_link and not {a, b} & judged
 
     def candidate_links(self, gpus: Iterable[int]) -> list[Link]:
         return [e for e in combinations(sorted(set(gpus)), 2) if self.candidate_link(*e)]
@@ -161,7 +172,7 @@ class Knowledge:
         for _ in range(_PADDING_ATTEMPTS):
             chosen: list[int] = []
             for p in order:  # first fit; usually done after a few GPUs
-                if all((min(p, q), max(p, q)) in ok for q in (*fixed, *chosen)):
+                if all(ok[p, q] for q in (*fixed, *chosen)):
                     chosen.append(p)
                     if len(chosen) == need:
                         return sorted(chosen)
@@ -174,7 +185,7 @@ class Knowledge:
         for _ in range(need):  # greedily, the GPU adding the fewest candidate links
             p = min(
                 (p for p in pool if p not in chosen),
-                key=lambda p: sum(link(p, q) not in self.ok_link for q in (*fixed, *chosen)),
+                key=lambda p: sum(not self.ok_link[p, q] for q in (*fixed, *chosen)),
             )
             chosen.append(p)
         return sorted(chosen)
@@ -201,10 +212,10 @@ class Knowledge:
         if result is None:
             raise Unmeasurable(f"probe {list(probe)} could not be measured")
         if result:
-            self.fails.update(probe)
+            self.fails[list(probe)] += 1
             self.last_fail = (frozenset(core), pad[1], index)
             return True
-        self.passes.update(probe)
+        self.passes[list(probe)] += 1
         self.exonerate(probe)
         return False
 
@@ -248,7 +259,7 @@ class Knowledge:
 
     def doubtful(self, g: int) -> bool:
         """An exonerated GPU that failed in more probes than it passed: a pass may have been noise."""
-        return self.fails[g] > self.passes[g]
+        return bool(self.fails[g] > self.passes[g])
 
     def second_opinion(self, g: int, first: int, avoid: Iterable[int] = ()) -> bool | None:
         """Test GPU ``g`` again with clean padding disjoint from that of probe ``first``.
@@ -311,3 +322,20 @@ class Knowledge:
         for a, b in combinations(sorted(self.bad_gpu), 2):
             findings.append(Finding(ComponentKind.LINK, a, b, Status.MASKED, None, 0))
         return DrilldownResult(tuple(findings), self.tests)
+
+
+def _rows_by_size(probes: Sequence[Sequence[int]]) -> dict[int, np.ndarray]:
+    """Probes as (probes, size) int64 arrays of their distinct GPU ids, one per probe size."""
+    grouped: dict[int, list[Sequence[int]]] = {}
+    for p in probes:
+        gs = p if len(set(p)) == len(p) else sorted(set(p))
+        grouped.setdefault(len(gs), []).append(gs)
+    return {size: np.asarray(rows, dtype=np.int64).reshape(len(rows), size) for size, rows in grouped.items() if size}
+
+
+def _gpu_counts(probes: Sequence[Sequence[int]], n: int) -> np.ndarray:
+    """(n,) int64: how many of ``probes`` hold each GPU (a GPU named twice in a probe counts once)."""
+    counts = np.zeros(n, dtype=np.int64)
+    for rows in _rows_by_size(probes).values():
+        counts += np.bincount(rows.ravel(), minlength=n)
+    return counts
