@@ -198,7 +198,13 @@ def phase2_drilldown(
     scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
     executor = probe_executors.executor_for(replica)
     loc: Localization = run_phase2(
-        executor, phase1, method=config.drilldown_method, repeats=repeats, rule=_rule(replica), recheck_explained=config.recheck
+        executor,
+        phase1,
+        method=config.drilldown_method,
+        repeats=repeats,
+        rule=_rule(replica),
+        recheck_explained=config.recheck,
+        topology=replica.replica_topology,
     )
     errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]
     if errors:

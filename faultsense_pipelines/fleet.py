@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_va
 
 from .cover.bounds import cover_too_large
 from .faults import check_faults
+from .fleet_maintenance import MaintenanceOptions
 from .fleet_sections import (  # the section models are re-exported from here
     Float,
     Int,
@@ -33,10 +34,12 @@ from .fleet_sections import (  # the section models are re-exported from here
     RayOptions,
     SimulatedOptions,
     StrictModel,
+    TopologyOptions,
     VllmOptions,
 )
 from .scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, as a scenario's
 from .textfile import TextFileError, load_yaml, read_text
+from .topology import ReplicaTopology
 from .validation import first_error, path_problem, shown
 from .vocabulary import ExecutorKind
 
@@ -105,6 +108,7 @@ class Replica(StrictModel):
     min_slowdown: Float | None = None
     repeats: Annotated[Int, Field(ge=1, le=MAX_REPEATS)] | None = None
     gpus_per_node: Annotated[Int, Field(ge=1)] | None = None
+    topology: TopologyOptions | None = None
     simulated: SimulatedOptions | None = Field(default=None, validate_default=True)
     local: LocalOptions | None = Field(default=None, validate_default=True)
     ray: RayOptions | None = Field(default=None, validate_default=True)
@@ -139,6 +143,27 @@ class Replica(StrictModel):
             raise ValueError(f"must be a finite number > 1, got {shown(v)}")
         return v
 
+    @field_validator("gpus_per_node")
+    @classmethod
+    def _whole_nodes(cls, v: int | None, info: ValidationInfo) -> int | None:
+        gpus = info.data.get("gpus")
+        if v is not None and gpus is not None and gpus % v:
+            raise ValueError(f"{v} does not divide the replica's {gpus} GPUs into whole nodes")
+        return v
+
+    @field_validator("topology")
+    @classmethod
+    def _topology_fits(cls, v: TopologyOptions | None, info: ValidationInfo) -> TopologyOptions | None:
+        if v is not None and info.data.get("gpus_per_node") is not None:
+            raise ValueError("give gpus_per_node inside topology, not beside it")
+        gpus = info.data.get("gpus")
+        if v is not None and gpus is not None:
+            try:
+                _build_topology(gpus, v)
+            except ValueError as exc:
+                raise ValueError(str(exc).removeprefix("topology.")) from None
+        return v
+
     @field_validator("simulated", "local", "ray", "vllm")
     @classmethod
     def _section_matches_executor(cls, v: Any, info: ValidationInfo) -> Any:
@@ -156,8 +181,26 @@ class Replica(StrictModel):
                 raise ValueError("required when executor is 'vllm' (needs at least url)")
             defaults = {ExecutorKind.SIMULATED: SimulatedOptions, ExecutorKind.LOCAL: LocalOptions, ExecutorKind.RAY: RayOptions}
             v = defaults[ExecutorKind.parse(section, "section")]()
-        _check_gpu_ids(v, info.data.get("gpus"))
+        gpus = info.data.get("gpus")
+        topo = info.data.get("topology")
+        per_node = info.data.get("gpus_per_node")
+        topology = None
+        options = topo if topo is not None else TopologyOptions(gpus_per_node=per_node) if isinstance(per_node, int) else None
+        if gpus is not None and options is not None:
+            try:
+                topology = _build_topology(gpus, options)
+            except ValueError:
+                topology = None  # reported by the topology field itself
+        _check_gpu_ids(v, gpus, topology)
         return v
+
+    @property
+    def replica_topology(self) -> ReplicaTopology:
+        """Where the replica's GPUs sit (``topology``, or a bare ``gpus_per_node``; no shared
+        components without either)."""
+        if self.topology is not None:
+            return _build_topology(self.gpus, self.topology)
+        return ReplicaTopology(self.gpus, self.gpus_per_node)
 
     @property
     def shape(self) -> str:
@@ -170,7 +213,12 @@ class Replica(StrictModel):
         return getattr(self, self.executor)
 
 
-def _check_gpu_ids(section: BaseModel, n_gpus: int | None) -> None:
+def _build_topology(gpus: int, t: TopologyOptions) -> ReplicaTopology:
+    names = None if t.node_names is None else tuple(t.node_names)
+    return ReplicaTopology(gpus, t.gpus_per_node, t.nodes_per_switch, t.rails, names)
+
+
+def _check_gpu_ids(section: BaseModel, n_gpus: int | None, topology: ReplicaTopology | None = None) -> None:
     """The section's faults against the replica's GPUs (:func:`~.faults.check_faults`), in the
     words ``simulate`` uses: ``replicas[0].simulated.faults[0].gpu: GPU id 8 is outside 0..7``,
     ``replicas[0].simulated: faults[1] repeats gpu 3``."""
@@ -178,7 +226,7 @@ def _check_gpu_ids(section: BaseModel, n_gpus: int | None) -> None:
         return
     field = "faults" if isinstance(section, SimulatedOptions) else "inject"
     try:
-        check_faults(getattr(section, field, None) or (), n_gpus, field)
+        check_faults(getattr(section, field, None) or (), n_gpus, field, topology, simulated=field == "faults")
     except ValueError as exc:
         where, colon, problem = str(exc).partition(": ")
         raise ValueError(f"@.{where}: {problem}" if colon else str(exc)) from None
@@ -193,6 +241,8 @@ class Fleet(StrictModel):
 
     ledger: Annotated[str, Field(min_length=1)] | None = None
     replicas: Annotated[list[Replica], Field(min_length=1, max_length=MAX_REPLICAS)]
+    #: compaction and retention of the ledger (:mod:`.fleet_maintenance`); defaults when omitted
+    maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
 
     @field_validator("ledger")
     @classmethod

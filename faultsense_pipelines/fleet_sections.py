@@ -45,6 +45,7 @@ __all__ = [
     "RayOptions",
     "SimulatedOptions",
     "StrictModel",
+    "TopologyOptions",
     "VllmOptions",
     "redact_url",
 ]
@@ -68,6 +69,26 @@ class StrictModel(BaseModel):
 
 #: The largest healthy probe latency of a simulated replica, ms (one minute).
 MAX_BASE_MS = 60_000.0
+
+
+class TopologyOptions(StrictModel):
+    """``topology:`` of a replica (:class:`~faultsense_pipelines.topology.ReplicaTopology`):
+    GPUs per node, consecutive nodes per leaf switch, rail-optimized or not, node names for
+    the ledger. With it the ``evidence`` drill-down weighs NICs, NVSwitches and switches, and
+    ``simulated.faults`` / ``inject`` may name them."""
+
+    gpus_per_node: Annotated[int, Field(strict=True, ge=1, le=4096)]
+    nodes_per_switch: Annotated[int, Field(strict=True, ge=1, le=4096)] | None = None
+    rails: Annotated[bool, Field(strict=True)] = False
+    node_names: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(max_length=4096)] | None = None
+
+    @field_validator("node_names")
+    @classmethod
+    def _names(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or ():
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+                raise ValueError(f"a node name is 1-64 of A-Z, a-z, 0-9, '_', '.' and '-', got {name[:80]!r}")
+        return v
 
 
 class SimulatedOptions(StrictModel):

@@ -40,7 +40,7 @@ import numpy as np
 from .topology import Component, ReplicaTopology, gpu_component, link_component
 from .vocabulary import ComponentKind
 
-__all__ = ["DUTY_RUN", "STALL_MIN", "LatencyModel", "NoiseModel"]
+__all__ = ["DUTY_RUN", "PRODUCTION_NOISE", "STALL_MIN", "LatencyModel", "NoiseModel", "parse_noise"]
 
 #: Mean length, in measurements, of an "on" run of an intermittent fault (duty < 1).
 DUTY_RUN = 20.0
@@ -120,6 +120,40 @@ class _Fault:
     @property
     def is_gpu(self) -> bool:
         return self.component.kind == ComponentKind.GPU
+
+
+#: The production-like noise of the benchmarks (``"noise": "production"`` in a scenario):
+#: sigma 0.03, Student-t tails (4 degrees of freedom), 2% of measurements stalled 1.5-4x, a
+#: shared drift of +-15%, load bursts (1% per measurement, +30%, 15 measurements long).
+PRODUCTION_NOISE = NoiseModel(
+    sigma=0.03, tail_df=4.0, stall_rate=0.02, stall_max=4.0, drift=0.15, burst_rate=0.01, burst_height=0.3, burst_length=15
+)
+
+
+def parse_noise(obj: object) -> NoiseModel:
+    """A :class:`NoiseModel` from a decoded JSON value: ``"production"``
+    (:data:`PRODUCTION_NOISE`) or an object of its fields (``{"sigma": 0.02}``).
+
+    Raises:
+        ValueError: ``noise.<field>: ...`` for an unknown field or a value out of range.
+
+    >>> parse_noise({"sigma": 0.02, "stall_rate": 0.01}).stall_rate, parse_noise("production").tail_df
+    (0.01, 4.0)
+    """
+    if obj == "production":
+        return PRODUCTION_NOISE
+    if not isinstance(obj, dict):
+        raise ValueError(f'noise must be "production" or an object like {{"sigma": 0.02}}, got {str(obj)[:80]!r}')
+    fields = set(NoiseModel.__dataclass_fields__)
+    unknown = sorted(str(key) for key in obj if key not in fields)
+    if unknown:
+        raise ValueError(f"noise has unknown field(s) {unknown[:5]}; known: {', '.join(sorted(fields))}")
+    for name, value in obj.items():
+        if name == "tail_df" and value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"noise.{name} must be a number, got {str(value)[:80]!r}")
+    return NoiseModel(**obj)
 
 
 class LatencyModel:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .suspects import probe_latency_ms
-from .topology import Component, Link
+from .topology import Component, Link, ReplicaTopology
 from .vocabulary import ComponentKind, Outcome, Status
 
 __all__ = [
@@ -191,11 +191,13 @@ class Phase1Result:
 
 @dataclass(frozen=True)
 class Localization:
-    """Phase 1, Phase 2 and the verdicts for one replica."""
+    """Phase 1, Phase 2 and the verdicts for one replica (``topology``: where its GPUs sit,
+    when the drill-down weighed shared components)."""
 
     phase1: Phase1Result
     phase2_records: tuple[ProbeRecord, ...]
     verdicts: tuple[Verdict, ...]
+    topology: ReplicaTopology | None = None
 
     def _links(self, status: Status) -> list[list[int]]:
         return sorted(list(v.link) for v in self.verdicts if v.link is not None and v.status == status)
@@ -281,6 +283,16 @@ class Localization:
         cleared |= cleared.T
         for a, b in self.faulty_links:
             cleared[a, b] = cleared[b, a] = True
+        if self.topology is not None:  # a confirmed NIC, NVSwitch or switch masks the paths it carries
+            node = np.asarray([self.topology.node(g) for g in range(n)])
+            for v in self.verdicts:
+                if v.shared is not None and v.status == Status.CONFIRMED:
+                    m = np.zeros(n, dtype=bool)
+                    m[list(v.shared.members)] = True
+                    if v.shared.kind == ComponentKind.NVSWITCH:
+                        cleared |= np.outer(m, m)
+                    else:
+                        cleared |= (m[:, None] | m[None, :]) & (node[:, None] != node[None, :])
         healthy = np.ones(n, dtype=bool)
         healthy[self.faulty_gpus] = False
         return int(np.triu(~cleared[np.ix_(healthy, healthy)], 1).sum())

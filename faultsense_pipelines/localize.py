@@ -28,6 +28,7 @@ from .judge import judge_probe, measure_all
 from .localization import OUTCOMES, STATUSES, Localization, Phase1Result, ProbeRecord, Verdict  # noqa: F401 (re-exported)
 from .probes import ProbeExecutor, ProbeMeasurement
 from .suspects import SuspectRule, default_rule, probe_latency_ms, probe_zone
+from .topology import ReplicaTopology
 from .vocabulary import DrilldownMethod, Outcome
 
 __all__ = [
@@ -159,6 +160,7 @@ def run_phase2(
     rule: SuspectRule | None = None,
     recheck_explained: bool = True,
     reference: bool | None = None,
+    topology: ReplicaTopology | None = None,
 ) -> Localization:
     """Drill into the suspects of ``phase1`` and return the verdicts.
 
@@ -183,6 +185,8 @@ def run_phase2(
             :func:`judge_probe`) instead of against the Phase 1 baseline alone. ``None``
             (default): when ``repeats >= 2``, i.e. on executors noisy enough to need repeats.
             It doubles the Phase 2 measurements; reference runs are not recorded.
+        topology: where the GPUs sit; ``evidence`` then weighs NICs, NVSwitches and switches
+            too (:mod:`~faultsense_pipelines.drilldown.shared`); the others ignore it.
 
     Returns:
         A :class:`Localization`; with no suspect, or a degraded replica, it has no Phase 2
@@ -197,9 +201,9 @@ def run_phase2(
     del rule
     _check(executor, phase1.gpus, repeats)
     if method == DrilldownMethod.EVIDENCE:
-        evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats)
+        evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, topology=topology)
         read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and phase1.records else phase1
-        return Localization(read, evidence_records, verdicts)
+        return Localization(read, evidence_records, verdicts, topology)
     if not phase1.needs_drilldown or phase1.threshold_ms is None or phase1.baseline_ms is None:
         return Localization(phase1, (), ())
     baseline, threshold = phase1.baseline_ms, phase1.threshold_ms
@@ -255,6 +259,7 @@ def localize(
     interleave: bool = True,
     reference: bool | None = None,
     anchor: bool = True,
+    topology: ReplicaTopology | None = None,
 ) -> Localization:
     """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`, :func:`run_phase2`)."""
     phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule, interleave=interleave, anchor=anchor)
@@ -266,6 +271,7 @@ def localize(
         rule=rule,
         recheck_explained=recheck_explained,
         reference=reference,
+        topology=topology,
     )
 
 

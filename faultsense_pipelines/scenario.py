@@ -6,7 +6,13 @@ The JSON form read by ``faultsense simulate --scenario FILE``::
      "faults": [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}],
      "noise": {"sigma": 0.02}, "seed": 7}
 
-``noise`` and ``seed`` are optional (noise-free, seed 0). Faults are validated by their one
+``noise`` and ``seed`` are optional (noise-free, seed 0). ``noise`` is ``{"sigma": s}``, any
+fields of :class:`~faultsense_pipelines.latency_model.NoiseModel` (heavy tails, stalls, drift,
+load bursts, spillover) or ``"production"``. An optional ``topology``
+(``{"gpus_per_node": 8, "nodes_per_switch": 4, "rails": false, "node_names": [...]}``, the
+fleet file's) places the GPUs on nodes, so that faults may name shared components:
+``{"nic": 3, "slowdown": 1.5}``, ``{"nic": [3, 5], ...}`` (node 3, rail 5), ``{"nvswitch": 3,
+...}``, ``{"switch": 1, ...}``. Faults are validated by their one
 model (:func:`~faultsense_pipelines.faults.parse_faults`, the fleet file's too), and the healthy
 probe latency is the simulator's default, :data:`~faultsense_pipelines.simulator.DEFAULT_BASE_MS`
 (20 ms, as a fleet file's ``simulated.base_ms``). Bounds: ``0 <= noise.sigma <= 1``
@@ -25,7 +31,9 @@ from dataclasses import dataclass
 
 from .cover import validate_cover_args
 from .faults import Fault, parse_faults
+from .latency_model import NoiseModel, parse_noise
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA, SimulatedReplica
+from .topology import ReplicaTopology
 from .validation import shown
 
 __all__ = ["MAX_SCENARIO_BYTES", "MAX_SEED", "Scenario", "parse_scenario"]
@@ -36,7 +44,8 @@ MAX_SCENARIO_BYTES = 1024 * 1024
 #: The largest seed (32 bits unsigned), as the fleet file's ``simulated.seed``.
 MAX_SEED = 2**32 - 1
 
-_FIELDS = {"gpus", "probe_size", "faults", "noise", "seed"}
+_FIELDS = {"gpus", "probe_size", "faults", "noise", "seed", "topology"}
+_TOPOLOGY_FIELDS = {"gpus_per_node", "nodes_per_switch", "rails", "node_names"}
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,8 @@ class Scenario:
         noise_sigma: lognormal noise sigma per repeat.
         seed: seed of the noise.
         base_ms: healthy probe latency, ms (not in the JSON: the simulator's default).
+        noise: the production-like effects, where the JSON gives more than ``sigma``.
+        topology: where the GPUs sit (``None``: GPUs and links only).
     """
 
     n_gpus: int
@@ -58,10 +69,14 @@ class Scenario:
     noise_sigma: float = 0.0
     seed: int = 0
     base_ms: float = DEFAULT_BASE_MS
+    noise: NoiseModel | None = None
+    topology: ReplicaTopology | None = None
 
     def replica(self) -> SimulatedReplica:
         """The simulated replica (``simulated`` executor) of this scenario."""
-        return SimulatedReplica(self.n_gpus, self.faults, self.noise_sigma, self.seed, self.base_ms)
+        return SimulatedReplica(
+            self.n_gpus, self.faults, self.noise_sigma, self.seed, self.base_ms, topology=self.topology, noise=self.noise
+        )
 
 
 def parse_scenario(obj: object) -> Scenario:
@@ -84,22 +99,49 @@ def parse_scenario(obj: object) -> Scenario:
             raise ValueError(f"scenario field {name!r} is missing")
     n, k = _int(obj["gpus"], "gpus", 2), _int(obj["probe_size"], "probe_size", 2)
     validate_cover_args(n, k, "best")
-    faults = parse_faults(obj["faults"], n)
-    sigma = 0.0
+    topology = _topology(obj["topology"], n) if "topology" in obj else None
+    faults = parse_faults(obj["faults"], n, topology)
+    sigma, noise = 0.0, None
     if "noise" in obj:
-        noise = obj["noise"]
-        if not isinstance(noise, Mapping) or set(noise) - {"sigma"}:
-            raise ValueError(f'noise must be an object like {{"sigma": 0.02}}, got {shown(noise)}')
-        sigma = noise.get("sigma", 0.0)
-        if (
-            isinstance(sigma, bool)
-            or not isinstance(sigma, int | float)
-            or not math.isfinite(sigma)
-            or not 0 <= sigma <= MAX_NOISE_SIGMA
-        ):
-            raise ValueError(f"noise.sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {shown(sigma)}")
+        if isinstance(obj["noise"], Mapping) and set(obj["noise"]) <= {"sigma"}:
+            sigma = obj["noise"].get("sigma", 0.0)
+            if (
+                isinstance(sigma, bool)
+                or not isinstance(sigma, int | float)
+                or not math.isfinite(sigma)
+                or not 0 <= sigma <= MAX_NOISE_SIGMA
+            ):
+                raise ValueError(f"noise.sigma must be a finite number in [0, {MAX_NOISE_SIGMA:g}], got {shown(sigma)}")
+        else:
+            noise = parse_noise(obj["noise"])
+            sigma = noise.sigma
     seed = _int(obj.get("seed", 0), "seed", 0, MAX_SEED)
-    return Scenario(n, k, faults, float(sigma), seed)
+    return Scenario(n, k, faults, float(sigma), seed, noise=noise, topology=topology)
+
+
+def _topology(obj: object, n: int) -> ReplicaTopology:
+    """The scenario's ``topology`` object (the fleet file's fields).
+
+    Raises:
+        ValueError: ``topology.<field>: ...`` for an unknown field, a wrong type or a layout
+            that does not fit the replica.
+    """
+    if not isinstance(obj, Mapping):
+        raise ValueError(f'topology must be an object like {{"gpus_per_node": 8}}, got {shown(obj)}')
+    unknown = sorted(str(key) for key in obj if key not in _TOPOLOGY_FIELDS)
+    if unknown:
+        raise ValueError(f"topology has unknown field(s) {shown(unknown)}; known: {', '.join(sorted(_TOPOLOGY_FIELDS))}")
+    if "gpus_per_node" not in obj:
+        raise ValueError("topology.gpus_per_node is missing")
+    per_node = _int(obj["gpus_per_node"], "topology.gpus_per_node", 1, n)
+    per_switch = None if obj.get("nodes_per_switch") is None else _int(obj["nodes_per_switch"], "topology.nodes_per_switch", 1, n)
+    rails = obj.get("rails", False)
+    if not isinstance(rails, bool):
+        raise ValueError(f"topology.rails must be true or false, got {shown(rails)}")
+    names = obj.get("node_names")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(x, str) and 0 < len(x) <= 64 for x in names)):
+        raise ValueError(f"topology.node_names must be a list of names (1-64 characters), got {shown(names)}")
+    return ReplicaTopology(n, per_node, per_switch, rails, None if names is None else tuple(names))
 
 
 def _int(v: object, name: str, minimum: int, maximum: int | None = None) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .faults import Fault, GpuFault, LinkFault, NicFault, NvSwitchFault, SwitchFault, check_faults
+from .latency_model import LatencyModel, NoiseModel
 from .probes import ProbeMeasurement
 from .topology import ReplicaTopology
 from .vocabulary import ExecutorKind
@@ -45,6 +46,9 @@ class SimulatedReplica:
         base_ms: healthy probe latency, ms (> 0).
         topology: where the GPUs sit; needed by NIC, NVSwitch and switch faults, which slow
             every probe holding a path they carry.
+        noise: production-like effects (:class:`~faultsense_pipelines.latency_model.NoiseModel`:
+            heavy tails, stalls, drift, load bursts, spillover) instead of ``noise_sigma`` alone;
+            its ``sigma`` replaces ``noise_sigma``.
 
     Raises:
         ValueError: naming the bad argument.
@@ -65,6 +69,7 @@ class SimulatedReplica:
         seed: int = 0,
         base_ms: float = DEFAULT_BASE_MS,
         topology: ReplicaTopology | None = None,
+        noise: NoiseModel | None = None,
     ) -> None:
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
             raise ValueError(f"gpus must be an integer >= 1, got {gpus!r}")
@@ -88,6 +93,12 @@ class SimulatedReplica:
         self.base_ms = float(base_ms)
         self.probes_run = 0
         self._rng = np.random.default_rng(seed)
+        self._model: LatencyModel | None = None
+        if noise is not None:
+            self.noise_sigma = noise.sigma
+            self._model = LatencyModel(
+                noise, [(c, False, slow, 1.0) for c, slow in self._slow], seed=seed, base_ms=base_ms, topology=self.topology
+            )
 
     def slowdown(self, gpus: Sequence[int]) -> float:
         """The worst slowdown among the faults a probe over ``gpus`` touches (1.0 if none)."""
@@ -104,6 +115,8 @@ class SimulatedReplica:
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
         self.probes_run += 1
+        if self._model is not None:
+            return ProbeMeasurement(probe, self._model.measure(probe, repeats))
         mean = self.base_ms * self.slowdown(probe)
         if self.noise_sigma == 0.0:
             latencies = np.full(repeats, mean)
@@ -116,6 +129,46 @@ class SimulatedReplica:
                 f"{self.slowdown(probe)!r} x lognormal noise (sigma {self.noise_sigma!r}) is not a finite number of ms"
             )
         return ProbeMeasurement(probe, tuple(float(x) for x in latencies))
+
+    def run_many(self, probes: Sequence[Sequence[int]], repeats: int = 1) -> list[ProbeMeasurement]:
+        """:meth:`run` every probe in turn, as arrays: the same latencies (ms), noise draws and
+        errors as ``[self.run(p, repeats) for p in probes]``, in O(P (k + repeats)) numpy work
+        for P probes of k GPUs instead of a Python loop over the faults per probe.
+
+        Raises:
+            ValueError: as :meth:`run`, for the first probe it would fail on.
+        """
+        sets = [sorted(set(p)) for p in probes]
+        if (
+            repeats < 1
+            or not all(sets)
+            or not all(isinstance(g, int | np.integer) and not isinstance(g, bool) for s in sets for g in s)
+        ):
+            return [self.run(p, repeats) for p in probes]  # the first bad probe raises as run does
+        if sets and (min(s[0] for s in sets) < 0 or max(s[-1] for s in sets) >= self.gpus):
+            return [self.run(p, repeats) for p in probes]
+        if self._model is not None:  # production-like noise draws measurement by measurement
+            return [self.run(p, repeats) for p in probes]
+        slowdown = np.ones(len(sets))
+        if self._slow:
+            touched = self.topology.holds_matrix([c for c, _ in self._slow], sets)  # (probes, faults)
+            for j, (_, slow) in enumerate(self._slow):
+                slowdown[touched[:, j]] = np.maximum(slowdown[touched[:, j]], slow)
+        mean = self.base_ms * slowdown
+        if self.noise_sigma == 0.0:
+            latencies = np.repeat(mean[:, None], repeats, axis=1)
+        else:
+            with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
+                latencies = mean[:, None] * np.exp(self._rng.normal(0.0, self.noise_sigma, size=(len(sets), repeats)))
+        bad = np.flatnonzero(~np.isfinite(latencies).all(axis=1))
+        self.probes_run += len(sets) if not len(bad) else int(bad[0]) + 1
+        if len(bad):
+            probe = sets[int(bad[0])]
+            raise ValueError(
+                f"simulated latency of probe {probe} overflows: base_ms={self.base_ms!r} x slowdown "
+                f"{float(slowdown[bad[0]])!r} x lognormal noise (sigma {self.noise_sigma!r}) is not a finite number of ms"
+            )
+        return [ProbeMeasurement(tuple(s), tuple(row)) for s, row in zip(sets, latencies.tolist(), strict=True)]
 
     def close(self) -> None:
         """Nothing to release; safe to call twice."""

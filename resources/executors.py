@@ -38,6 +38,7 @@ def executor_options(replica: Replica) -> dict[str, Any]:
             "noise_sigma": section.noise_sigma,
             "seed": section.seed,
             "base_ms": section.base_ms,
+            "topology": replica.replica_topology,
         }
     options = section.model_dump(exclude_none=True, exclude={"inject"})
     if isinstance(section, LocalOptions | RayOptions):  # executor local or ray

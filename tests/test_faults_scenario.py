@@ -89,7 +89,29 @@ def test_a_scenario_has_defaults_for_noise_and_seed():
         ({"gpus": 1, "probe_size": 1, "faults": []}, "gpus must be an integer >= 2"),
         ({"gpus": "8", "probe_size": 4, "faults": []}, "gpus must be an integer"),
         ({"gpus": 8, "probe_size": 4, "faults": [], "noise": {"sigma": -1}}, "noise.sigma"),
-        ({"gpus": 8, "probe_size": 4, "faults": [], "noise": 0.1}, "noise must be an object"),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "noise": 0.1}, 'noise must be "production" or an object'),
+        (
+            {"gpus": 8, "probe_size": 4, "faults": [], "noise": {"sigma": 0.1, "hum": 1}},
+            r"noise has unknown field\(s\) \['hum'\]",
+        ),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "noise": {"stall_rate": 2.0}}, r"noise.stall_rate must be in \[0, 1\)"),
+        (
+            {"gpus": 8, "probe_size": 4, "faults": [{"nic": 1, "slowdown": 1.5}]},
+            r"faults\[0\].nic: a nic fault needs the replica's topology",
+        ),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "topology": {"gpus_per_node": 3}}, "does not divide"),
+        (
+            {"gpus": 8, "probe_size": 4, "faults": [], "topology": {"gpus_per_node": 4, "rail": True}},
+            r"topology has unknown field\(s\)",
+        ),
+        (
+            {"gpus": 8, "probe_size": 4, "faults": [], "topology": {"gpus_per_node": 4, "rails": 1}},
+            "topology.rails must be true or false",
+        ),
+        (
+            {"gpus": 8, "probe_size": 4, "topology": {"gpus_per_node": 4}, "faults": [{"nic": 2, "slowdown": 1.5}]},
+            r"faults\[0\].nic: node 2 is outside 0\.\.1",
+        ),
         ({"gpus": 8, "probe_size": 4, "faults": [], "seed": -3}, r"seed must be an integer in 0\.\.4294967295, got -3"),
         (
             {"gpus": 8, "probe_size": 4, "faults": [], "seed": 2**32},
@@ -101,6 +123,23 @@ def test_a_scenario_has_defaults_for_noise_and_seed():
 def test_a_bad_scenario_names_the_field(obj, message):
     with pytest.raises(ValueError, match=message):
         parse_scenario(obj)
+
+
+def test_a_scenario_with_a_topology_and_production_noise_names_its_shared_faults():
+    sc = parse_scenario(
+        {
+            "gpus": 64,
+            "probe_size": 8,
+            "topology": {"gpus_per_node": 8, "rails": True, "node_names": [f"a{i}" for i in range(8)]},
+            "faults": [{"nic": [3, 5], "slowdown": 1.5}, {"nvswitch": 2, "slowdown": 1.3}, {"switch": 1, "slowdown": 1.4}],
+            "noise": "production",
+        }
+    )
+    assert sc.topology is not None and sc.noise is not None and sc.noise.tail_df == 4.0
+    assert [sc.topology.name(f.component(sc.topology)) for f in sc.faults] == ["nic:a3/rail5", "nvswitch:a2", "switch:1"]
+    replica = sc.replica()
+    # rail 5 of node 3 is GPU 29: a probe of it and a GPU of another node holds the NIC; one inside node 3 does not
+    assert replica.slowdown([29, 0]) == 1.5 and replica.slowdown([29, 24]) == 1.0
 
 
 def test_a_slowdown_of_exactly_one_is_accepted_as_a_healthy_no_op() -> None:

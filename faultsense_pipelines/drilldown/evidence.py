@@ -425,6 +425,9 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
     members = [g for g in probe if g not in state.confirmed_gpus and g not in state.shared_gpus]
     if any(g in state.inconclusive_gpus for g in probe):
         return False
+    t = state.topology
+    if t is not None and any(t.holds(c, probe) for c in state.confirmed_shared):
+        return False  # a NIC, NVSwitch or switch explains it; its other GPUs have probes of their own
     explained = len(members) < len(probe) or state.known_bad(frozenset(probe))
     # a GPU the GPU stage cleared stays a hypothesis with that evidence: an intermittent GPU
     # can pass a run of pairs, and its links must not take the blame

@@ -53,6 +53,15 @@ MENU = 6
 #: Candidates tested per sweep at most (each costs up to ``max_pairs`` paired tests).
 MAX_CANDIDATES = 6
 
+#: How :meth:`_Search._masses` tells the kinds apart: GPU 0, link 1, NVSwitch 2, NIC or switch 3.
+_KIND_CODE = {
+    ComponentKind.GPU: 0,
+    ComponentKind.LINK: 1,
+    ComponentKind.NVSWITCH: 2,
+    ComponentKind.NIC: 3,
+    ComponentKind.SWITCH: 3,
+}
+
 #: ``pair(test_gpus, reference_gpus) -> log(latency(test) / latency(reference))`` or ``None``.
 PairOracle = Callable[[tuple[int, ...], tuple[int, ...]], float | None]
 #: ``llr(d, duty) -> `` clipped log-likelihood ratio of one paired datum (EvidenceModel.llr).
@@ -170,7 +179,11 @@ class _Search:
     rng: random.Random
     healthy: list[int]  # pad and reference pool, healthiest first
     hyps: list[Component]
+    banned: frozenset[int] = frozenset()  # GPUs of confirmed components: in no test, no reference
     tests: list[tuple[frozenset[int], frozenset[int], float]] = field(default_factory=list)
+    _members: np.ndarray | None = None  # hypothesis x GPU membership, built on first use
+    _kinds: np.ndarray | None = None
+    _node_of: np.ndarray | None = None
 
     def sign(self, h: Component, test: frozenset[int], reference: frozenset[int]) -> int:
         """What ``h`` predicts of a pair: +1 the test is slower, -1 the reference, 0 neither."""
@@ -199,14 +212,48 @@ class _Search:
         return out
 
     def mass(self, gpus: frozenset[int], post: dict[Component | None, float], skip: Component | None = None) -> float:
-        return sum(p for h, p in post.items() if h is not None and h != skip and self.topology.holds(h, gpus))
+        """Posterior mass of the hypotheses (but ``skip``) that a probe over ``gpus`` holds."""
+        return float(self._masses(sorted(gpus), [], post, skip)[0])
+
+    def _masses(
+        self, chosen: Sequence[int], options: Sequence[int], post: dict[Component | None, float], skip: Component | None
+    ) -> np.ndarray:
+        """Held mass of ``chosen`` plus each of ``options`` (of ``chosen`` alone when there are
+        none), vectorized over the hypotheses: shape ``(max(1, len(options)),)``."""
+        if self._members is None:
+            n = self.topology.gpus
+            self._members = np.zeros((len(self.hyps), n), dtype=np.int64)
+            for i, h in enumerate(self.hyps):
+                self._members[i, list(h.members)] = 1
+            self._kinds = np.asarray([_KIND_CODE[h.kind] for h in self.hyps])
+            self._node_of = np.asarray([self.topology.node(g) for g in range(n)])
+        weights = np.asarray([0.0 if h is skip else post.get(h, 0.0) for h in self.hyps])
+        members, kinds, node_of = self._members, self._kinds, self._node_of
+        assert kinds is not None and node_of is not None
+        base = members[:, list(chosen)].sum(axis=1) if chosen else np.zeros(len(self.hyps), dtype=np.int64)
+        nodes = set(node_of[list(chosen)].tolist()) if chosen else set()
+        opts = list(options)
+        if opts:
+            count = base[:, None] + members[:, opts]  # (hyps, options)
+            other = np.asarray([len(nodes | {int(node_of[g])}) >= 2 for g in opts])[None, :]
+        else:
+            count = base[:, None]
+            other = np.asarray([[len(nodes) >= 2]])
+        kinds2 = kinds[:, None]
+        held = np.where(
+            kinds2 == 0,
+            count >= 1,
+            np.where(kinds2 == 1, count >= 2, np.where(kinds2 == 2, count >= 2, (count >= 1) & other)),
+        )
+        return np.asarray(weights @ held, dtype=float)
 
     def _fill(self, seed: set[int], pool: Sequence[int], post: dict[Component | None, float], skip: Component | None) -> set[int]:
         """``seed`` padded to k from ``pool`` greedily, each pad adding the least posterior mass."""
         chosen = set(seed)
-        options = [g for g in pool if g not in chosen]
+        options = [g for g in pool if g not in chosen and g not in self.banned]
         while len(chosen) < self.k and options:
-            best = min(options, key=lambda g: self.mass(frozenset(chosen | {g}), post, skip))
+            masses = self._masses(sorted(chosen), options, post, skip)
+            best = options[int(np.argmin(masses))]  # the first of the least: the pool's order breaks ties
             chosen.add(best)
             options.remove(best)
         return chosen
@@ -224,11 +271,11 @@ class _Search:
             seeds: list[set[int]] = [{g}]
             extra = list(t.node_gpus(t.node(g)))
         elif h.kind == ComponentKind.NVSWITCH:
-            ranked = sorted(h.members, key=lambda g: (post.get(gpu_component(g), 0.0), self.rng.random()))
-            seeds = [set(ranked[:2])]
-            extra = list(h.members)
+            ranked = sorted(h.members - self.banned, key=lambda g: (post.get(gpu_component(g), 0.0), self.rng.random()))
+            seeds = [set(ranked[:2])] if len(ranked) >= 2 else []
+            extra = ranked
         else:  # NIC or switch: a GPU under it and one of another node
-            ranked = sorted(h.members, key=lambda g: (self.mass(frozenset({g}), post, h), self.rng.random()))
+            ranked = sorted(h.members - self.banned, key=lambda g: (self.mass(frozenset({g}), post, h), self.rng.random()))
             seeds = []
             extra = []
             for m in ranked[:3]:
@@ -257,7 +304,7 @@ class _Search:
         for _ in range(12):
             chosen: set[int] = set()
             for v in self.rng.sample(nodes, min(len(nodes), spans)):
-                gpus = [g for g in t.node_gpus(v) if g not in test]
+                gpus = [g for g in t.node_gpus(v) if g not in test and g not in self.banned]
                 self.rng.shuffle(gpus)
                 chosen |= set(gpus[:per])
             if len(chosen) < self.k:
@@ -351,7 +398,7 @@ def shared_stage(
                 ]
         banned = set(exclude) | {g for c in out.confirmed for g in c.members}
         healthy = sorted((g for g in range(topology.gpus) if g not in banned), key=lambda g: (gpu_evidence[g], g))
-        search = _Search(topology, min(k, topology.gpus), llr, duty, pair, rng, healthy, hyps)
+        search = _Search(topology, min(k, topology.gpus), llr, duty, pair, rng, healthy, hyps, frozenset(banned))
         verdict = _decide(search, out, effect, confidence, clear_confidence, min_accusing, max_pairs)
         if verdict is None:
             rejected |= {h for h in hyps if h.shared}
@@ -399,8 +446,19 @@ def _decide(
             return None
         # a leading hypothesis is put to its own test (as the GPU stage's SPRT); before one
         # leads, the test splits the posterior mass nearest in half
-        likeliest = [best] if post[best] >= 0.5 else sorted(search.hyps, key=lambda h: -post[h])[:MENU]
-        menu = [t for h in likeliest if (t := search.isolating(h, post)) is not None]
+        ranked = sorted(search.hyps, key=lambda h: -post[h])
+        if post[best] >= 0.5:  # tell the leader from the runner-up: a test holding one of them only
+            runner_up = ranked[1] if len(ranked) > 1 and post[ranked[1]] > post[None] else None
+            pair_up = [best] if runner_up is None else [best, runner_up]
+            menu = [t for h in pair_up if (t := search.isolating(h, post)) is not None]
+            apart = [
+                t
+                for t in menu
+                if len(pair_up) > 1 and search.topology.holds(pair_up[0], t) != search.topology.holds(pair_up[1], t)
+            ]
+            menu = apart or menu[:1]
+        else:
+            menu = [t for h in ranked[:MENU] if (t := search.isolating(h, post)) is not None]
         if not menu:
             errors = 3
             continue

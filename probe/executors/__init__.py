@@ -66,7 +66,8 @@ def _simulated(n_gpus: int, probe_size: int, **options: Any) -> ProbeExecutor:
     from faultsense_pipelines.simulator import SimulatedReplica
 
     del probe_size  # the simulator runs probes of any size
-    faults = parse_faults(options.pop("faults", ()), n_gpus)  # objects pass through; mappings are validated
+    topology = options.get("topology")
+    faults = parse_faults(options.pop("faults", ()), n_gpus, topology)  # objects pass through; mappings are validated
     return SimulatedReplica(n_gpus, faults, **options)
 
 
@@ -107,7 +108,8 @@ def make_executor(kind: ExecutorKind | str, n_gpus: int, probe_size: int, **opti
         **options: the kind's keyword options —
             ``simulated``: ``faults`` (:data:`~faultsense_pipelines.faults.Fault` objects, or
             mappings such as ``{"gpu": 2, "slowdown": 3.0}`` / ``{"link": [0, 5], "slowdown":
-            1.5}``), ``noise_sigma``, ``seed``, ``base_ms``;
+            1.5}`` / ``{"nic": 3, "slowdown": 1.5}``), ``noise_sigma``, ``seed``, ``base_ms``,
+            ``topology`` (a :class:`~faultsense_pipelines.topology.ReplicaTopology`);
             ``local``: ``inject`` (:data:`~faultsense_pipelines.faults.Injection` objects or
             ``{"gpu": g, "slowdown": f}`` / ``{"link": [a, b], "delay_ms": d}``) and the
             layer options of :class:`~.local.LocalExecutor`;
