@@ -30,6 +30,7 @@ from faultsense_pipelines.assets.cover import build_cover_asset
 from faultsense_pipelines.assets.fleet_view import fleet_health
 from faultsense_pipelines.assets.flowpulse import flowpulse_faults
 from faultsense_pipelines.assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
+from faultsense_pipelines.assets.maintenance import build_maintenance_schedule, ledger_maintenance
 from faultsense_pipelines.assets.minder import minder_faults
 from faultsense_pipelines.assets.sweep import phase1_probe_run, phase2_drilldown
 from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path
@@ -100,10 +101,11 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
             minder_faults,
         ],
         asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
-        jobs=[sweep_job, cover_job, analytics_job, fleet_view_job],
+        jobs=[sweep_job, cover_job, analytics_job, fleet_view_job, ledger_maintenance],
         schedules=[
             build_hourly_schedule(sweep_job),
             build_nightly_schedule(sweep_job),
+            build_maintenance_schedule(),
         ],
         sensors=[build_replica_sensor(fleet.shapes), build_automation_sensor()],
         resources={

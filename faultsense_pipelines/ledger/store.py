@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import pandas as pd
 import pyarrow as pa
@@ -416,8 +416,7 @@ class LedgerStore:
         present = set(pa.schema(table.schema().to_arrow()).names)
         try:
             # a table written before schema version 2 has no column added since: read it null
-            dataset_files = table.to_pyarrow_dataset(file_pruning_predicate=prune)
-            got = dataset_files.to_table(columns=[c for c in columns if c in present], filter=cond)
+            got = self._dataset(table, prune).to_table(columns=[c for c in columns if c in present], filter=cond)
             for name in (c for c in columns if c not in present):
                 got = got.append_column(name, pa.nulls(got.num_rows, TABLE_SCHEMA.field(name).type))
             got = got.select(columns)
@@ -428,6 +427,27 @@ class LedgerStore:
             "batch": pa.field("batch", pa.string()),
         }
         return got.cast(pa.schema([full[c] for c in columns]))
+
+    def _dataset(self, table: Any, prune: list[tuple[str, str, Any]]) -> ds.Dataset:
+        """The Arrow dataset of the table's files that ``prune`` selects (see :meth:`read_table`).
+
+        The files are chosen by deltalake (``file_uris``: partition values and log statistics,
+        in Rust) and read through the ledger's own Arrow filesystem, each with its partition
+        values (``dataset``, ``date``; Delta keeps them in the path, not in the file).
+        ``DeltaTable.to_pyarrow_dataset`` would do the same but build a per-file statistics
+        expression in Python for every file of the table, whatever the predicate keeps.
+        """
+        schema = pa.schema(table.schema().to_arrow())
+        paths, parts = [], []
+        for uri in table.file_uris(file_pruning_predicate=prune):
+            rel = uri[uri.index("/dataset=") + 1 :]
+            values = dict(p.split("=", 1) for p in rel.split("/")[:2])
+            paths.append(rel)
+            parts.append((ds.field("dataset") == unquote(values["dataset"])) & (ds.field("date") == unquote(values["date"])))
+        files_fs = pafs.SubTreeFileSystem(f"{self._root}/{TABLE_DIR}", self._fs)
+        return ds.FileSystemDataset.from_paths(
+            paths, schema=schema, format=ds.ParquetFileFormat(), filesystem=files_fs, partitions=parts
+        )
 
     def _read(
         self,
@@ -544,7 +564,7 @@ class LedgerStore:
                 for t in tables
             ]
             converted += sum(p.num_rows for p in parts)
-            self._commit_tables(day, sorted(batches), pa.concat_tables(parts))
+            self.commit_tables(day, sorted(batches), pa.concat_tables(parts), operation="convert-legacy")
         if move_aside and by_day:
             for dataset in _SCHEMAS:
                 src = f"{self._root}/{dataset}"
@@ -553,60 +573,125 @@ class LedgerStore:
                     self._fs.move(src, f"{self._root}/legacy-parquet/{dataset}")
         return converted, skipped
 
-    def _commit_tables(self, day: str, batches: list[str], data: pa.Table) -> None:
+    def commit_tables(self, day: date | str, batches: Collection[str], data: pa.Table, *, operation: str = "bulk") -> int:
+        """Replace the batches ``batches`` of ``day`` (both datasets) with ``data``, in one commit.
+
+        The bulk form of :meth:`commit` for rows that are already Arrow tables of
+        :data:`TABLE_SCHEMA` (a converted legacy ledger, a generated benchmark ledger): no
+        per-row validation, any number of batches in one commit.
+
+        Args:
+            day: the ``date`` partition; every row of ``data`` must carry it.
+            batches: the batches replaced (and written: ``data``'s ``batch`` values).
+            data: rows of :data:`TABLE_SCHEMA` (``dataset``, ``date``, ``batch`` set).
+            operation: recorded in the commit's metadata as ``faultsense.operation``.
+
+        Returns:
+            The new table version.
+
+        Raises:
+            ValueError: a bad batch name, or ``data`` not of :data:`TABLE_SCHEMA`.
+        """
         from deltalake import CommitProperties, write_deltalake
 
-        if self._open() is None:
+        if not data.schema.equals(TABLE_SCHEMA):
+            raise ValueError("data must have exactly the ledger's TABLE_SCHEMA")
+        table = self._open()
+        if table is None:
             self._create()
-        names = ", ".join(f"'{_check_batch(b)}'" for b in batches)
+            table = self._open()
+        names = ", ".join(f"'{_check_batch(b)}'" for b in sorted(batches))
         write_deltalake(
-            self._table_uri,
+            table,
             data,
             mode="overwrite",
-            predicate=f"date = '{day}' AND batch IN ({names})",
+            predicate=f"date = '{as_day(day).isoformat()}' AND batch IN ({names})",
             partition_by=_PARTITION_BY,
             schema_mode="merge",
-            commit_properties=CommitProperties(custom_metadata={"faultsense.operation": "convert-legacy"}),
+            commit_properties=CommitProperties(custom_metadata={"faultsense.operation": operation}),
         )
+        return int(table.version())
 
     # -- maintenance -------------------------------------------------------------------------
 
     def maintain(
-        self, *, retain_days: int | None = None, vacuum_hours: float = 168.0, compact: bool = True, today: date | None = None
+        self,
+        *,
+        retain_days: int | None = None,
+        vacuum_hours: float = 168.0,
+        compact: bool = True,
+        z_order: Sequence[str] = ("replica",),
+        today: date | None = None,
     ) -> dict[str, int]:
-        """Compaction and retention: drop old days, merge small files, delete unreferenced files.
+        """Compaction and retention: drop old days, merge small files, delete unreferenced files
+        and expired log entries.
+
+        Only days before ``today`` are compacted (today's partitions still take one commit per
+        sweep; compacting them would race the sweeps), and of those only the partitions that
+        still hold more than one file, so a daily run rewrites yesterday's files, not the year.
 
         Args:
             retain_days: keep only ``date`` partitions within this many days before ``today``
                 (None: keep everything).
             vacuum_hours: delete data files no version newer than this many hours needs --
-                files a replaced sweep or a killed write left (time travel stays possible that
-                far back).
-            compact: merge each partition's small files (one commit; readers unaffected).
+                files a replaced sweep, a compaction or a killed write left (time travel stays
+                possible that far back).
+            compact: merge each finished day's files into few large ones (one commit; readers
+                unaffected).
+            z_order: columns the merged rows are clustered by (Delta's Z-order; a sort for one
+                column), so a day's row groups -- and its files, once there are several -- have
+                narrow min/max statistics for them and readers filtering on them skip the rest;
+                empty: plain compaction, rows in commit order.
             today: the reference day (default: today, UTC).
 
         Returns:
-            ``rows_deleted``, ``files_compacted`` (removed by compaction), ``files_vacuumed``
-            and the final ``version``.
+            ``rows_deleted``, ``partitions_compacted``, ``files_compacted`` (removed by
+            compaction), ``files_vacuumed``, ``log_files_removed`` and the final ``version``.
 
         Raises:
             LedgerError: there is no ledger table here.
+            ValueError: ``retain_days`` is not an integer in 0..100000.
         """
         table = self._open()
         if table is None:
             raise LedgerError(f"no ledger table at {self.table_uri}")
-        out = {"rows_deleted": 0, "files_compacted": 0, "files_vacuumed": 0}
+        today = today or datetime.now(UTC).date()
+        out = {"rows_deleted": 0, "partitions_compacted": 0, "files_compacted": 0, "files_vacuumed": 0}
         if retain_days is not None:
             if isinstance(retain_days, bool) or not isinstance(retain_days, int) or not 0 <= retain_days <= 100_000:
                 raise ValueError(f"retain_days must be an integer in 0..100000, got {str(retain_days)[:80]!r}")
-            cutoff = ((today or datetime.now(UTC).date()) - timedelta(days=retain_days)).isoformat()
+            cutoff = (today - timedelta(days=retain_days)).isoformat()
             out["rows_deleted"] = int(table.delete(f"date < '{cutoff}'").get("num_deleted_rows", 0))
-        if compact:
-            out["files_compacted"] = int(table.optimize.compact().get("numFilesRemoved", 0))
+        if compact and (days := self._days_to_compact(table, today.isoformat())):
+            where = [("date", "in", days)]
+            if z_order:
+                metrics = table.optimize.z_order(list(z_order), partition_filters=where)
+            else:
+                metrics = table.optimize.compact(partition_filters=where)
+            out["files_compacted"] = int(metrics.get("numFilesRemoved", 0))
+            out["partitions_compacted"] = len(days)
         vacuumed = table.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
         out["files_vacuumed"] = len(vacuumed)
+        # a checkpoint, then the log entries older than the table's log retention (30 days by
+        # default) go: a year of hourly sweeps is otherwise millions of small log files
+        table.create_checkpoint()
+        log = f"{self._root}/{TABLE_DIR}/_delta_log"
+        before = len(self._fs.get_file_info(pafs.FileSelector(log)))
+        table.cleanup_metadata()
+        out["log_files_removed"] = before - len(self._fs.get_file_info(pafs.FileSelector(log)))
         out["version"] = int(table.version())
         return out
+
+    @staticmethod
+    def _days_to_compact(table: Any, before: str) -> list[str]:
+        """``date`` values before ``before`` whose partition (either dataset) holds several files."""
+        actions = pa.table(table.get_add_actions(flatten=True))
+        counts: dict[tuple[str, str], int] = {}
+        for dataset, day in zip(
+            actions.column("partition.dataset").to_pylist(), actions.column("partition.date").to_pylist(), strict=True
+        ):
+            counts[(dataset, day)] = counts.get((dataset, day), 0) + 1
+        return sorted({day for (_, day), n in counts.items() if n > 1 and day < before})
 
 
 def _legacy_batch(dataset: str, name: str) -> str:

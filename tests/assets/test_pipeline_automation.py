@@ -130,3 +130,19 @@ def test_a_sweep_makes_the_automation_sensor_refresh_its_days_analytics_and_the_
         # handled: the next tick requests nothing until another sweep updates fault_ledger
         again = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=after.cursor)
         assert again.get_requested_partitions(dg.AssetKey("replica_daily_health")) == set()
+
+
+def test_the_daily_maintenance_job_compacts_finished_days_with_the_fleets_settings(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path)
+    schedule = defs.resolve_schedule_def("daily_ledger_maintenance")
+    assert schedule.cron_schedule == "30 0 * * *" and schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    add_replicas(instance, defs)
+    for hour in ("2026-11-29-05:00", "2026-11-29-06:00"):  # two sweeps: two probe_runs files that day
+        assert sweep(defs, instance, "sim-healthy", hour).success
+    result = defs.resolve_job_def("ledger_maintenance").execute_in_process(instance=instance)
+    done = result.output_for_node("maintain_ledger")
+    assert (done["partitions_compacted"], done["files_compacted"], done["rows_deleted"]) == (1, 2, 0)
+    assert len(list((ledger / "delta" / "dataset=probe_runs" / "date=2026-11-29").glob("*.parquet"))) >= 1
+    from faultsense_pipelines.ledger import LedgerStore
+
+    assert len(LedgerStore(str(ledger)).files("probe_runs")) == 1

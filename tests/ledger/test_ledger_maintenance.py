@@ -51,11 +51,11 @@ def test_maintain_compacts_applies_retention_and_vacuums(tmp_path: Path) -> None
     for day in ("2026-11-01", "2026-11-29", "2026-11-30"):
         for _ in range(3):  # each rewrite leaves the replaced file behind
             store.write_probe_runs(probe_rows(4), day=day, batch="faultsense-sim-64-h08")
-    before = len(list((tmp_path / "delta").rglob("*.parquet")))
+    before = len(list((tmp_path / "delta").glob("dataset=*/*/*.parquet")))
     done = store.maintain(retain_days=7, vacuum_hours=0, today=__import__("datetime").date(2026, 11, 30))
     assert done["rows_deleted"] == 4
     assert sorted(set(store.read_probe_runs()["date"])) == ["2026-11-29", "2026-11-30"]
-    after = len(list((tmp_path / "delta").rglob("*.parquet")))
+    after = len(list((tmp_path / "delta").glob("dataset=*/*/*.parquet")))  # data files (not the log's checkpoint)
     assert before == 9 and after == 2 and done["files_vacuumed"] >= 7
     result = CliRunner().invoke(app, ["ledger", "maintain", "--ledger", str(tmp_path), "--retain-days", "x"])
     assert result.exit_code == 2 and result.stderr.strip() == "error: --retain-days must be an integer in 0..100000, got 'x'"
@@ -98,3 +98,53 @@ def test_a_table_written_before_version_2_reads_confidence_null_and_gains_the_co
     assert "confidence" in store.table_schema().names and TABLE_SCHEMA.field("confidence").nullable
     assert got["component"].tolist() == ["gpu:17", "gpu:5"]
     assert got["confidence"].isna().tolist() == [True, False] and got["confidence"].iloc[1] == 0.9995
+
+
+def _runs(replica: str, n: int = 2) -> list:
+    from faultsense_pipelines.ledger import ProbeRunRow
+
+    return [ProbeRunRow(f"run-{replica}", replica, 1, i, (i, i + 1), 10.0 + i, 0, "simulated") for i in range(n)]
+
+
+def test_maintain_compacts_each_finished_day_once_clustered_by_replica_and_leaves_today_alone(tmp_path: Path) -> None:
+    from datetime import date
+
+    store = LedgerStore(str(tmp_path))
+    for day in ("2026-11-28", "2026-11-29", "2026-11-30"):
+        for hour, replica in enumerate(("sim-c", "sim-a", "sim-b")):  # one commit (one file) per sweep
+            store.write_probe_runs(_runs(replica), day=day, batch=f"faultsense-{replica}-h{hour:02d}")
+    rows_before = store.read_probe_runs().sort_values(["date", "replica", "probe_index"]).reset_index(drop=True)
+
+    done = store.maintain(vacuum_hours=0, today=date(2026, 11, 30))
+    assert (done["partitions_compacted"], done["files_compacted"]) == (2, 6)  # 11-28 and 11-29: three files each
+    files = {
+        day: sorted((tmp_path / "delta" / "dataset=probe_runs" / f"date={day}").glob("*.parquet"))
+        for day in ("2026-11-28", "2026-11-29", "2026-11-30")
+    }
+    assert [len(files[d]) for d in sorted(files)] == [1, 1, 3]  # today keeps its per-sweep files
+    # Z-ordered by replica: the merged file's rows come replica by replica (they were written c, a, b)
+    assert pq.read_table(files["2026-11-29"][0]).column("replica").to_pylist() == ["sim-a"] * 2 + ["sim-b"] * 2 + ["sim-c"] * 2
+    rows_after = store.read_probe_runs().sort_values(["date", "replica", "probe_index"]).reset_index(drop=True)
+    assert rows_after.equals(rows_before)  # the same rows, fewer files
+
+    again = store.maintain(vacuum_hours=0, today=date(2026, 11, 30))
+    assert (again["partitions_compacted"], again["files_compacted"]) == (0, 0)  # nothing rewritten twice
+
+
+def test_maintain_takes_retention_from_the_fleet_files_maintenance_section(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    store = LedgerStore(str(tmp_path / "ledger"))
+    today = datetime.now(UTC).date()
+    for back in (0, 2, 9):  # today, 2 and 9 days ago
+        store.write_probe_runs(_runs("sim-a"), day=today - timedelta(days=back), batch="faultsense-sim-a-h01")
+    fleet = tmp_path / "fleet.yaml"
+    replica = "  - {name: sim-a, gpus: 8, probe_size: 4, executor: simulated}\n"
+    fleet.write_text(f"ledger: {tmp_path / 'ledger'}\nmaintenance: {{retain_days: 7, vacuum_hours: 0}}\nreplicas:\n{replica}")
+    result = CliRunner().invoke(app, ["ledger", "maintain", "--fleet", str(fleet)])
+    assert result.exit_code == 0, result.output
+    assert "2 rows deleted (retain_days 7)" in result.stdout  # the day 9 days back held sim-a's 2 probe rows
+    assert sorted(set(store.read_probe_runs()["date"])) == [(today - timedelta(days=b)).isoformat() for b in (2, 0)]
+    fleet.write_text(f"ledger: {tmp_path / 'ledger'}\nmaintenance: {{retain_days: -1}}\nreplicas:\n{replica}")
+    bad = CliRunner().invoke(app, ["ledger", "maintain", "--fleet", str(fleet)])
+    assert bad.exit_code == 2 and "maintenance.retain_days" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
