@@ -174,14 +174,26 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
         fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to maintain."),
         retain_days: str = typer.Option(
-            None, "--retain-days", metavar="DAYS", help="Delete days older than this (default: keep all)."
+            None,
+            "--retain-days",
+            metavar="DAYS",
+            help="Delete days older than this (default: the fleet's maintenance:, else keep all).",
         ),
         vacuum_hours: str = typer.Option(
-            "168", "--vacuum-hours", metavar="HOURS", help="Delete unreferenced files older than this."
+            None,
+            "--vacuum-hours",
+            metavar="HOURS",
+            help="Delete unreferenced files older than this (default: the fleet's, else 168).",
         ),
-        compact: bool = typer.Option(True, "--compact/--no-compact", help="Merge small files (one commit)."),
+        compact: bool = typer.Option(True, "--compact/--no-compact", help="Merge each finished day's files (one commit)."),
     ) -> None:
-        """Compaction and retention of the ledger's Delta table (safe while readers read)."""
+        """Compaction and retention of the ledger's Delta table (safe while readers read and sweeps write).
+
+        What the daily ``ledger_maintenance`` job does; settings not given as options come from
+        the fleet file's ``maintenance:`` (when a fleet file is given or found).
+        """
+        from faultsense_pipelines.fleet import FleetError, load_fleet
+        from faultsense_pipelines.fleet_maintenance import MaintenanceOptions
         from faultsense_pipelines.ledger import LedgerError
 
         def count(text: str | None, flag: str, top: int) -> int | None:
@@ -195,12 +207,21 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
         days, hours = count(retain_days, "--retain-days", 100_000), count(vacuum_hours, "--vacuum-hours", 1_000_000)
         store = _open_store(ledger, fleet)
         try:
-            done = store.maintain(retain_days=days, vacuum_hours=float(hours or 0), compact=compact)
+            options = load_fleet(fleet).maintenance
+        except FleetError as exc:
+            if fleet is not None:
+                fail(str(exc))
+            options = MaintenanceOptions()  # no usable fleet file: the built-in defaults
+        days = options.retain_days if retain_days is None else days
+        hours = options.vacuum_hours if vacuum_hours is None else hours
+        try:
+            done = store.maintain(retain_days=days, vacuum_hours=float(hours or 0), compact=compact, z_order=options.z_order)
         except LedgerError as exc:
             fail(str(exc))
         typer.echo(
-            f"{store.table_uri}: {done['rows_deleted']} rows deleted, {done['files_compacted']} files compacted, "
-            f"{done['files_vacuumed']} files vacuumed; version {done['version']}"
+            f"{store.table_uri}: {done['rows_deleted']} rows deleted (retain_days {days if days is not None else 'all'}), "
+            f"{done['partitions_compacted']} days compacted ({done['files_compacted']} files merged), "
+            f"{done['files_vacuumed']} files vacuumed, {done['log_files_removed']} log files removed; version {done['version']}"
         )
 
 
