@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from faultsense_pipelines.cli.errors import MAX_SEED, check_int_option, check_number_option, fail, writing_to
@@ -83,7 +84,12 @@ def scan_cmd(
         table.add_column(col)
     for f in faults:
         table.add_row(
-            f.switch, f.port, f.peer, str(f.first_iteration), str(f.detected_iteration), f"{100 * f.loss_estimate:.2f}%"
+            escape(f.switch),
+            escape(f.port),
+            escape(f.peer),
+            str(f.first_iteration),
+            str(f.detected_iteration),
+            f"{100 * f.loss_estimate:.2f}%",
         )
     Console().print(table)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..validation import shown as shown_value
@@ -103,7 +104,7 @@ def register(app: typer.Typer) -> None:
             df = df[df["status"] == status]
         shown = df.tail(limit)
         table = Table(
-            title=f"fault ledger {store.display_uri} since {day} ({len(shown)} of {len(df)} rows)",
+            title=f"fault ledger {escape(store.display_uri)} since {day} ({len(shown)} of {len(df)} rows)",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -116,14 +117,11 @@ def register(app: typer.Typer) -> None:
         for r in shown.to_dict("records"):
             table.add_row(
                 pd.Timestamp(r["detected_at"]).strftime("%Y-%m-%d %H:%M"),
-                str(r["replica"]),
-                str(r["detector"]),
-                str(r["component"]),
-                str(r["status"]),
+                *(escape(str(r[c])) for c in ("replica", "detector", "component", "status")),  # rows any detector wrote
                 "-" if pd.isna(r["slowdown"]) else f"{float(r['slowdown']):.2f}x",
                 "-" if pd.isna(r["phase"]) else str(r["phase"]),
                 "-" if pd.isna(r["probes_used"]) else str(r["probes_used"]),
-                *((str(r["fault_id"]),) if ids else ()),
+                *((escape(str(r["fault_id"])),) if ids else ()),
             )
         console = Console()
         # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..validation import shown
@@ -140,10 +141,13 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps({"faults": [f.to_dict() for f in faults]}))
             return
-        table = Table(title=f"Minder: {len(faults)} faulty machine(s) in {metrics}", title_justify="left")
+        table = Table(title=f"Minder: {len(faults)} faulty machine(s) in {escape(str(metrics))}", title_justify="left")
         for col in ("machine", "onset (UTC)", "confirmed (UTC)", "metric", "score"):
             table.add_column(col)
         for f in faults:
             when = "%Y-%m-%d %H:%M:%S"
-            table.add_row(f.machine, f.start.strftime(when), f.confirmed_at.strftime(when), f.metric, f"{f.score:.1f}")
+            # machine and metric names come from the metrics file: never read as rich markup
+            table.add_row(
+                escape(f.machine), f.start.strftime(when), f.confirmed_at.strftime(when), escape(f.metric), f"{f.score:.1f}"
+            )
         Console().print(table)

@@ -379,3 +379,28 @@ def test_a_junk_scenario_file_never_gives_a_traceback(junk_dir: Path, data: byte
     scenario = junk_dir / "scenario.json"
     scenario.write_bytes(data)
     _refused_cleanly_or_ran(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json"]))
+
+
+def test_rich_markup_in_a_ledger_row_is_printed_literally(tmp_path: Path) -> None:
+    """A row another detector wrote may hold ``[/red]``; rich read it as markup and raised
+    MarkupError (a traceback) while printing the ``ledger show`` table."""
+    from datetime import UTC, datetime
+
+    from faultsense_pipelines.ledger import FaultRow, LedgerStore
+    from faultsense_pipelines.ledger.schema import make_fault_id
+
+    component = "machine:[/red]node-[bold]7"
+    row = FaultRow(
+        fault_id=make_fault_id("minder", "cluster-a", "2026-11-30-08:00", component),
+        detected_at=datetime(2026, 11, 30, 8, 5, tzinfo=UTC),
+        sweep_id="s",
+        replica="cluster-a",
+        detector="minder",
+        component_kind="machine",
+        component=component,
+        status="suspect",
+    )
+    LedgerStore(str(tmp_path / "ledger")).write_faults([row], day="2026-11-30", batch="minder-x")
+    result = runner.invoke(app, ["ledger", "show", "--ledger", str(tmp_path / "ledger"), "--since", "2026-11-01"])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert component in result.stdout
