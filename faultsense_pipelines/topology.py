@@ -330,27 +330,35 @@ class ReplicaTopology:
 
         Returns:
             A bool array of shape ``(len(probes), len(components))``.
+
+        Notes:
+            The probes are one (P, k) array of GPU ids (padded with the id n), so memory is
+            O(P k), not O(P n): each component is a lookup table over the n GPUs.
         """
         rows = [sorted(set(p)) for p in probes]
-        member = np.zeros((len(rows), self.gpus), dtype=bool)
-        for i, p in enumerate(rows):
-            member[i, p] = True
-        node_of = np.asarray(self._node_of, dtype=np.int64)
-        nodes = np.zeros((len(rows), self.nodes), dtype=np.int64)
-        for i, p in enumerate(rows):
-            np.add.at(nodes[i], node_of[p], 1)
-        spans = (nodes > 0).sum(axis=1) >= 2
+        G = np.full((len(rows), max((len(r) for r in rows), default=0) or 1), self.gpus, dtype=np.int64)
+        by_size: dict[int, list[int]] = {}
+        for i, r in enumerate(rows):
+            by_size.setdefault(len(r), []).append(i)
+        for size, ids in by_size.items():
+            if size:
+                G[ids, :size] = np.asarray([rows[i] for i in ids], dtype=np.int64)
+        node_of = np.append(np.asarray(self._node_of, dtype=np.int64), -1)[G]  # -1 for the padding
+        spans = ((node_of != node_of[:, :1]) & (G < self.gpus)).any(axis=1)  # GPUs of two nodes
         out = np.zeros((len(rows), len(components)), dtype=bool)
         for j, c in enumerate(components):
             m = np.fromiter(c.members, dtype=np.int64)
+            inset = np.zeros(self.gpus + 1, dtype=bool)
+            inset[m[:1] if c.kind == ComponentKind.GPU else m] = True
+            hits = inset[G].sum(axis=1)
             if c.kind == ComponentKind.LINK:
-                out[:, j] = member[:, m].all(axis=1)
+                out[:, j] = hits == len(np.unique(m))
             elif c.kind == ComponentKind.NVSWITCH:
-                out[:, j] = member[:, m].sum(axis=1) >= 2
+                out[:, j] = hits >= 2
             elif c.kind == ComponentKind.GPU:
-                out[:, j] = member[:, m[0]]
+                out[:, j] = hits >= 1
             else:
-                out[:, j] = member[:, m].any(axis=1) & spans
+                out[:, j] = (hits > 0) & spans
         return out
 
     def name(self, c: Component) -> str:
