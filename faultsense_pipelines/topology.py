@@ -336,21 +336,21 @@ class ReplicaTopology:
             O(P k), not O(P n): each component is a lookup table over the n GPUs.
         """
         rows = [sorted(set(p)) for p in probes]
-        G = np.full((len(rows), max((len(r) for r in rows), default=0) or 1), self.gpus, dtype=np.int64)
+        ids_of = np.full((len(rows), max((len(r) for r in rows), default=0) or 1), self.gpus, dtype=np.int64)
         by_size: dict[int, list[int]] = {}
         for i, r in enumerate(rows):
             by_size.setdefault(len(r), []).append(i)
-        for size, ids in by_size.items():
+        for size, group in by_size.items():
             if size:
-                G[ids, :size] = np.asarray([rows[i] for i in ids], dtype=np.int64)
-        node_of = np.append(np.asarray(self._node_of, dtype=np.int64), -1)[G]  # -1 for the padding
-        spans = ((node_of != node_of[:, :1]) & (G < self.gpus)).any(axis=1)  # GPUs of two nodes
+                ids_of[group, :size] = np.asarray([rows[i] for i in group], dtype=np.int64)
+        node_of = np.append(np.asarray(self._node_of, dtype=np.int64), -1)[ids_of]  # -1 for the padding
+        spans = ((node_of != node_of[:, :1]) & (ids_of < self.gpus)).any(axis=1)  # GPUs of two nodes
         out = np.zeros((len(rows), len(components)), dtype=bool)
         for j, c in enumerate(components):
             m = np.fromiter(c.members, dtype=np.int64)
             inset = np.zeros(self.gpus + 1, dtype=bool)
             inset[m[:1] if c.kind == ComponentKind.GPU else m] = True
-            hits = inset[G].sum(axis=1)
+            hits = inset[ids_of].sum(axis=1)
             if c.kind == ComponentKind.LINK:
                 out[:, j] = hits == len(np.unique(m))
             elif c.kind == ComponentKind.NVSWITCH:
