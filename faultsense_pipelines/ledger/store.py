@@ -384,6 +384,7 @@ class LedgerStore:
         filter: ds.Expression | None = None,
         files: Mapping[str, str | Collection[str]] | None = None,
         columns: Sequence[str] | None = None,
+        since: str | None = None,
     ) -> pa.Table:
         """Rows of ``dataset`` (its own columns plus ``date`` and ``batch``) at ``version`` (default: current).
 
@@ -395,6 +396,7 @@ class LedgerStore:
                 Delta log on the others (``replica``, ``batch``), so a file that cannot hold a
                 matching row is never opened. The same equalities are also applied to the rows.
             columns: read only these (default: all of the dataset's, ``date`` and ``batch``).
+            since: open only ``date`` partitions on or after this ISO day (and keep only their rows).
 
         Raises:
             LedgerError: the table exists but cannot be read.
@@ -411,6 +413,9 @@ class LedgerStore:
             values = [want] if isinstance(want, str) else sorted(want)
             prune.append((name, "in", values))
             cond = cond & ds.field(name).isin(values)
+        if since is not None:
+            prune.append(("date", ">=", since))
+            cond = cond & (ds.field("date") >= since)
         if filter is not None:
             cond = cond & filter
         present = set(pa.schema(table.schema().to_arrow()).names)
@@ -459,15 +464,14 @@ class LedgerStore:
     ) -> pd.DataFrame:
         cond = ds.scalar(True)
         files: dict[str, str | Collection[str]] = {}
-        if since is not None:
-            cond = cond & (ds.field("date") >= as_day(since).isoformat())
         if days is not None:
             files["date"] = sorted(as_day(d).isoformat() for d in days)
         if replica is not None:
             files["replica"] = replica
         if extra is not None:
             cond = cond & extra
-        table = self.read_table(dataset, filter=cond, files=files).drop_columns(["batch"])
+        first = as_day(since).isoformat() if since is not None else None
+        table = self.read_table(dataset, filter=cond, files=files, since=first).drop_columns(["batch"])
         return table.to_pandas(types_mapper=_nullable_ints)
 
     def read_faults(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from faultsense_pipelines.ledger import (
@@ -23,6 +24,7 @@ from faultsense_pipelines.ledger import (
     link_component,
     make_fault_id,
 )
+from faultsense_pipelines.ledger.store import LedgerError
 
 WHEN = datetime(2026, 11, 30, 8, 17, tzinfo=UTC)
 
@@ -284,3 +286,21 @@ def test_ledger_show_of_an_existing_empty_ledger_is_an_empty_table(tmp_path: Pat
     shown = CliRunner().invoke(app, ["ledger", "show", "--ledger", str(tmp_path), "--since", "2026-11-01"])
     assert shown.exit_code == 0, shown.output
     assert "(0 of 0 rows)" in " ".join(shown.output.split())
+
+
+def test_reads_by_day_or_replica_never_open_the_files_they_prune(tmp_path: Path) -> None:
+    # three sweeps, one file each; then the files of the old day and of replica sim-b are destroyed:
+    # a read that opened them would fail
+    store = LedgerStore(str(tmp_path))
+    store.write_faults([gpu_row(1)], day="2026-11-29", batch="faultsense-sim-64-h08")
+    store.write_faults([gpu_row(2)], day="2026-11-30", batch="faultsense-sim-64-h08")
+    store.write_faults([gpu_row(3, replica="sim-b")], day="2026-11-30", batch="faultsense-sim-b-h08")
+    folder = tmp_path / "delta" / "dataset=fault_ledger"
+    for path in [*(folder / "date=2026-11-29").glob("*.parquet"), *(folder / "date=2026-11-30").glob("*.parquet")]:
+        if path.parent.name.endswith("29") or "sim-b" in pq.read_table(path).column("replica").to_pylist():
+            path.write_bytes(b"PAR1 destroyed PAR1")
+    assert store.read_faults(since="2026-11-30", replica="sim-64")["component"].tolist() == ["gpu:2"]
+    got = store.read_table(FAULT_LEDGER, files={"date": "2026-11-30", "replica": "sim-64"}, columns=["component"])
+    assert got.column("component").to_pylist() == ["gpu:2"]
+    with pytest.raises(LedgerError):  # the whole table does open them
+        store.read_faults()
