@@ -40,7 +40,7 @@ from .fleet_sections import (  # the section models are re-exported from here
 from .scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, as a scenario's
 from .textfile import TextFileError, load_yaml, read_text
 from .topology import ReplicaTopology
-from .validation import first_error, path_problem, shown
+from .validation import MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
 from .vocabulary import ExecutorKind
 
 __all__ = [
@@ -305,13 +305,17 @@ def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
         source: how to name the file in errors.
 
     Raises:
-        FleetError: ``"<source>: <field>: <problem>"`` for the first problem found.
+        FleetError: ``"<source>: <field>: <problem>"`` for the first problem found; more than
+            :data:`MAX_REPLICAS` replicas or a string over 4096 characters
+            (:data:`~.validation.MAX_STRING_CHARS`) is refused before any field is validated.
     """
     if not isinstance(data, Mapping):
         raise FleetError(f"{source}: the fleet must be a mapping with 'ledger' and 'replicas', got {type(data).__name__}")
     replicas = data.get("replicas")
     if isinstance(replicas, list) and len(replicas) > MAX_REPLICAS:  # before validating each of them
         raise FleetError(f"{source}: replicas: at most {MAX_REPLICAS} replicas in one fleet, got {len(replicas)}")
+    if long := first_long_string(dict(data)):
+        raise FleetError(f"{source}: {long[0]}: at most {MAX_STRING_CHARS} characters, got {long[1]:,}")
     try:
         return Fleet.model_validate(dict(data))
     except ValidationError as exc:

@@ -21,10 +21,12 @@ from pydantic import ValidationError
 
 __all__ = [
     "MAX_PATH_CHARS",
+    "MAX_STRING_CHARS",
     "SHOWN_VALUE_CHARS",
     "USERINFO",
     "check_path_text",
     "first_error",
+    "first_long_string",
     "format_loc",
     "path_problem",
     "redact_url",
@@ -42,6 +44,9 @@ SHOWN_VALUE_CHARS = 80
 #: The longest path or URI accepted (``--ledger``, ``$FAULTSENSE_LEDGER``, a fleet's ``ledger:``);
 #: Linux's PATH_MAX.
 MAX_PATH_CHARS = 4096
+#: The longest string any field of an input file takes (a URL, an address, a model name); a
+#: longer one is refused before the file is validated field by field.
+MAX_STRING_CHARS = 4096
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -62,6 +67,29 @@ def shown(value: Any, limit: int = SHOWN_VALUE_CHARS) -> str:
     else:
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def first_long_string(data: Any, limit: int = MAX_STRING_CHARS) -> tuple[str, int] | None:
+    """The field path and length of the first string (value or key) in decoded JSON/YAML
+    ``data`` longer than ``limit`` characters, or ``None``.
+
+    >>> first_long_string({"replicas": [{"name": "a"}, {"url": "x" * 5000}]})
+    ('replicas[1].url', 5000)
+    """
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    while stack:
+        loc, value = stack.pop()
+        if isinstance(value, str):
+            if len(value) > limit:
+                return format_loc(loc), len(value)
+        elif isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                if isinstance(key, str) and len(key) > limit:
+                    return f"{format_loc(loc)} key", len(key)
+                stack.append(((*loc, key), item))
+        elif isinstance(value, list):
+            stack.extend(((*loc, i), item) for i, item in reversed(list(enumerate(value))))
+    return None
 
 
 def path_problem(value: str) -> str | None:

@@ -72,8 +72,18 @@ FLEETS = [
     ("5000-digit-gpus", _fleet(replica=_with(1, "    gpus: " + "9" * 5000)), ["replicas[0].gpus", "5000-digit integer"]),
     ("seed-2^32", _fleet(replica=_with(4, f"    simulated: {{seed: {2**32}}}")), ["replicas[0].simulated.seed", "0..4294967295"]),
     ("negative-seed", _fleet(replica=_with(4, "    simulated: {seed: -1}")), ["replicas[0].simulated.seed"]),
-    ("200kb-name", _fleet(replica=_with(0, "  - name: " + "A" * HUGE)), ["replicas[0].name", "…"]),
-    ("200kb-model", _fleet(replica=_with(4, "    simulated: {model: " + "M" * HUGE + "}")), ["replicas[0].simulated.model"]),
+    ("200kb-name", _fleet(replica=_with(0, "  - name: " + "A" * HUGE)), ["replicas[0].name: at most 4096 characters"]),
+    ("3000-character-name", _fleet(replica=_with(0, "  - name: " + "A" * 3000)), ["replicas[0].name: must be 1-64", "…"]),
+    (
+        "200kb-model",
+        _fleet(replica=_with(4, "    simulated: {model: " + "M" * HUGE + "}")),
+        ["replicas[0].simulated.model: at most 4096 characters, got 200,000"],
+    ),
+    (
+        "200kb-key",
+        _fleet(replica=_with(4, "    simulated:\n      ? " + "K" * HUGE + "\n      : 1")),
+        ["replicas[0].simulated key: at most 4096 characters"],
+    ),
     (
         "ledger-leading-space",
         _fleet(ledger="' /tmp/x'"),
@@ -97,7 +107,12 @@ FLEETS = [
     (
         "200kb-url-with-password",
         _fleet(replica=[*REPLICA[:3], "    executor: vllm", f"    vllm: {{url: 'http://u:{SECRET}@" + "h" * HUGE + "'}"]),
-        ["replicas[0].vllm.url", "credentials in the URL"],
+        ["replicas[0].vllm.url: at most 4096 characters"],
+    ),
+    (
+        "url-with-password",
+        _fleet(replica=[*REPLICA[:3], "    executor: vllm", f"    vllm: {{url: 'http://u:{SECRET}@h:8000'}}"]),
+        ["replicas[0].vllm.url", "credentials in the URL", "u:***@h:8000"],
     ),
     (
         "api-key-in-place-of-its-variable",
@@ -164,7 +179,7 @@ def test_a_hostile_fleet_file_is_one_line_naming_the_field_and_nothing_is_writte
 
 def test_a_fleet_error_never_shows_a_value_longer_than_80_characters(tmp_path: Path) -> None:
     fleet = tmp_path / "fleet.yaml"
-    fleet.write_text(_fleet(ledger="/tmp/l", replica=_with(0, "  - name: " + "A" * HUGE)))
+    fleet.write_text(_fleet(ledger="/tmp/l", replica=_with(0, "  - name: " + "A" * 3000)))
     line = _one_error_line(runner.invoke(app, ["sweep", "--fleet", str(fleet)]), "replicas[0].name")
     shown = line[line.index("got ") + 4 :]
     assert shown == "'" + "A" * 78 + "…", shown  # repr quote + 78 characters + the ellipsis: 80
