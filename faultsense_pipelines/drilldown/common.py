@@ -328,9 +328,17 @@ def _rows_by_size(probes: Sequence[Sequence[int]]) -> dict[int, np.ndarray]:
     """Probes as (probes, size) int64 arrays of their distinct GPU ids, one per probe size."""
     grouped: dict[int, list[Sequence[int]]] = {}
     for p in probes:
-        gs = p if len(set(p)) == len(p) else sorted(set(p))
-        grouped.setdefault(len(gs), []).append(gs)
-    return {size: np.asarray(rows, dtype=np.int64).reshape(len(rows), size) for size, rows in grouped.items() if size}
+        grouped.setdefault(len(p), []).append(p)
+    out: dict[int, list[np.ndarray]] = {}
+    for size, listed in grouped.items():
+        rows = np.asarray(listed, dtype=np.int64).reshape(len(listed), size)
+        ordered = np.sort(rows, axis=1)
+        twice = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)  # a GPU named twice: keep it once
+        out.setdefault(size, []).append(rows[~twice])
+        for row in ordered[twice]:
+            distinct = np.unique(row)
+            out.setdefault(len(distinct), []).append(distinct[None, :])
+    return {size: np.concatenate(parts) for size, parts in out.items() if size and sum(map(len, parts))}
 
 
 def _gpu_counts(probes: Sequence[Sequence[int]], n: int) -> np.ndarray:
