@@ -322,8 +322,8 @@ def _greedy_may_win(n: int, k: int, probes: int) -> bool:
 
     Not when the cover meets Schönheim's bound (no cover has fewer); nor for a large cover
     (:func:`.bounds.is_large_cover`) within the probe target, 1.10 x L(n, k): greedy costs
-    O(n^3 / k) there (tens of seconds at n = 2048) and measures >= 1.11 x L for k = 4 and 8
-    from n = 100 on (bench/results/cover.md).
+    O(n^3 / k) there, and its covers for k = 4 and 8 from n = 100 on are above 1.10 x L
+    (bench/results/cover.md).
     """
     bound = schonheim_bound(n, k)
     if probes <= bound:
