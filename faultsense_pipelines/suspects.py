@@ -36,6 +36,8 @@ from functools import partial
 from statistics import NormalDist
 from typing import Literal, Protocol, runtime_checkable
 
+import numpy as np
+
 from .latency_noise import location_and_threshold, repeat_noise
 
 __all__ = [
@@ -438,6 +440,15 @@ def default_rule() -> SuspectRule:
 
 
 def _probe_latencies(latencies_ms: Sequence[Sequence[float]]) -> list[float]:
+    """:func:`probe_latency_ms` of every probe (ms); one (P, repeats) array when every probe
+    has the same number of repeats, all finite and > 0 (the median of r values is the same
+    float either way), else probe by probe (which raises on the first bad value)."""
     if not latencies_ms:
         raise ValueError("a sweep needs at least one measured probe")
+    repeats = {len(r) for r in latencies_ms}
+    if len(repeats) == 1 and 0 not in repeats:
+        a = np.asarray(latencies_ms, dtype=np.float64)
+        if np.isfinite(a).all() and (a > 0).all():
+            out: list[float] = (a[:, 0] if a.shape[1] == 1 else np.median(a, axis=1)).tolist()
+            return out
     return [probe_latency_ms(r) for r in latencies_ms]
