@@ -43,6 +43,8 @@ def executor_options(replica: Replica) -> dict[str, Any]:
     options = section.model_dump(exclude_none=True, exclude={"inject"})
     if isinstance(section, LocalOptions | RayOptions):  # executor local or ray
         options["inject"] = list(section.inject)
+        if replica.gpus_per_node is not None or replica.topology is not None:
+            options["topology"] = replica.replica_topology
     return options
 
 

@@ -50,6 +50,11 @@ MIN_Z = 4.0
 MAX_GPU_RIVALS = 8
 #: Hypotheses (the likeliest) an isolating test is built for, each step.
 MENU = 6
+#: Posterior mass a reference of the test's shape may hold more than one of another shape
+#: before the other shape is used (an intra-node reference for a cross-node test).
+SHAPE_PENALTY = 0.05
+#: Weight, in a reference, of a hypothesis the test holds too (its slowdown would cancel).
+CANCEL_WEIGHT = 10.0
 #: Candidates tested per sweep at most (each costs up to ``max_pairs`` paired tests).
 MAX_CANDIDATES = 6
 
@@ -125,7 +130,7 @@ def component_contrast(
         explained: components already found faulty; probes holding one are left out.
 
     Returns:
-        ``(component, diff, z)`` per component with at least three probes on either side:
+        ``(component, diff, z)`` per component held by three probes or more and not by one at least:
         ``diff`` = median log-latency excess of its probes over their neighbours in time,
         ``z`` = ``diff`` over its robust standard error (MAD x 1.4826 of the per-probe data, x
         1.2533 for a median, over the square root of the probes).
@@ -149,7 +154,7 @@ def component_contrast(
     for j, c in enumerate(components):
         on = held[:, j] & keep
         off = ~held[:, j] & keep
-        if on.sum() < 3 or off.sum() < 3:
+        if on.sum() < 3 or off.sum() < 1:  # one probe it does not hold is a reference already
             continue
         t_on = np.flatnonzero(on[index])
         t_off = np.flatnonzero(off[index])
@@ -213,13 +218,14 @@ class _Search:
 
     def mass(self, gpus: frozenset[int], post: dict[Component | None, float], skip: Component | None = None) -> float:
         """Posterior mass of the hypotheses (but ``skip``) that a probe over ``gpus`` holds."""
-        return float(self._masses(sorted(gpus), [], post, skip)[0])
+        return float(self._masses(sorted(gpus), [], self._weights(post, skip))[0])
 
-    def _masses(
-        self, chosen: Sequence[int], options: Sequence[int], post: dict[Component | None, float], skip: Component | None
-    ) -> np.ndarray:
-        """Held mass of ``chosen`` plus each of ``options`` (of ``chosen`` alone when there are
-        none), vectorized over the hypotheses: shape ``(max(1, len(options)),)``."""
+    def _weights(self, post: dict[Component | None, float], skip: Component | None = None) -> np.ndarray:
+        return np.asarray([0.0 if h is skip else post.get(h, 0.0) for h in self.hyps])
+
+    def _masses(self, chosen: Sequence[int], options: Sequence[int], weights: np.ndarray) -> np.ndarray:
+        """Weighed hypotheses held by ``chosen`` plus each of ``options`` (by ``chosen`` alone
+        when there are none), vectorized over the hypotheses: shape ``(max(1, len(options)),)``."""
         if self._members is None:
             n = self.topology.gpus
             self._members = np.zeros((len(self.hyps), n), dtype=np.int64)
@@ -227,7 +233,6 @@ class _Search:
                 self._members[i, list(h.members)] = 1
             self._kinds = np.asarray([_KIND_CODE[h.kind] for h in self.hyps])
             self._node_of = np.asarray([self.topology.node(g) for g in range(n)])
-        weights = np.asarray([0.0 if h is skip else post.get(h, 0.0) for h in self.hyps])
         members, kinds, node_of = self._members, self._kinds, self._node_of
         assert kinds is not None and node_of is not None
         base = members[:, list(chosen)].sum(axis=1) if chosen else np.zeros(len(self.hyps), dtype=np.int64)
@@ -247,12 +252,21 @@ class _Search:
         )
         return np.asarray(weights @ held, dtype=float)
 
-    def _fill(self, seed: set[int], pool: Sequence[int], post: dict[Component | None, float], skip: Component | None) -> set[int]:
-        """``seed`` padded to k from ``pool`` greedily, each pad adding the least posterior mass."""
+    def _fill(
+        self,
+        seed: set[int],
+        pool: Sequence[int],
+        post: dict[Component | None, float],
+        skip: Component | None,
+        weights: np.ndarray | None = None,
+    ) -> set[int]:
+        """``seed`` padded to k from ``pool`` greedily, each pad adding the least posterior mass
+        (or the least of ``weights``, one per hypothesis)."""
         chosen = set(seed)
         options = [g for g in pool if g not in chosen and g not in self.banned]
+        w = self._weights(post, skip) if weights is None else weights
         while len(chosen) < self.k and options:
-            masses = self._masses(sorted(chosen), options, post, skip)
+            masses = self._masses(sorted(chosen), options, w)
             best = options[int(np.argmin(masses))]  # the first of the least: the pool's order breaks ties
             chosen.add(best)
             options.remove(best)
@@ -293,27 +307,34 @@ class _Search:
         return best
 
     def reference(self, post: dict[Component | None, float], test: frozenset[int]) -> frozenset[int] | None:
-        """k GPUs holding as little posterior mass as padding allows and spanning as many nodes
-        as the test does (one, or several): a reference of the test's shape."""
+        """k GPUs holding as little posterior mass as padding allows (mass the test holds too
+        weighs :data:`CANCEL_WEIGHT` times: in the pair it would cancel), spanning as many nodes as the test does (one, or
+        several): a reference of the test's shape. One of another shape
+        (a single node for a test across nodes) only where every reference of the test's shape
+        holds markedly more mass (a two-node replica, where every cross-node probe holds both NICs)."""
         t = self.topology
         spans = len({t.node(g) for g in test})
+        # what the reference holds of what the test holds cancels in the pair: it weighs CANCEL_WEIGHT
+        weights = self._weights(post) * np.asarray([CANCEL_WEIGHT if t.holds(h, test) else 1.0 for h in self.hyps])
         best: frozenset[int] | None = None
         best_cost = math.inf
         nodes = sorted({t.node(g) for g in range(t.gpus)}, key=lambda v: self.rng.random())
-        per = max(1, self.k // max(1, spans))
-        for _ in range(12):
-            chosen: set[int] = set()
-            for v in self.rng.sample(nodes, min(len(nodes), spans)):
-                gpus = [g for g in t.node_gpus(v) if g not in test and g not in self.banned]
-                self.rng.shuffle(gpus)
-                chosen |= set(gpus[:per])
-            if len(chosen) < self.k:
-                chosen = self._fill(chosen, [g for g in self._pool([]) if t.node(g) in {t.node(x) for x in chosen}], post, None)
-            if len(chosen) != min(self.k, t.gpus):
-                continue
-            cost = self.mass(frozenset(chosen), post)
-            if cost < best_cost:
-                best, best_cost = frozenset(chosen), cost
+        for width in dict.fromkeys((spans, 1)):
+            per = max(1, self.k // max(1, width))
+            for _ in range(12):
+                chosen: set[int] = set()
+                for v in self.rng.sample(nodes, min(len(nodes), width)):
+                    gpus = [g for g in t.node_gpus(v) if g not in test and g not in self.banned]
+                    self.rng.shuffle(gpus)
+                    chosen |= set(gpus[:per])
+                if len(chosen) < self.k:
+                    near = {t.node(x) for x in chosen}
+                    chosen = self._fill(chosen, [g for g in self._pool([]) if t.node(g) in near], post, None, weights)
+                if len(chosen) != min(self.k, t.gpus) or (width == 1 and len({t.node(g) for g in chosen}) != 1):
+                    continue
+                cost = float(self._masses(sorted(chosen), [], weights)[0]) + (0.0 if width == spans else SHAPE_PENALTY)
+                if cost < best_cost:
+                    best, best_cost = frozenset(chosen), cost
         return best
 
 
@@ -407,6 +428,15 @@ def shared_stage(
     return out
 
 
+def _aliases(search: _Search, best: Component) -> list[Component]:
+    """The shared hypotheses that carry exactly the paths ``best`` carries (``best`` first)."""
+    t = search.topology
+    pairs = [(a, b) for a in range(t.gpus) for b in range(a + 1, t.gpus)]
+    shared = [best, *(h for h in search.hyps if h.shared and h is not best)]
+    held = t.holds_matrix(shared, pairs)
+    return [h for j, h in enumerate(shared) if (held[:, j] == held[:, 0]).all()]
+
+
 def _decide(
     search: _Search,
     out: SharedOutcome,
@@ -432,6 +462,17 @@ def _decide(
             return None  # a GPU or a link explains it: the later stages test it on its own
         if post[None] >= clear_confidence:
             return None
+        aliases = _aliases(search, best) if best.shared else [best]
+        if len(aliases) > 1 and sum(post[h] for h in aliases) >= confidence and len(accused) >= min_accusing:
+            # components that carry the same paths (the two NICs of a two-node replica): no
+            # probe tells them apart; the fault is in one of them, each is reported so
+            names = ", ".join(search.topology.name(h) for h in aliases)
+            observed = math.exp(statistics.median(accused))
+            for h in aliases:
+                reason = f"{names} carry the same paths: no probe can tell them apart"
+                out.findings.append(SharedFinding(h, Status.INCONCLUSIVE, post[h], observed, len(search.tests), reason))
+                out.unresolved_gpus |= set(h.members)
+            return "inconclusive"
         if len(search.tests) >= 2 * max_pairs or errors >= 3:
             if best.shared and post[best] >= 0.5:
                 reason = (

@@ -16,9 +16,10 @@ from numbers import Integral
 from typing import Any
 
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
+from faultsense_pipelines.topology import ReplicaTopology
 from faultsense_pipelines.vocabulary import Engine
 
-from .injection import Injection, parse_injections
+from .injection import Injection, parse_injections, worker_injections
 from .moe_worker import LayerShape
 
 __all__ = [
@@ -131,9 +132,13 @@ class WorkerPoolExecutor:
         timeout_s: float,
         start_timeout_s: float,
         engine: Engine | str = Engine.MEMBER_ONLY,
+        topology: ReplicaTopology | None = None,
     ) -> None:
         """Validate the arguments every pool takes (``ValueError`` naming the bad one); a
         ``layer["tokens"]`` of ``None`` becomes the engine's :data:`DEFAULT_TOKENS`."""
+        if topology is not None and topology.gpus != gpus:
+            raise ValueError(f"topology is of {topology.gpus} GPUs, the pool of {gpus}")
+        self.topology = topology
         self.engine = Engine.parse(engine, "engine")
         if layer.get("tokens") is None:
             layer = {**layer, "tokens": DEFAULT_TOKENS[self.engine]}
@@ -149,7 +154,7 @@ class WorkerPoolExecutor:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         self.gpus, self.probe_size = gpus, probe_size
         self.timeout_s = float(timeout_s)
-        self.injections = parse_injections(inject, gpus)
+        self.injections = worker_injections(parse_injections(inject, gpus, topology), topology)
         self._failure: str | None = None
 
     def _probe(self, members: tuple[int, ...], repeats: int) -> Mapping[int, Mapping[str, Any]] | str:
@@ -196,7 +201,7 @@ class WorkerPoolExecutor:
             ValueError: for a bad spec or a GPU outside the replica.
             ExecutorError: if the workers could not be reached.
         """
-        injections = parse_injections(inject, self.gpus)
+        injections = worker_injections(parse_injections(inject, self.gpus, self.topology), self.topology)
         failure = self._inject(injections)
         if failure is not None:
             raise ExecutorError(failure)

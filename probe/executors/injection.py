@@ -14,6 +14,12 @@ fault model of :mod:`faultsense_pipelines.faults` (an :data:`Injection`):
   probe's all-to-all has two phases (dispatch, combine), so a probe over the link is slowed by
   about ``2 * delay_ms``.
 
+* A shared component (:class:`~faultsense_pipelines.faults.NicFault`, ``NvSwitchFault``,
+  ``SwitchFault`` with ``delay_ms``) -- a delay on every transfer of every path the component
+  carries (:func:`worker_injections` turns it into one ``LinkDelay`` per path, given the
+  replica's :class:`~faultsense_pipelines.topology.ReplicaTopology`): a NIC that renegotiated
+  to a lower speed slows every transfer between its node and the others.
+
 A fleet file's ``inject:`` list is validated into these objects when the file loads; an
 executor's caller may also pass plain mappings, validated once by :func:`parse_injections`:
 
@@ -23,9 +29,41 @@ executor's caller may also pass plain mappings, validated once by :func:`parse_i
 
 from __future__ import annotations
 
-from faultsense_pipelines.faults import GpuFault, Injection, LinkDelay, parse_injections
+from itertools import combinations
 
-__all__ = ["GpuFault", "GpuSlowdown", "Injection", "LinkDelay", "parse_injections"]
+from faultsense_pipelines.faults import GpuFault, Injection, LinkDelay, NicFault, NvSwitchFault, SwitchFault, parse_injections
+from faultsense_pipelines.topology import ReplicaTopology
+
+__all__ = ["GpuFault", "GpuSlowdown", "Injection", "LinkDelay", "parse_injections", "worker_injections"]
+
+
+def worker_injections(injections: tuple[Injection, ...], topology: ReplicaTopology | None) -> tuple[GpuFault | LinkDelay, ...]:
+    """What the workers apply: GPU faults and link delays as given, each shared component's
+    delay as one :class:`LinkDelay` per path it carries (the largest delay where two give one path).
+
+    Raises:
+        ValueError: a shared component without a topology (validation refuses it first).
+
+    >>> t = ReplicaTopology(4, gpus_per_node=2)
+    >>> worker_injections((NicFault(nic=1, delay_ms=2.0),), t)
+    (LinkDelay(link=(0, 2), delay_ms=2.0), LinkDelay(link=(0, 3), delay_ms=2.0), LinkDelay(link=(1, 2), delay_ms=2.0), LinkDelay(link=(1, 3), delay_ms=2.0))
+    """
+    plain: list[GpuFault | LinkDelay] = []
+    delays: dict[tuple[int, int], float] = {}
+    for inj in injections:
+        if isinstance(inj, NicFault | NvSwitchFault | SwitchFault):
+            if topology is None or inj.delay_ms is None:
+                raise ValueError(f"{inj!r} needs the replica's topology and a delay_ms")
+            c = inj.component(topology)
+            for a, b in combinations(range(topology.gpus), 2):
+                if topology.holds(c, (a, b)):
+                    delays[(a, b)] = max(delays.get((a, b), 0.0), inj.delay_ms)
+        elif isinstance(inj, LinkDelay):
+            delays[inj.link] = max(delays.get(inj.link, 0.0), inj.delay_ms)
+        else:
+            plain.append(inj)
+    return (*plain, *(LinkDelay(link=ab, delay_ms=d) for ab, d in sorted(delays.items())))
+
 
 #: The former name of :class:`~faultsense_pipelines.faults.GpuFault` for the real workers.
 GpuSlowdown = GpuFault

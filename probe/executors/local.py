@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from faultsense_pipelines.probes import ExecutorError
+from faultsense_pipelines.topology import ReplicaTopology
 from faultsense_pipelines.vocabulary import Engine
 
 from .common import WorkerPoolExecutor, warm_up_probes
@@ -168,6 +169,8 @@ class LocalExecutor(WorkerPoolExecutor):
         engine: ``"member_only"`` (default: only a probe's GPUs run it) or ``"all_ranks"``
             (every worker joins every probe's forward: shared attention, all-rank dispatch and
             combine; :class:`~faultsense_pipelines.vocabulary.Engine`).
+        topology: where the GPUs sit; needed to inject a NIC, NVSwitch or switch delay
+            (``{"nic": 1, "delay_ms": 2.0}``: every transfer on the paths it carries).
 
     Attributes:
         worker_pids: the process id of each GPU's worker, in GPU order (for outside tools).
@@ -195,6 +198,7 @@ class LocalExecutor(WorkerPoolExecutor):
         timeout_s: float = 60.0,
         start_timeout_s: float = 180.0,
         engine: Engine | str = Engine.MEMBER_ONLY,
+        topology: ReplicaTopology | None = None,
     ) -> None:
         layer = {
             "experts_per_gpu": experts_per_gpu,
@@ -204,7 +208,7 @@ class LocalExecutor(WorkerPoolExecutor):
             "dtype": dtype,
             "seed": seed,
         }
-        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine)
+        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine, topology)
         cuda = torch.cuda.is_available() and torch.cuda.device_count() >= gpus
         backend = backend or ("nccl" if cuda else "gloo")
         if backend not in ("gloo", "nccl"):

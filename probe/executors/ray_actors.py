@@ -26,6 +26,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from faultsense_pipelines.probes import ExecutorError
+from faultsense_pipelines.topology import ReplicaTopology
 from faultsense_pipelines.vocabulary import Engine
 
 from .common import WorkerPoolExecutor, warm_up_probes
@@ -93,6 +94,7 @@ class RayExecutor(WorkerPoolExecutor):
         start_timeout_s: how long placement and process-group setup may take.
         engine: ``"member_only"`` (default) or ``"all_ranks"``, as for
             :class:`~.local.LocalExecutor`.
+        topology: where the GPUs sit, as for :class:`~.local.LocalExecutor`.
 
     Raises:
         ValueError: for a bad argument or injection (naming it).
@@ -119,6 +121,7 @@ class RayExecutor(WorkerPoolExecutor):
         timeout_s: float = 60.0,
         start_timeout_s: float = 180.0,
         engine: Engine | str = Engine.MEMBER_ONLY,
+        topology: ReplicaTopology | None = None,
     ) -> None:
         layer = {
             "experts_per_gpu": experts_per_gpu,
@@ -128,7 +131,7 @@ class RayExecutor(WorkerPoolExecutor):
             "dtype": dtype,
             "seed": seed,
         }
-        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine)
+        self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine, topology)
         if isinstance(cpus_per_actor, bool) or not isinstance(cpus_per_actor, (int, float)) or not cpus_per_actor > 0:
             raise ValueError(f"cpus_per_actor must be > 0, got {cpus_per_actor!r}")
         self.use_gpus = bool(use_gpus)

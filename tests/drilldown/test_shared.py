@@ -80,3 +80,14 @@ def test_a_single_gpu_or_link_fault_is_never_lifted_to_a_shared_component(
     p1 = run_phase1(ex, plan_cover(32, 4), repeats=3)
     _, verdicts = run_evidence_phase2(ex, p1, repeats=3, seed=seed, topology=topology)
     assert not [v.component for v in verdicts if v.shared is not None and v.status == Status.CONFIRMED]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_two_nics_of_a_two_node_replica_are_reported_together_and_no_gpu_is_blamed(seed):
+    topology = ReplicaTopology(16, gpus_per_node=8)
+    ex = SimulatedReplica(16, [NicFault(nic=1, slowdown=1.6)], seed=seed, topology=topology, noise=PRODUCTION_NOISE)
+    loc = localize(ex, plan_cover(16, 4), repeats=3, method=DrilldownMethod.EVIDENCE, topology=topology)
+    assert not [v.component for v in loc.verdicts if v.status == Status.CONFIRMED]
+    aliased = {v.component: v for v in loc.verdicts if v.status == Status.INCONCLUSIVE}
+    assert set(aliased) == {"nic:node0", "nic:node1"}
+    assert "carry the same paths" in (aliased["nic:node1"].reason or "")
