@@ -62,7 +62,8 @@ def test_a_cli_sweep_is_in_the_run_history_that_a_new_process_reads(tmp_path: Pa
     runs = json.loads(out.stdout.strip().splitlines()[-1])
     assert ["faultsense_sweep", "sim-healthy", f"{HOUR}|sim-healthy", "SUCCESS"] in runs
     assert ["faultsense_analytics", None, HOUR[:10], "SUCCESS"] in runs
-    assert len(runs) == 2
+    assert ["faultsense_fleet_view", None, None, "SUCCESS"] in runs  # the fleet view, redrawn after the sweep
+    assert len(runs) == 3
 
 
 def _free_port() -> int:
