@@ -499,15 +499,18 @@ def _truncated_td(k: int, m: int, sizes: list[int], resolvable: bool) -> tuple[l
     kept = coords < np.asarray(sizes)
     alive = np.flatnonzero(kept.sum(axis=1) >= 2)
     ids = coords[alive] + offsets  # ascending along a row: group i's ids lie below group i+1's
+    # one int object per GPU id, shared by every block (a large cover holds millions of ids)
+    gpu = np.empty(int(sum(sizes)), dtype=object)
+    gpu[:] = range(len(gpu))
     if kept[alive].all():
-        blocks = list(map(tuple, ids.tolist()))
+        blocks = list(map(tuple, gpu[ids].tolist()))
     else:  # cut points sorted to the end of their row, then each row's kept prefix
         ids = np.sort(np.where(kept[alive], ids, np.iinfo(np.int64).max), axis=1)
         count = kept[alive].sum(axis=1)
         out: list[Block] = [()] * len(ids)
         for c in np.unique(count).tolist():
             rows = np.flatnonzero(count == c)
-            for i, row in zip(rows.tolist(), map(tuple, ids[rows, :c].tolist())):
+            for i, row in zip(rows.tolist(), map(tuple, gpu[ids[rows, :c]].tolist())):
                 out[i] = row
         blocks = out
     if not resolvable:
