@@ -388,15 +388,16 @@ def shared_stage(
     if not components or not timeline:
         return out
     rejected: set[Component] = set()
+    elsewhere: list[Component] = []  # GPUs and links a search found slow, left to the later stages
     for _ in range(MAX_CANDIDATES):
-        scores = component_contrast(topology, components, probes, timeline, explained=out.confirmed)
+        scores = component_contrast(topology, components, probes, timeline, explained=[*out.confirmed, *elsewhere])
         known = set(out.confirmed) | rejected
         ranked = sorted(((c, d, z) for c, d, z in scores if c not in known), key=lambda s: (-s[2], -s[1]))
         live = [c for c, d, z in ranked if d >= effect / 2 and z >= MIN_Z]
         has_nvswitch = topology.gpus_per_node is not None and topology.gpus_per_node > 1
         for i in suspects if has_nvswitch else ():
             p = probes[i]
-            if any(topology.holds(x, p) for x in out.confirmed):
+            if any(topology.holds(x, p) for x in [*out.confirmed, *elsewhere]):
                 continue
             for v in sorted({topology.node(g) for g in p}):
                 c = topology.nvswitch(v)
@@ -406,7 +407,7 @@ def shared_stage(
             break
         live = live[:16]
         rivals = [c for c, d, z in ranked if c not in live and d > 0 and z >= MIN_Z / 2][: 24 - len(live)]
-        under = {g for c in live for g in c.members} - exclude
+        under = {g for c in live for g in c.members} - exclude - {g for c in elsewhere for g in c.members}
         gpus = sorted(under, key=lambda g: (-gpu_evidence[g], g))
         hyps = [*live, *rivals, *(gpu_component(g) for g in gpus[:MAX_GPU_RIVALS] if gpu_evidence[g] > 0)]
         for c in live:  # a node's links are what its NVSwitch carries: each is a rival
@@ -417,11 +418,13 @@ def shared_stage(
                     for i, a in enumerate(members)
                     for b in members[i + 1 :]
                 ]
-        banned = set(exclude) | {g for c in out.confirmed for g in c.members}
+        banned = set(exclude) | {g for c in [*out.confirmed, *elsewhere] for g in c.members}
         healthy = sorted((g for g in range(topology.gpus) if g not in banned), key=lambda g: (gpu_evidence[g], g))
         search = _Search(topology, min(k, topology.gpus), llr, duty, pair, rng, healthy, hyps, frozenset(banned))
         verdict = _decide(search, out, effect, confidence, clear_confidence, min_accusing, max_pairs)
-        if verdict is None:
+        if isinstance(verdict, Component):  # a GPU or link: the later stages judge it; the rest go on without it
+            elsewhere.append(verdict)
+        elif verdict is None:
             rejected |= {h for h in hyps if h.shared}
         elif verdict == "inconclusive":
             break
@@ -445,9 +448,9 @@ def _decide(
     clear_confidence: float,
     min_accusing: int,
     max_pairs: int,
-) -> str | None:
-    """Run one search to its end; ``"confirmed"``, ``"inconclusive"`` or ``None`` (rejected:
-    nothing, or a GPU or link, explains it)."""
+) -> str | Component | None:
+    """Run one search to its end: ``"confirmed"``, ``"inconclusive"``, the GPU or link that
+    won (a fault the later stages judge on their own), or ``None`` (nothing explains it)."""
     errors = 0
     while True:
         post = search.posterior()
@@ -459,7 +462,7 @@ def _decide(
                 out.findings.append(SharedFinding(best, Status.CONFIRMED, post[best], slowdown, len(search.tests)))
                 out.confirmed.append(best)
                 return "confirmed"
-            return None  # a GPU or a link explains it: the later stages test it on its own
+            return best  # a GPU or a link: the later stages test it on its own
         if post[None] >= clear_confidence:
             return None
         aliases = _aliases(search, best) if best.shared else [best]
