@@ -148,7 +148,7 @@ def _unreadable(node: yaml.Node | None, exc: BaseException) -> str:
     return f"{what}cannot be read {tag}({type(exc).__name__})"
 
 
-_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when present: ~5x faster
+_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when present (C, not pure Python)
 _YAML_INT_TAG = "tag:yaml.org,2002:int"
 
 
