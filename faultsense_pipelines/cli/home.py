@@ -69,8 +69,16 @@ def ensure_home(home: Path | None = None) -> Path:
     return home
 
 
+#: How ``faultsense sweep`` opens the instance: its runs' stdout and stderr go to the terminal
+#: as they are, not through Dagster's compute-log capture, whose helper processes would each
+#: print a traceback on Ctrl-C (the UI's own runs keep the capture).
+_CLI_OVERRIDES = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}}
+
+
 def open_instance(home: Path | None = None) -> dg.DagsterInstance:
-    """The persistent Dagster instance in ``home`` (default :func:`dagster_home`), created if needed.
+    """The persistent Dagster instance in ``home`` (default :func:`dagster_home`), created if
+    needed, as ``faultsense sweep`` uses it (runs, events and assets recorded; no compute-log
+    capture).
 
     Raises:
         ValueError: the folder cannot be created.
@@ -78,4 +86,4 @@ def open_instance(home: Path | None = None) -> dg.DagsterInstance:
     import dagster as dg
     from dagster._core.instance.ref import InstanceRef
 
-    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(ensure_home(home))))
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(ensure_home(home)), overrides=_CLI_OVERRIDES))

@@ -198,7 +198,7 @@ def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
-    env.pop("DAGSTER_HOME", None)
+    env["DAGSTER_HOME"] = str(tmp_path / "dagster-home")  # its own persistent instance, not the checkout's
     exe = Path(sys.executable).with_name("faultsense")
     proc = subprocess.Popen(
         [str(exe), "sweep", "--fleet", str(fleet), "--hour", HOUR],
