@@ -60,13 +60,32 @@ def suspects_markdown(phase1: Phase1Result) -> str:
 
 
 def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
-    """Suspects and confirmed faults of a drill-down, one row per component."""
+    """Suspects and confirmed faults of a drill-down, one row per component: its status,
+    slowdown, confidence (``evidence`` drill-down) and the Phase 2 probes that accused it."""
     order = {Status.CONFIRMED: 0, Status.SUSPECT: 1, Status.INCONCLUSIVE: 2, Status.MASKED: 3}
     rows = [
-        (component_of(v), v.status, "-" if v.slowdown is None else f"{v.slowdown:.2f}x", v.phase, probes_phase1 + v.probes_used)
+        (
+            component_of(v),
+            v.status,
+            "-" if v.slowdown is None else f"{v.slowdown:.2f}x",
+            "-" if v.confidence is None else ">0.999" if v.confidence > 0.999 else f"{v.confidence:.3f}",
+            _evidence(v),
+            v.phase,
+            probes_phase1 + v.probes_used,
+        )
         for v in sorted(verdicts, key=lambda v: (order.get(v.status, 9), v.gpu is not None, v.gpu or 0, v.peer_gpu or -1))
     ]
-    return _table(("component", "status", "slowdown", "phase", "probes used"), rows, "No faults found.")
+    header = ("component", "status", "slowdown", "confidence", "evidence", "phase", "probes used")
+    return _table(header, rows, "No faults found.")
+
+
+def _evidence(v: Verdict) -> str:
+    """``"4 accusing probes: [2,3,8,9] [2,3,10,11] …"`` (the first two), or the reason."""
+    if v.evidence:
+        shown = " ".join("[" + ",".join(map(str, p)) + "]" for p in v.evidence[:2])
+        more = " …" if len(v.evidence) > 2 else ""
+        return f"{len(v.evidence)} accusing probes: {shown}{more}"
+    return v.reason or "-"
 
 
 #: Phase 2 probes up to this many get one x tick each, labelled with the GPUs the probe tested.

@@ -135,6 +135,7 @@ def run_evidence_phase2(
             f.reason,
             shared=f.shared,
             name=None if f.shared is None or topology is None else topology.name(f.shared),
+            evidence=f.evidence,
         )
         for f in result.findings
     )

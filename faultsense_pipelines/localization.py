@@ -100,6 +100,7 @@ class Verdict:
         reason: why an ``"inconclusive"`` verdict was not settled, where known.
         shared: the NIC, NVSwitch or switch (``None`` for a GPU or a link).
         name: the shared component's ledger name (``nic:node3``; node names from the topology).
+        evidence: the Phase 2 test probes (GPU ids) that accused it (``evidence`` drill-down).
 
     Plain words given for ``component_kind`` and ``status`` are stored as their members.
 
@@ -118,6 +119,7 @@ class Verdict:
     reason: str | None = None
     shared: Component | None = None
     name: str | None = None
+    evidence: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "component_kind", ComponentKind.parse(self.component_kind, "component_kind"))

@@ -166,6 +166,7 @@ class EvidenceFinding:
         tests_used: paired tests (two probes each) spent on it.
         reason: for ``"inconclusive"``, why the evidence did not settle it.
         shared: the shared component (``None`` for a GPU or a link).
+        evidence: the test probes (GPU ids) of the pairs that accused it, in order.
     """
 
     kind: ComponentKind
@@ -177,6 +178,7 @@ class EvidenceFinding:
     tests_used: int
     reason: str | None = None
     shared: Component | None = None
+    evidence: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -316,7 +318,9 @@ def _shared(
     state.shared_gpus = {g for c in out.confirmed for g in c.members} | out.unresolved_gpus
     for f in out.findings:
         state.findings.append(
-            EvidenceFinding(f.component.kind, None, None, f.status, f.confidence, f.slowdown, f.tests_used, f.reason, f.component)
+            EvidenceFinding(
+                f.component.kind, None, None, f.status, f.confidence, f.slowdown, f.tests_used, f.reason, f.component, f.evidence
+            )
         )
     if out.confirmed:
         scale1 = m.pair_scale / math.sqrt(2.0)
@@ -372,8 +376,11 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
             elif llr >= m.blame_llr and len(_accusing(ds, m.effect)) >= m.min_accusing:
                 state.confirmed_gpus.add(g)
                 conf = 1.0 / (1.0 + math.exp(-llr))
+                accusing = tuple(tuple(sorted(gpus)) for gpus, d in tests if d > m.effect / 2)
                 state.findings.append(
-                    EvidenceFinding(ComponentKind.GPU, g, None, Status.CONFIRMED, conf, _slowdown(ds, m.effect), len(ds))
+                    EvidenceFinding(
+                        ComponentKind.GPU, g, None, Status.CONFIRMED, conf, _slowdown(ds, m.effect), len(ds), evidence=accusing
+                    )
                 )
                 break
             if llr <= -m.clear_llr:
@@ -463,7 +470,8 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
         best = max(hyps, key=lambda h: post[h])
         accused = [d for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2]
         if post[best] >= m.confidence and len(accused) >= m.min_accusing:
-            _confirm(state, best, post[best], accused, len(tests))
+            accusing = tuple(tuple(sorted(gpus)) for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2)
+            _confirm(state, best, post[best], accused, len(tests), accusing)
             found = True
             if len(best) == 1:
                 members = [g for g in members if g != best[0]]
@@ -520,15 +528,21 @@ def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: di
     return sorted(chosen)
 
 
-def _confirm(state: _State, h: _Hyp, conf: float, accused: Sequence[float], used: int) -> None:
+def _confirm(
+    state: _State, h: _Hyp, conf: float, accused: Sequence[float], used: int, evidence: tuple[tuple[int, ...], ...] = ()
+) -> None:
     slowdown = _slowdown(accused, state.model.effect)
     if len(h) == 1:
         state.confirmed_gpus.add(h[0])
-        state.findings.append(EvidenceFinding(ComponentKind.GPU, h[0], None, Status.CONFIRMED, conf, slowdown, used))
+        state.findings.append(
+            EvidenceFinding(ComponentKind.GPU, h[0], None, Status.CONFIRMED, conf, slowdown, used, evidence=evidence)
+        )
     else:
         a, b = h
         state.confirmed_links.add((a, b))
-        state.findings.append(EvidenceFinding(ComponentKind.LINK, a, b, Status.CONFIRMED, conf, slowdown, used))
+        state.findings.append(
+            EvidenceFinding(ComponentKind.LINK, a, b, Status.CONFIRMED, conf, slowdown, used, evidence=evidence)
+        )
 
 
 #: Quantile of the moving window taken as the baseline: faults only add latency, so a low

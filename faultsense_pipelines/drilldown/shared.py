@@ -84,6 +84,7 @@ class SharedFinding:
         slowdown: median latency ratio of the pairs that accused it (``None`` if none did).
         tests_used: paired tests (two probes each) spent on it.
         reason: for ``inconclusive``, why the evidence did not settle it.
+        evidence: the test probes (GPU ids) of the pairs that came out as it predicts.
     """
 
     component: Component
@@ -92,6 +93,7 @@ class SharedFinding:
     slowdown: float | None
     tests_used: int
     reason: str | None = None
+    evidence: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass
@@ -215,6 +217,12 @@ class _Search:
             if sign and sign * d > effect / 2:
                 out.append(sign * d)
         return out
+
+    def accusing_tests(self, h: Component, effect: float) -> tuple[tuple[int, ...], ...]:
+        """The test probes of the pairs that came out as ``h`` predicts."""
+        return tuple(
+            tuple(sorted(test)) for test, ref, d in self.tests if (sign := self.sign(h, test, ref)) and sign * d > effect / 2
+        )
 
     def mass(self, gpus: frozenset[int], post: dict[Component | None, float], skip: Component | None = None) -> float:
         """Posterior mass of the hypotheses (but ``skip``) that a probe over ``gpus`` holds."""
@@ -459,7 +467,10 @@ def _decide(
         if post[best] >= confidence and len(accused) >= min_accusing:
             if best.shared:
                 slowdown = math.exp(statistics.median(accused))
-                out.findings.append(SharedFinding(best, Status.CONFIRMED, post[best], slowdown, len(search.tests)))
+                evidence = search.accusing_tests(best, effect)
+                out.findings.append(
+                    SharedFinding(best, Status.CONFIRMED, post[best], slowdown, len(search.tests), None, evidence)
+                )
                 out.confirmed.append(best)
                 return "confirmed"
             return best  # a GPU or a link: the later stages test it on its own
@@ -473,7 +484,8 @@ def _decide(
             observed = math.exp(statistics.median(accused))
             for h in aliases:
                 reason = f"{names} carry the same paths: no probe can tell them apart"
-                out.findings.append(SharedFinding(h, Status.INCONCLUSIVE, post[h], observed, len(search.tests), reason))
+                evidence = search.accusing_tests(h, effect)
+                out.findings.append(SharedFinding(h, Status.INCONCLUSIVE, post[h], observed, len(search.tests), reason, evidence))
                 out.unresolved_gpus |= set(h.members)
             return "inconclusive"
         if len(search.tests) >= 2 * max_pairs or errors >= 3:

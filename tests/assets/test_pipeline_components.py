@@ -1,0 +1,38 @@
+"""A NIC fault through the Dagster sweep: the evidence drill-down names it, the ledger stores it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from faultsense_pipelines.ledger import LedgerStore
+from tests.pipeline_helpers import add_replicas, new_defs, sweep
+
+#: 32 GPUs on 8 named nodes of 4, leaf switches of 2 nodes; node b2's NIC is 1.6x slow.
+NIC_FLEET = """
+ledger: {ledger}
+replicas:
+  - name: sim-nic
+    gpus: 32
+    probe_size: 4
+    executor: simulated
+    topology: {{gpus_per_node: 4, nodes_per_switch: 2, node_names: [a1, a2, a3, a4, b1, b2, b3, b4]}}
+    simulated: {{faults: [{{nic: 5, slowdown: 1.6}}], noise_sigma: 0.02, seed: 4}}
+"""
+
+
+def test_a_slow_nic_is_named_in_the_ledger_with_its_node_name_and_evidence(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path, NIC_FLEET)
+    add_replicas(instance, defs)
+    result = sweep(defs, instance, "sim-nic", drilldown_method="evidence")
+    assert result.success
+    faults = LedgerStore(str(ledger)).read_faults()
+    confirmed = faults[faults["status"] == "confirmed"]
+    assert list(confirmed["component"]) == ["nic:b2"]
+    row = confirmed.iloc[0]
+    assert row["component_kind"] == "nic" and pd.isna(row["gpu"]) and pd.isna(row["peer_gpu"])
+    assert row["confidence"] >= 0.999 and 1.4 < row["slowdown"] < 1.8
+    meta = instance.get_latest_materialization_event(dg.AssetKey("phase2_drilldown")).asset_materialization.metadata
+    assert "| nic:b2 | confirmed |" in meta["verdicts"].value and "accusing probes" in meta["verdicts"].value
