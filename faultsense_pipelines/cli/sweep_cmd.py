@@ -348,8 +348,13 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
+        from faultsense_pipelines.fleet import FleetError, load_fleet
+
+        try:  # a bad fleet file is refused before Dagster is imported (seconds and ~30 MB)
+            names = load_fleet(fleet).names
+        except FleetError as exc:
+            fail(str(exc))
         from faultsense_pipelines.assets.partitions import check_hour_key, current_hour_key
-        from faultsense_pipelines.fleet import FleetError
 
         try:
             hour = check_hour_key(hour) if hour is not None else current_hour_key()
@@ -374,9 +379,7 @@ def register(app: typer.Typer) -> None:
                 progress.advance(task)
 
             try:
-                from faultsense_pipelines.fleet import load_fleet
-
-                progress.update(task, total=len(replica or load_fleet(fleet).names))
+                progress.update(task, total=len(replica or names))
                 outcomes, ledger_at = run_sweep(
                     fleet, replica or None, ledger, repeats=count, recheck=recheck, hour=hour, on_start=on_start, on_done=on_done
                 )
