@@ -8,7 +8,10 @@ partitions it covers (DuckDB SQL over Arrow tables read with file pruning).
   partition's day: confirmed GPU faults, confirmed faults of its links, sweeps that found
   them, worst slowdown, first and last seen;
 * ``repeat_offenders`` -- components confirmed in two or more distinct sweep windows over the
-  same trailing days.
+  same trailing days;
+* ``shared_component_counts`` -- per (replica, node or switch), over the same trailing days:
+  confirmed NIC, NVSwitch and switch faults (docs/components.md), sweeps that found them,
+  worst slowdown, first and last seen.
 
 Each partition is recomputed when a sweep of its day updates ``fault_ledger``
 (:data:`~.automation.AFTER_LEDGER_UPDATES`, and ``faultsense sweep`` after its runs), from that
@@ -41,11 +44,13 @@ __all__ = [
     "DAILY_HEALTH_SQL",
     "GPU_FAULT_COUNTS_SQL",
     "REPEAT_OFFENDERS_SQL",
+    "SHARED_COMPONENT_COUNTS_SQL",
     "WINDOW_DAYS",
     "gpu_fault_counts",
     "repeat_offenders",
     "replica_daily_health",
     "run_sql",
+    "shared_component_counts",
     "window_days",
 ]
 
@@ -118,6 +123,27 @@ ORDER BY windows DESC, replica, component
 """
 
 
+SHARED_COMPONENT_COUNTS_SQL = """
+WITH shared AS (
+    SELECT replica, component_kind, fault_id, sweep_id, slowdown, detected_at,
+           CASE WHEN component_kind = 'switch' THEN component
+                ELSE regexp_extract(component, '^[a-z]+:([^/]+)', 1) END AS location
+    FROM faults WHERE status = 'confirmed' AND component_kind IN ('nic', 'nvswitch', 'switch')
+)
+SELECT replica, location,
+       count(*) FILTER (WHERE component_kind = 'nic') AS nic_faults,
+       count(*) FILTER (WHERE component_kind = 'nvswitch') AS nvswitch_faults,
+       count(*) FILTER (WHERE component_kind = 'switch') AS switch_faults,
+       count(DISTINCT sweep_id) AS sweeps,
+       max(slowdown) AS max_slowdown,
+       min(detected_at) AS first_seen,
+       max(detected_at) AS last_seen
+FROM shared
+GROUP BY replica, location
+ORDER BY nic_faults + nvswitch_faults + switch_faults DESC, replica, location
+"""
+
+
 def run_sql(sql: str, **tables: pd.DataFrame | pa.Table) -> pd.DataFrame:
     """Run ``sql`` in a fresh in-memory DuckDB with ``tables`` (pandas or Arrow) registered by name."""
     with duckdb.connect() as con:
@@ -185,3 +211,13 @@ def replica_daily_health(context: dg.AssetExecutionContext, ledger: LedgerResour
 def repeat_offenders(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
     store, days = ledger.store(), window_days(context.partition_key)
     return _output(run_sql(REPEAT_OFFENDERS_SQL, faults=_faults(store, days, confirmed_only=True)), store, days)
+
+
+@dg.asset(
+    **_COMMON,
+    description=f"Per replica and node (or switch), over the {WINDOW_DAYS} days ending on the partition's day: "
+    "confirmed NIC, NVSwitch and switch faults.",
+)
+def shared_component_counts(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
+    store, days = ledger.store(), window_days(context.partition_key)
+    return _output(run_sql(SHARED_COMPONENT_COUNTS_SQL, faults=_faults(store, days, confirmed_only=True)), store, days)

@@ -19,7 +19,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from faultsense_pipelines.assets.analytics import gpu_fault_counts, repeat_offenders, replica_daily_health
+from faultsense_pipelines.assets.analytics import (
+    gpu_fault_counts,
+    repeat_offenders,
+    replica_daily_health,
+    shared_component_counts,
+)
 from faultsense_pipelines.assets.automation import (
     build_automation_sensor,
     build_hourly_schedule,
@@ -96,6 +101,7 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
             gpu_fault_counts,
             replica_daily_health,
             repeat_offenders,
+            shared_component_counts,
             fleet_health,
             flowpulse_faults,
             minder_faults,

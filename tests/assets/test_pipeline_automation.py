@@ -124,7 +124,7 @@ def test_a_sweep_makes_the_automation_sensor_refresh_its_days_analytics_and_the_
         assert first.total_requested == 0  # nothing swept yet: nothing to refresh
         assert sweep(defs, instance, "sim-faulty", "2026-11-29-05:00").success
         after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
-        for name in ("gpu_fault_counts", "replica_daily_health", "repeat_offenders"):
+        for name in ("gpu_fault_counts", "replica_daily_health", "repeat_offenders", "shared_component_counts"):
             assert after.get_requested_partitions(dg.AssetKey(name)) == {"2026-11-29"}, name
         assert after.get_num_requested(dg.AssetKey("fleet_health")) == 1  # the fleet view, too
         # handled: the next tick requests nothing until another sweep updates fault_ledger

@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
+from faultsense_pipelines.definitions import ANALYTICS_JOB
 from faultsense_pipelines.ledger import LedgerStore
 from tests.pipeline_helpers import add_replicas, new_defs, sweep
 
@@ -36,3 +37,9 @@ def test_a_slow_nic_is_named_in_the_ledger_with_its_node_name_and_evidence(tmp_p
     assert row["confidence"] >= 0.999 and 1.4 < row["slowdown"] < 1.8
     meta = instance.get_latest_materialization_event(dg.AssetKey("phase2_drilldown")).asset_materialization.metadata
     assert "| nic:b2 | confirmed |" in meta["verdicts"].value and "accusing probes" in meta["verdicts"].value
+
+    analytics = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, partition_key="2026-11-30")
+    counts = analytics.output_for_node("shared_component_counts")
+    assert counts[["replica", "location", "nic_faults", "nvswitch_faults", "switch_faults", "sweeps"]].to_dict("records") == [
+        {"replica": "sim-nic", "location": "b2", "nic_faults": 1, "nvswitch_faults": 0, "switch_faults": 0, "sweeps": 1}
+    ]

@@ -36,7 +36,7 @@ CHROMIUM_FLAGS = [
 ]
 GROUPS = {
     "sweep": ["phase1_probe_run", "phase2_drilldown", "probe_cover", "fault_ledger"],
-    "analytics": ["gpu_fault_counts", "replica_daily_health", "repeat_offenders", "fault_ledger"],
+    "analytics": ["gpu_fault_counts", "replica_daily_health", "repeat_offenders", "shared_component_counts", "fault_ledger"],
 }
 
 pytestmark = pytest.mark.slow
