@@ -132,9 +132,11 @@ def plan_cover(n: int, k: int, method: CoverMethod | str = CoverMethod.BEST) -> 
     if method is CoverMethod.GREEDY:
         probes = greedy_cover(n, k)
     else:
-        from .best import best_cover
+        from .best import best_cover, clear_caches
 
         probes = best_cover(n, k)
+        if is_large_cover(n, k):  # the memoised candidates hold copies of millions of probes
+            clear_caches()
     # a large cover keeps about its construction's rounds: first fit only, no recolouring or tabu search
     rounds = plan_rounds(probes, n, squeeze=not is_large_cover(n, k))
     return Cover(

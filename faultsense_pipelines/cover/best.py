@@ -46,7 +46,7 @@ from .bounds import is_large_cover, schonheim_bound
 from .designs import blocks_by_class, build_design, design_sources, max_td_groups, td_coordinates
 from .greedy import greedy_cover
 from .recursion import MAX_INFINITE, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
-from .refine import extend, fill_to_size, merge_small, remove_redundant, truncate
+from .refine import extend, fill_to_size, merge_small, remove_redundant, sorted_block, truncate
 from .rounds import ordered_rounds, plan_rounds, rounds_lower_bound
 from .table import Key, StoredCover, cyclic_cover, holey_cover, override_tables, resolvable_cover, tabled_cover
 
@@ -387,7 +387,7 @@ def _refined(blocks: list[Block], n: int, k: int, source: str) -> Candidate:
 
 def _by_rounds(blocks: list[Block], rounds: list[list[int]], source: str) -> Candidate:
     order = [i for r in rounds for i in r]
-    out = tuple(tuple(sorted(blocks[i])) for i in order)
+    out = tuple(sorted_block(blocks[i]) for i in order)
     regrouped, start = [], 0
     for r in rounds:
         regrouped.append(tuple(range(start, start + len(r))))

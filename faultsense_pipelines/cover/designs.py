@@ -242,7 +242,7 @@ def max_td_groups(m: int) -> int:
     return 1 + len(macneish_ring(m).distinct)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)
 def td_coordinates(k: int, m: int) -> np.ndarray:
     """The blocks of :func:`transversal_design` ``(k, m)`` as an (m^2, k) int array of in-group coordinates.
 

@@ -21,11 +21,19 @@ __all__ = [
     "merge_small",
     "pair_counts",
     "remove_redundant",
+    "sorted_block",
     "truncate",
     "uncovered_pairs",
 ]
 
 Block = tuple[int, ...]
+
+
+def sorted_block(b: Sequence[int]) -> Block:
+    """``tuple(sorted(b))``, and ``b`` itself when it is that tuple already (a large cover then
+    keeps one copy of its probes, not one per step)."""
+    t = tuple(sorted(b))
+    return b if isinstance(b, tuple) and t == b else t
 
 
 def pair_counts(blocks: Sequence[Sequence[int]], n: int) -> np.ndarray:
@@ -218,7 +226,7 @@ def fill_to_size(blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]
     >>> fill_to_size([(0, 1), (2, 3, 4)], [[0, 1]], 6, 3)
     [(0, 1, 5), (2, 3, 4)]
     """
-    out = [tuple(sorted(b)) for b in blocks]
+    out = [sorted_block(b) for b in blocks]
     if all(len(b) >= k for b in out):
         return out
     use = np.bincount(np.fromiter(chain.from_iterable(set(b) for b in out), dtype=np.int64), minlength=n)
@@ -226,15 +234,18 @@ def fill_to_size(blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]
         if all(len(out[i]) >= k for i in r):
             continue  # nothing to fill in this round
         busy = np.zeros(n, dtype=bool)
-        for i in r:
-            busy[list(out[i])] = True
+        busy[np.fromiter(chain.from_iterable(out[i] for i in r), dtype=np.int64)] = True
+        idle = np.flatnonzero(~busy)
+        # least-used first; GPUs handed out leave the queue, and the others' use is unchanged,
+        # so one stable sort per round serves every short probe of the round
+        queue = idle[np.argsort(use[idle], kind="stable")].tolist()
+        taken = 0
         for i in r:
             need = k - len(out[i])
             if need <= 0:
                 continue
-            idle = np.flatnonzero(~busy)
-            extra = [int(p) for p in idle[np.argsort(use[idle], kind="stable")][:need]]
-            busy[extra] = True
+            extra = queue[taken : taken + need]
+            taken += len(extra)
             use[extra] += 1
             out[i] = tuple(sorted(set(out[i]) | set(extra)))
     return out
