@@ -417,7 +417,11 @@ def shared_stage(
         rivals = [c for c, d, z in ranked if c not in live and d > 0 and z >= MIN_Z / 2][: 24 - len(live)]
         under = {g for c in live for g in c.members} - exclude - {g for c in elsewhere for g in c.members}
         gpus = sorted(under, key=lambda g: (-gpu_evidence[g], g))
-        hyps = [*live, *rivals, *(gpu_component(g) for g in gpus[:MAX_GPU_RIVALS] if gpu_evidence[g] > 0)]
+        # every GPU of a node-sized candidate (an NVSwitch, a NIC) is a rival, whatever its Phase 1
+        # evidence (a switch fault beside it can hide a slow GPU's); of larger ones, the likeliest
+        whole = {g for c in live if len(c.members) <= MAX_GPU_RIVALS for g in c.members} & under
+        picked = [g for g in gpus if g in whole] + [g for g in gpus[:MAX_GPU_RIVALS] if g not in whole and gpu_evidence[g] > 0]
+        hyps = [*live, *rivals, *(gpu_component(g) for g in picked[: 2 * MAX_GPU_RIVALS])]
         for c in live:  # a node's links are what its NVSwitch carries: each is a rival
             if c.kind == ComponentKind.NVSWITCH:
                 members = sorted(c.members)
