@@ -1,7 +1,7 @@
 """A year of hourly sweeps in the ledger, before and after compaction: the README's DuckDB
 query's time and memory, and the ledger's size.
 
-Generated through the ledger's own writer (:meth:`LedgerStore.commit`, many sweep batches per commit) in a temporary
+Generated through the ledger's own writer (:meth:`LedgerStore.append_batches`, many sweep batches per commit) in a temporary
 folder: ``--replicas`` replicas (default 200) swept every hour for ``--days`` days (default 365),
 every sweep with one confirmed fault row (an upper bound: most sweeps find nothing), each day
 written in ``--commits-per-day`` commits (default 4), i.e. that many small files per day before
@@ -116,7 +116,7 @@ def main() -> None:
             day = (LAST_DAY - timedelta(days=back)).isoformat()
             for first in range(0, 24, chunk):
                 sweeps = _sweeps(day, replicas, range(first, first + chunk))
-                store.commit(day, replace=list(sweeps), faults=sweeps, datasets=["fault_ledger"])
+                store.append_batches(day, faults=sweeps)
         generate_s = time.time() - t
         print(f"generated {args.days} days x {args.commits_per_day} commits in {generate_s:.0f} s", flush=True)
         before = _query(store.uri, args.reps)

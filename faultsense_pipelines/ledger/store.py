@@ -339,6 +339,50 @@ class LedgerStore:
             raise LedgerError(f"ledger table {self.table_uri}: commit of {batches} still conflicts after {_COMMIT_RETRIES} tries")
         return WriteResult(path=self.table_uri, rows=data.num_rows, version=int(table.version()), batch=",".join(batches))
 
+    def append_batches(
+        self,
+        day: date | str,
+        *,
+        faults: Mapping[str, Sequence[FaultRow]] | None = None,
+        probe_runs: Mapping[str, Sequence[ProbeRunRow]] | None = None,
+    ) -> int:
+        """Add batches that are not in the table yet, in one append commit (nothing replaced).
+
+        For bulk loads of new batches (a generated benchmark ledger): no predicate to evaluate,
+        so any number of batches costs one small commit. A batch already in the table would
+        get its rows twice -- use :meth:`commit` for anything a re-run may write again.
+
+        Returns:
+            The new table version.
+
+        Raises:
+            ValueError: a bad batch name.
+        """
+        from deltalake import CommitProperties, write_deltalake
+
+        iso = as_day(day).isoformat()
+        parts = []
+        for dataset, by_batch, to_table in (
+            (FAULT_LEDGER, faults or {}, fault_table),
+            (PROBE_RUNS, probe_runs or {}, probe_run_table),
+        ):
+            if not by_batch:
+                continue
+            rows = [r for batch_rows in by_batch.values() for r in batch_rows]
+            part = _to_table(to_table(rows), dataset, iso, "-")  # type: ignore[arg-type]  # one table, then the batches
+            names = pa.array([_check_batch(b) for b, batch_rows in by_batch.items() for _ in batch_rows], pa.string())
+            parts.append(part.set_column(part.schema.get_field_index("batch"), TABLE_SCHEMA.field("batch"), names))
+        table = self._open()
+        if table is None:
+            self._create()
+            table = self._open()
+        data = pa.concat_tables(parts) if parts else TABLE_SCHEMA.empty_table()
+        write_deltalake(
+            table, data, mode="append", partition_by=_PARTITION_BY, schema_mode="merge",
+            commit_properties=CommitProperties(custom_metadata={"faultsense.operation": "append-batches"}),
+        )  # fmt: skip
+        return int(table.version())
+
     def write_faults(self, rows: Sequence[FaultRow], *, day: date | str, batch: str) -> WriteResult:
         """Write (or replace) one batch of fault rows for ``day`` (one commit).
 

@@ -304,3 +304,18 @@ def test_reads_by_day_or_replica_never_open_the_files_they_prune(tmp_path: Path)
     assert got.column("component").to_pylist() == ["gpu:2"]
     with pytest.raises(LedgerError):  # the whole table does open them
         store.read_faults()
+
+
+def test_append_batches_adds_many_batches_in_one_commit_each_row_under_its_own_batch(tmp_path: Path) -> None:
+    store = LedgerStore(str(tmp_path))
+    version = store.append_batches(
+        "2026-11-30",
+        faults={"faultsense-sim-64-h07": [gpu_row(1)], "faultsense-sim-64-h08": [gpu_row(2), gpu_row(3)]},
+        probe_runs={"faultsense-sim-64-h08": probe_rows(2)},
+    )
+    assert version == 1  # created (version 0), then one commit
+    faults = store.read_table(FAULT_LEDGER).to_pandas().sort_values("gpu")
+    assert list(zip(faults["batch"], faults["gpu"], strict=True)) == [
+        ("faultsense-sim-64-h07", 1), ("faultsense-sim-64-h08", 2), ("faultsense-sim-64-h08", 3),
+    ]  # fmt: skip
+    assert store.read_table(PROBE_RUNS).column("batch").to_pylist() == ["faultsense-sim-64-h08"] * 2
