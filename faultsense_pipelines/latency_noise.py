@@ -23,6 +23,8 @@ import math
 import statistics
 from collections.abc import Sequence
 
+import numpy as np
+
 __all__ = ["MAD_TO_SIGMA", "location_and_threshold", "repeat_noise"]
 
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x 1.4826 = its standard deviation
@@ -60,7 +62,7 @@ def repeat_noise(latencies_ms: Sequence[Sequence[float]]) -> tuple[float, int] |
 
 
 def location_and_threshold(
-    x: list[float], z: float, floor: float, rep: tuple[float, int] | None = None
+    x: Sequence[float] | np.ndarray, z: float, floor: float, rep: tuple[float, int] | None = None
 ) -> tuple[float, float, float]:
     """Baseline b, threshold offset t and between-probe spread (sigma, widened) of the healthy ``x``.
 
@@ -88,10 +90,11 @@ def location_and_threshold(
     >>> b, round(t, 4), round(spread, 4)
     (0.025, 0.3558, 0.1186)
     """
-    if not x:  # every probe trimmed: cannot happen from the median start, guard anyway
+    if not len(x):  # every probe trimmed: cannot happen from the median start, guard anyway
         return math.inf, floor, 0.0
-    b = float(statistics.median(x))
-    spread = MAD_TO_SIGMA * float(statistics.median(abs(v - b) for v in x)) * (1.0 + 1.2 / math.sqrt(len(x)))
+    xa = np.asarray(x, dtype=np.float64)  # np.median: the middle value, or the two middle ones' mean
+    b = float(np.median(xa))
+    spread = MAD_TO_SIGMA * float(np.median(np.abs(xa - b))) * (1.0 + 1.2 / math.sqrt(len(xa)))
     scale = spread
     if rep is not None:
         noise = rep[0] * (1.0 + 1.2 / math.sqrt(rep[1]))

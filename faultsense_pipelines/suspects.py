@@ -337,40 +337,45 @@ class RobustRule:
     def _judge(self, latencies_ms: Sequence[Sequence[float]], probes: int) -> SuspectVerdict:
         """:meth:`judge`, with the Bonferroni correction over ``probes`` probes."""
         x = [math.log(v) for v in _probe_latencies(latencies_ms)]
+        xa = np.asarray(x)  # the same log-latencies as an array: comparisons below are elementwise
         z = NormalDist().inv_cdf(1.0 - self.false_alarm / max(probes, len(x)))
         floor = math.log(self.min_slowdown)
         rep = repeat_noise(latencies_ms) if self.use_repeats else None
         # start from the faster half: under the healthy-majority assumption it is all healthy
-        healthy = sorted(sorted(range(len(x)), key=x.__getitem__)[: (len(x) + 1) // 2])
+        healthy = np.sort(np.argsort(xa, kind="stable")[: (len(x) + 1) // 2])
         for _ in range(100):
-            b, t, _ = location_and_threshold([x[i] for i in healthy], z, floor, rep)
-            nxt = [i for i, v in enumerate(x) if not log_above(v, b + t)]
-            if nxt == healthy:
+            b, t, _ = location_and_threshold(xa[healthy], z, floor, rep)
+            nxt = np.flatnonzero(~_above(xa, b + t))
+            if np.array_equal(nxt, healthy):
                 break
             healthy = nxt
-        b, t, spread = location_and_threshold([x[i] for i in healthy], z, floor, rep)
-        suspects = tuple(i for i, v in enumerate(x) if log_above(v, b + t))
+        b, t, spread = location_and_threshold(xa[healthy], z, floor, rep)
+        suspects = tuple(np.flatnonzero(_above(xa, b + t)).tolist())
         s = (t / z / (1.0 + 1.2 / math.sqrt(len(healthy)))) if t > floor else 0.0
-        fast = sum(log_above(b - max(2.0 * s, floor), v) for v in x)
+        fast = int(_above(b - max(2.0 * s, floor), xa).sum())
         # calling a sweep degraded stops all localization: demand more than for a suspect
         # (or two probes each as far below the baseline as a suspect is above it: under the
         # healthy-majority null each has about false_alarm / P chance, two together far less)
-        fast_minority = (
-            fast > max(2, len(x) // 10) or any(log_above(b - 1.5 * t, v) for v in x) or sum(log_above(b - t, v) for v in x) >= 2
-        )
+        fast_minority = fast > max(2, len(x) // 10) or bool(_above(b - 1.5 * t, xa).any()) or int(_above(b - t, xa).sum()) >= 2
         # healthy probes spread wider than noise can explain: max_sigma, or (with repeats)
         # three times the noise of a probe's median measured from its own repeats; with
         # repeats that only matters when the suspects do not stand apart as their own group
         explained = max(self.max_sigma, 3.0 * rep[0]) if rep else self.max_sigma
         too_wide = spread > explained and z * spread > floor
         if rep is not None and too_wide:
-            gap = min((x[i] for i in suspects), default=math.inf) - max(x[i] for i in healthy)
+            gap = min((x[i] for i in suspects), default=math.inf) - float(xa[healthy].max())
             too_wide = log_above(t / 2, gap)
         degraded = 2 * len(suspects) > len(x) or fast_minority or too_wide
         baseline, threshold = math.exp(b), math.exp(b + t)
         if degraded:
             return SuspectVerdict(baseline, threshold, (), replica_degraded=True)
         return SuspectVerdict(baseline, threshold, suspects, replica_degraded=False)
+
+
+def _above(x: np.ndarray | float, limit: np.ndarray | float) -> np.ndarray:
+    """:func:`log_above` elementwise: ``x - limit > LOG_TIE`` as a boolean array."""
+    out: np.ndarray = np.asarray(x) - limit > LOG_TIE
+    return out
 
 
 def fast_cluster_verdict(
