@@ -157,7 +157,8 @@ class Knowledge:
         pool = sorted(self.ok_gpu - test - self.bad_gpu - must)
         if len(pool) < need:
             return None
-        preferred = [p for p in pool if p not in set(avoid)]
+        avoided = set(avoid)
+        preferred = [p for p in pool if p not in avoided]
         for candidates in (preferred, pool):
             found = self._clean_padding(test, candidates, need)
             if found is not None:
