@@ -17,6 +17,7 @@ them) fit in one probe of k GPUs.
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import combinations
@@ -124,8 +125,14 @@ def _greedy_edge_cover(edges: set[Link], k: int, bad: set[Link]) -> list[frozens
         adj[a].add(b)
         adj[b].add(a)
     probes: list[frozenset[int]] = []
+    # the GPU with the most uncovered links (ties: the smallest id), from a heap of
+    # (-links, GPU) whose entries go stale when a GPU's links change (it is pushed again)
+    heap = [(-len(nb), g) for g, nb in adj.items()]
+    heapq.heapify(heap)
     while adj:
-        seed = max(adj, key=lambda g: (len(adj[g]), -g))
+        while heap[0][1] not in adj or len(adj[heap[0][1]]) != -heap[0][0]:
+            heapq.heappop(heap)
+        seed = heap[0][1]
         probe = {seed}
         while len(probe) < k:
             gain: defaultdict[int, int] = defaultdict(int)  # uncovered links each neighbour would add
@@ -142,5 +149,8 @@ def _greedy_edge_cover(edges: set[Link], k: int, bad: set[Link]) -> list[frozens
                 adj[b].discard(a)
         for g in [g for g in probe if g in adj and not adj[g]]:
             del adj[g]
+        for g in probe:
+            if g in adj:
+                heapq.heappush(heap, (-len(adj[g]), g))
         probes.append(frozenset(probe))
     return probes
