@@ -48,6 +48,10 @@ __all__ = ["MIN_Z", "SharedFinding", "SharedOutcome", "component_contrast", "sha
 MIN_Z = 4.0
 #: GPUs under a candidate kept as rival hypotheses (those with the most Phase 1 evidence).
 MAX_GPU_RIVALS = 8
+#: Share of measurements a faulty NIC, NVSwitch or switch is assumed slow in (a flapping NIC
+#: is slow part of the time); a fast pair then weighs against it twice as much as against an
+#: intermittent GPU (duty 0.5), so a search settles which of two nested components is slow.
+SHARED_DUTY = 0.75
 #: Hypotheses (the likeliest) an isolating test is built for, each step.
 MENU = 6
 #: Posterior mass a reference of the test's shape may hold more than one of another shape
@@ -192,6 +196,13 @@ class _Search:
     _kinds: np.ndarray | None = None
     _node_of: np.ndarray | None = None
 
+    def duty_of(self, h: Component) -> float:
+        """Share of measurements ``h`` is assumed slow in: a GPU's ``duty`` (it may throttle on
+        and off), a link always, a shared component :data:`SHARED_DUTY` (it may flap)."""
+        if h.kind == ComponentKind.GPU:
+            return self.duty
+        return 1.0 if h.kind == ComponentKind.LINK else max(self.duty, SHARED_DUTY)
+
     def sign(self, h: Component, test: frozenset[int], reference: frozenset[int]) -> int:
         """What ``h`` predicts of a pair: +1 the test is slower, -1 the reference, 0 neither."""
         return int(self.topology.holds(h, test)) - int(self.topology.holds(h, reference))
@@ -200,10 +211,11 @@ class _Search:
         logw: dict[Component | None, float] = {None: math.log(0.5)}
         for h in self.hyps:
             w = math.log(0.5 / len(self.hyps))
+            duty = self.duty_of(h)
             for test, ref, d in self.tests:
                 sign = self.sign(h, test, ref)
                 if sign:
-                    w += self.llr(sign * d, self.duty)
+                    w += self.llr(sign * d, duty)
             logw[h] = w
         top = max(logw.values())
         total = sum(math.exp(v - top) for v in logw.values())
