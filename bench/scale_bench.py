@@ -15,6 +15,7 @@ measures what raising them would cost.
 
     .venv/bin/python -m bench.scale_bench                    # all sizes (16,384 takes minutes)
     .venv/bin/python -m bench.scale_bench --sizes 256 1024   # a subset
+    .venv/bin/python -m bench.scale_bench --sizes 16384 --merge   # one size into the last table
 
 Writes bench/results/scale.md (and scale.csv).
 """
@@ -51,6 +52,7 @@ def one(n: int, k: int = K) -> dict[str, object]:
     from faultsense_pipelines.simulator import SimulatedReplica
 
     start = time.process_time()
+    source = best_cover_source(n, k)  # plans (memoised), so plan_cover below only schedules
     plan = cover.plan_cover(n, k)
     plan_s = time.process_time() - start
     gpu, link = n // 3, (5, n - 7)
@@ -74,7 +76,7 @@ def one(n: int, k: int = K) -> dict[str, object]:
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "phase2_probes": found["probes"]["phase2"],
         "found": found["faulty_gpus"] == [gpu] and found["faulty_links"] == [list(link)],
-        "source": best_cover_source(n, k),
+        "source": source,
     }
 
 
@@ -147,12 +149,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per size")
+    parser.add_argument("--merge", action="store_true", help="replace only these sizes' rows in scale.csv")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child: one size, one JSON row
     args = parser.parse_args()
     if args.one is not None:
         print(json.dumps(one(args.one)))
         return
     table = run(tuple(args.sizes), args.timeout)
+    if args.merge and (RESULTS / "scale.csv").exists():  # keep the other sizes' rows of the last run
+        old = pd.read_csv(RESULTS / "scale.csv")
+        table = pd.concat([old[~old["n"].isin(table["n"])], table]).sort_values("n", kind="stable")
     print(table.to_string(index=False))
     write(table)
 
