@@ -158,7 +158,10 @@ def test_bad_probe_requests_are_value_errors_naming_the_value(healthy, gpus, rep
         ([{"gpu": 1, "slowdown": 0.5}], r"inject\[0\].slowdown: must be a finite number >= 1"),
         ([{"link": [3, 3], "delay_ms": 1.0}], "two different GPUs"),
         ([{"link": [0, 1], "delay_ms": float("nan")}], r"inject\[0\].delay_ms: must be a finite number"),
-        ([{"gpu": 1, "delay_ms": 1.0}], r"give \{gpu, slowdown\}, \{link: \[a, b\], delay_ms\} or \{nic \| nvswitch \| switch: id, delay_ms\}"),
+        (
+            [{"gpu": 1, "delay_ms": 1.0}],
+            r"give \{gpu, slowdown\}, \{link: \[a, b\], delay_ms\} or \{nic \| nvswitch \| switch: id, delay_ms\}",
+        ),
         ([{"gpu": 1, "slowdown": 2.0}, {"gpu": 1, "slowdown": 3.0}], r"inject\[1\] repeats gpu 1"),
     ],
 )
