@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pydantic.dataclasses import dataclass
 
 from .topology import Component, Link, ReplicaTopology, gpu_component, link_component
-from .validation import first_error
+from .validation import first_error, shown
 
 __all__ = [
     "MAX_SLOWDOWN",
@@ -267,6 +267,16 @@ class NicFault(_Shared):
     _check_slowdown = field_validator("slowdown")(_optional_slowdown)
     _check_delay = field_validator("delay_ms")(_delay_ms)
 
+    @field_validator("nic", mode="before")
+    @classmethod
+    def _node_or_rail(cls, v: object) -> object:
+        def node_id(x: object) -> bool:
+            return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+        if node_id(v) or (isinstance(v, list | tuple) and len(v) == 2 and all(node_id(x) for x in v)):
+            return tuple(v) if isinstance(v, list | tuple) else v
+        raise ValueError(f"must be a node id >= 0 or [node, rail] of two, got {shown(v)}")
+
     def __post_init__(self) -> None:
         self._check_one_effect()
 
@@ -460,6 +470,10 @@ def check_faults(
                 c = f.component(topology)
             except ValueError as exc:
                 raise ValueError(f"{field}[{i}].{key}: {exc}") from None
+            assert topology is not None  # component() refuses a shared fault without one
+            if c not in topology.shared_components():
+                why = "one node" if topology.nodes == 1 else "one GPU per node"
+                raise ValueError(f"{field}[{i}].{key}: {topology.name(c)} carries no path in this topology ({why})")
             if simulated is True and f.slowdown is None:
                 raise ValueError(
                     f"{field}[{i}].slowdown: a simulated {key} fault needs a slowdown (delay_ms is for real workers)"

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .topology import Component, ReplicaTopology, gpu_component, link_component
+from .validation import shown
 from .vocabulary import ComponentKind
 
 __all__ = ["DUTY_RUN", "PRODUCTION_NOISE", "STALL_MIN", "LatencyModel", "NoiseModel", "parse_noise"]
@@ -82,22 +83,22 @@ class NoiseModel:
     def __post_init__(self) -> None:
         checks = (
             ("sigma", self.sigma, 0.0 <= self.sigma <= 1.0, "in [0, 1]"),
-            ("tail_df", self.tail_df, self.tail_df is None or 2.0 < self.tail_df <= 1e6, "> 2 (or absent)"),
+            ("tail_df", self.tail_df, self.tail_df is None or 2.0 < self.tail_df <= 1e6, "in (2, 1e6] (or absent)"),
             ("stall_rate", self.stall_rate, 0.0 <= self.stall_rate < 1.0, "in [0, 1)"),
             ("stall_max", self.stall_max, STALL_MIN <= self.stall_max <= 100.0, "in [1.5, 100]"),
             ("drift", self.drift, 0.0 <= self.drift < 1.0, "in [0, 1)"),
-            ("drift_period", self.drift_period, 2 <= self.drift_period <= 10**9, "an integer >= 2"),
+            ("drift_period", self.drift_period, 2 <= self.drift_period <= 10**9, "an integer in 2..10^9"),
             ("burst_rate", self.burst_rate, 0.0 <= self.burst_rate < 1.0, "in [0, 1)"),
             ("burst_height", self.burst_height, 0.0 <= self.burst_height <= 100.0, "in [0, 100]"),
-            ("burst_length", self.burst_length, 1 <= self.burst_length <= 10**9, "an integer >= 1"),
+            ("burst_length", self.burst_length, 1 <= self.burst_length <= 10**9, "an integer in 1..10^9"),
             ("spillover", self.spillover, 0.0 <= self.spillover <= 1.0, "in [0, 1]"),
         )
         for name, value, ok, rule in checks:
             if isinstance(value, bool) or (value is not None and not math.isfinite(value)) or not ok:
-                raise ValueError(f"noise.{name} must be {rule}, got {str(value)[:80]!r}")
+                raise ValueError(f"noise.{name} must be {rule}, got {shown(value)}")
         for name in ("drift_period", "burst_length"):
             if not isinstance(getattr(self, name), int):
-                raise ValueError(f"noise.{name} must be an integer, got {str(getattr(self, name))[:80]!r}")
+                raise ValueError(f"noise.{name} must be an integer, got {shown(getattr(self, name))}")
 
     @property
     def iid(self) -> bool:
@@ -143,7 +144,7 @@ def parse_noise(obj: object) -> NoiseModel:
     if obj == "production":
         return PRODUCTION_NOISE
     if not isinstance(obj, dict):
-        raise ValueError(f'noise must be "production" or an object like {{"sigma": 0.02}}, got {str(obj)[:80]!r}')
+        raise ValueError(f'noise must be "production" or an object like {{"sigma": 0.02}}, got {shown(obj)}')
     fields = set(NoiseModel.__dataclass_fields__)
     unknown = sorted(str(key) for key in obj if key not in fields)
     if unknown:
@@ -152,7 +153,7 @@ def parse_noise(obj: object) -> NoiseModel:
         if name == "tail_df" and value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"noise.{name} must be a number, got {str(value)[:80]!r}")
+            raise ValueError(f"noise.{name} must be a number, got {shown(value)}")
     return NoiseModel(**obj)
 
 

@@ -302,13 +302,7 @@ class Localization:
     def to_dict(self) -> dict[str, Any]:
         """The ``faultsense simulate --json`` contract (plain JSON types)."""
         inconclusive = [
-            {"component": v.component}
-            if v.shared is not None
-            else {"gpu": v.gpu}
-            if v.peer_gpu is None
-            else {"link": [v.gpu, v.peer_gpu]}
-            for v in self.verdicts
-            if v.status == Status.INCONCLUSIVE
+            {**_named(v), **({"reason": v.reason} if v.reason else {})} for v in self.verdicts if v.status == Status.INCONCLUSIVE
         ]
         return {
             "gpus": self.phase1.gpus,
@@ -332,9 +326,17 @@ class Localization:
                 {
                     "component": v.component,
                     "status": str(v.status),
+                    "reason": v.reason,
                     "confidence": v.confidence,
                     "slowdown": v.slowdown,
                 }
                 for v in self.verdicts
             ],
         }
+
+
+def _named(v: Verdict) -> dict[str, Any]:
+    """An ``inconclusive`` entry's name: ``{"component": "nic:node3"}``, ``{"gpu": 9}`` or ``{"link": [3, 21]}``."""
+    if v.shared is not None:
+        return {"component": v.component}
+    return {"gpu": v.gpu} if v.peer_gpu is None else {"link": [v.gpu, v.peer_gpu]}

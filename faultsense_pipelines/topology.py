@@ -13,6 +13,7 @@ probe *holds* a component when it holds one of the paths it carries (a GPU: when
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,6 +35,9 @@ __all__ = [
     "probe_links",
     "replica_graph",
 ]
+
+#: A node name (the ledger's ``nic:<name>``): no spaces, control characters or separators.
+_NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 #: A GPU-to-GPU path, always stored with the smaller GPU id first.
 Link = tuple[int, int]
@@ -208,6 +212,11 @@ class ReplicaTopology:
                 raise ValueError(f"topology.node_names: {len(self.node_names)} names for {self.nodes} nodes")
             if len(set(self.node_names)) != len(self.node_names):
                 raise ValueError("topology.node_names: a name is given twice")
+            for name in self.node_names:
+                if not isinstance(name, str) or not _NODE_NAME.fullmatch(name):
+                    raise ValueError(
+                        f"topology.node_names: a node name is 1-64 of A-Z, a-z, 0-9, '_', '.' and '-', got {str(name)[:80]!r}"
+                    )
 
     @property
     def nodes(self) -> int:

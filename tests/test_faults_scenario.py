@@ -109,6 +109,26 @@ def test_a_scenario_has_defaults_for_noise_and_seed():
             "topology.rails must be true or false",
         ),
         (
+            {"gpus": 8, "probe_size": 4, "topology": {"gpus_per_node": 8}, "faults": [{"nic": 0, "slowdown": 1.5}]},
+            r"faults\[0\].nic: nic:node0 carries no path in this topology \(one node\)",
+        ),
+        (
+            {"gpus": 8, "probe_size": 4, "topology": {"gpus_per_node": 1}, "faults": [{"nvswitch": 3, "slowdown": 1.5}]},
+            r"faults\[0\].nvswitch: nvswitch:node3 carries no path in this topology \(one GPU per node\)",
+        ),
+        (
+            {"gpus": 8, "probe_size": 4, "topology": {"gpus_per_node": 4}, "faults": [{"nic": "1", "slowdown": 1.5}]},
+            r"faults\[0\].nic: must be a node id >= 0 or \[node, rail\] of two, got '1'",
+        ),
+        (
+            {"gpus": 8, "probe_size": 4, "topology": {"gpus_per_node": 4, "node_names": ["a\nb", "c"]}, "faults": []},
+            r"topology.node_names: a node name is 1-64 of",
+        ),
+        (
+            {"gpus": 8, "probe_size": 4, "faults": [], "noise": {"drift_period": 10**23}},
+            r"noise.drift_period must be an integer in 2\.\.10\^9",
+        ),
+        (
             {"gpus": 8, "probe_size": 4, "topology": {"gpus_per_node": 4}, "faults": [{"nic": 2, "slowdown": 1.5}]},
             r"faults\[0\].nic: node 2 is outside 0\.\.1",
         ),

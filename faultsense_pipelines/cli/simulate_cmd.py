@@ -86,11 +86,14 @@ def _table(result: Localization, method: DrilldownMethod) -> Table:
     table.add_column("slowdown", justify="right")
     table.add_column("confidence", justify="right")
     table.add_column("Phase 2 probes", justify="right")
+    notes = any(v.reason for v in result.verdicts)
+    if notes:
+        table.add_column("why inconclusive")
     for v in sorted(result.verdicts, key=lambda v: (v.shared is None, v.component_kind, v.component)):
         name = v.component if v.shared is not None else f"GPU {v.gpu}" if v.peer_gpu is None else f"link {v.gpu}-{v.peer_gpu}"
         slowdown = "" if v.slowdown is None else f"{v.slowdown:.2f}x"
         confidence = "-" if v.confidence is None else ">0.999" if v.confidence > 0.999 else f"{v.confidence:.3f}"
-        table.add_row(name, v.status, slowdown, confidence, str(v.probes_used))
+        table.add_row(name, v.status, slowdown, confidence, str(v.probes_used), *((v.reason or "",) if notes else ()))
     degraded = "  REPLICA DEGRADED (most probes slow): no localization" if result.replica_degraded else ""
     unjudged = f"; unjudged links {result.unjudged_links}" if result.unjudged_links else ""
     legend = "" if method != DrilldownMethod.EVIDENCE else "; confidence: posterior that the component is faulty"
