@@ -133,9 +133,9 @@ def write(table: pd.DataFrame) -> None:
     lines = [
         "# Planning and localization at scale (k = 8, two faults)",
         "",
-        f"Measured in one run by `bench/scale_bench.py` on {platform.machine()} / Python {platform.python_version()}, "
-        "each size in a fresh process (cold caches). CPU seconds (`time.process_time`); the machine is shared,",
-        "so wall time is not reported. `probe_time_s` = rounds x 20 ms: the probes' own run time on the GPUs",
+        f"Measured by `bench/scale_bench.py` on {platform.machine()} / Python {platform.python_version()}, "
+        "each size in a fresh process (cold caches; rows of several runs joined with `--merge`). CPU seconds",
+        "(`time.process_time`); the machine is shared, so wall time is not reported. `probe_time_s` = rounds x 20 ms: the probes' own run time on the GPUs",
         "with every round's probes side by side. `rounds_ref` = ceil((n-1)/(k-1)), the fewest rounds any cover",
         "can have. Sizes above 4096 GPUs (or 1,000,000 probes) are planned with the CLI's limits lifted.",
         "",
