@@ -18,6 +18,7 @@ from faultsense_pipelines.localize import localize, run_phase1
 from faultsense_pipelines.simulator import SimulatedReplica
 from faultsense_pipelines.topology import ReplicaTopology
 from faultsense_pipelines.vocabulary import DrilldownMethod, Status
+from tests.hypothesis_profiles import examples
 
 LEAF = ReplicaTopology(64, gpus_per_node=8, nodes_per_switch=2)
 RAIL = ReplicaTopology(64, gpus_per_node=8, rails=True)
@@ -61,7 +62,7 @@ def test_without_a_topology_nothing_shared_is_blamed_and_with_one_the_healthy_re
     assert loc.faulty_components == []
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     per_node=st.sampled_from([2, 4, 8]),
     per_switch=st.sampled_from([None, 1, 2]),
