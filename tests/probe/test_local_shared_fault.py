@@ -56,3 +56,15 @@ def test_the_real_workers_with_a_slow_nic_name_that_nic():
                 break
         print(f"sweeps until exact: {results}")
         assert results[-1] == {"nic:node1"}, results
+
+
+@pytest.mark.parametrize("kind", ["local", "ray"])
+def test_both_pools_take_the_topology_and_refuse_a_shared_injection_without_one(kind):
+    from faultsense_pipelines.probe.executors import make_executor
+
+    with pytest.raises(ValueError, match="topology is of 8 GPUs, the pool of 4"):
+        make_executor(kind, 4, 2, topology=FOUR_NODES)
+    with pytest.raises(ValueError, match=r"inject\[0\].nic: a nic fault needs the replica's topology"):
+        make_executor(kind, 8, 4, inject=[{"nic": 1, "delay_ms": 1.0}])
+    with pytest.raises(ValueError, match=r"inject\[0\].delay_ms: a nic injected into real workers needs delay_ms"):
+        make_executor(kind, 8, 4, inject=[{"nic": 1, "slowdown": 1.5}], topology=FOUR_NODES)
