@@ -141,3 +141,17 @@ def test_the_fleet_file_takes_engine_and_names_the_field_of_a_bad_one():
     assert parse_fleet({**base, "replicas": [ray]}).replicas[0].ray.engine is Engine.MEMBER_ONLY
     with pytest.raises(ValueError, match=r"replicas\[0\]\.local\.engine: .*'member_only' or 'all_ranks'"):
         parse_fleet({**base, "replicas": [{**base["replicas"][0], "local": {"engine": "everyone"}}]})
+
+
+@pytest.mark.slow  # ~20 s: a Ray start and 3 actors
+def test_ray_actors_in_all_ranks_mode_compute_the_same_layer():
+    pytest.importorskip("ray")
+    from faultsense_pipelines.probe.executors.ray_actors import RayExecutor
+
+    with RayExecutor(N, K, engine="all_ranks", **LAYER) as ray_pool:
+        assert ray_pool.engine is Engine.ALL_RANKS
+        for probe in [(0, 1), (2,)]:
+            trace = ray_pool.run_traced(probe)
+            assert trace.measurement.ok, trace.measurement.error
+            assert trace.checksum == pytest.approx(reference_checksum(probe), rel=1e-4, abs=1e-4)
+            assert trace.experts_computed == {g: (g,) for g in probe}
