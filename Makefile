@@ -6,6 +6,7 @@
 #   make test-fast   the pure algorithms: not slow, not integration (about a minute)
 #   make test        the default tier (README: everything but @pytest.mark.slow)
 #   make test-slow   the slow tier (real vLLM server on CPU, headless Chromium; see README)
+#   make test-exploratory  measurements on the host, not in CI (an outside cgroup throttle; ~30 min)
 #   make fuzz        the property tests with fresh Hypothesis seeds, FUZZ_RUNS times
 #   make bench       the CPU benchmarks of bench/ (minutes each; they rewrite bench/results/)
 #
@@ -25,7 +26,7 @@ FUZZ_PATHS ?= tests
 # vllm_cpu_probe (needs .venv-vllm: `make bench-vllm`) and gpu_check (needs CUDA: `make bench-gpu`).
 BENCHES ?= cover_bench paper_sim recheck_bound anchor_noise evidence_bench probe_memory local_probe local_sweep minder_bench flowpulse_bench
 
-.PHONY: help lint type check test-fast test test-slow fuzz bench bench-vllm bench-gpu
+.PHONY: help lint type check test-fast test test-slow test-exploratory fuzz bench bench-vllm bench-gpu
 
 help:
 	@sed -n '3,12p' Makefile
@@ -48,6 +49,9 @@ test:
 
 test-slow:
 	$(PYTEST) -m slow
+
+test-exploratory:
+	$(PYTEST) -m exploratory
 
 fuzz:
 	@for i in $$(seq 1 $(FUZZ_RUNS)); do \

@@ -1,4 +1,4 @@
-"""A rank throttled from outside FaultSense, on a real ``all_ranks`` pool (slow tier).
+"""A rank throttled from outside FaultSense, on a real ``all_ranks`` pool (exploratory tier).
 
 Nothing is injected by the product: one worker process of a ``LocalExecutor(8, 4,
 engine="all_ranks")`` is held to a tenth of a CPU by a cgroup v1 quota (SIGSTOP/SIGCONT duty
@@ -15,7 +15,9 @@ import pytest
 
 from bench.external_fault_sweep import sweep_counts
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+# not in CI: it needs a writable cgroup (the SIGSTOP fallback measured no slowdown on a loaded
+# machine), takes about 30 minutes, and 3 of 5 measured sweeps make ">= 2 of 5" fail ~9% of runs
+pytestmark = [pytest.mark.exploratory, pytest.mark.integration]
 
 SWEEPS, GPU = 5, 5
 
