@@ -492,7 +492,9 @@ def _decide(
             return best  # a GPU or a link: the later stages test it on its own
         if post[None] >= clear_confidence:
             return None
-        aliases = _aliases(search, best) if best.shared else [best]
+        shared_mass = sum(post[h] for h in search.hyps if h.shared)
+        could_alias = best.shared and post[best] < confidence <= shared_mass  # else no need to look
+        aliases = _aliases(search, best) if could_alias else [best]
         if len(aliases) > 1 and sum(post[h] for h in aliases) >= confidence and len(accused) >= min_accusing:
             # components that carry the same paths (the two NICs of a two-node replica): no
             # probe tells them apart; the fault is in one of them, each is reported so
