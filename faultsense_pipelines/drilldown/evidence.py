@@ -323,15 +323,19 @@ def _shared(
             )
         )
     if out.confirmed:
-        scale1 = m.pair_scale / math.sqrt(2.0)
-        evidence = [0.0] * state.n
-        for members, x in measured:
-            if state.known_bad(members):
-                continue
-            contribution = m.llr(x, duty=m.gpu_duty, scale=scale1)
-            for g in members:
-                evidence[g] += contribution
-        state.gpu_evidence = evidence
+        state.gpu_evidence = _gpu_evidence(m, state.n, [(p, x) for p, x in measured if not state.known_bad(p)])
+
+
+def _gpu_evidence(model: EvidenceModel, n: int, measured: Sequence[tuple[frozenset[int], float]]) -> list[float]:
+    """Per GPU, the summed Phase 1 log-likelihood ratio (intermittent-GPU mixture) of the
+    measured probes holding it."""
+    scale1 = model.pair_scale / math.sqrt(2.0)
+    evidence = [0.0] * n
+    for members, x in measured:
+        contribution = model.llr(x, duty=model.gpu_duty, scale=scale1)
+        for g in members:
+            evidence[g] += contribution
+    return evidence
 
 
 def _accusing(ds: Sequence[float], effect: float) -> list[float]:
@@ -684,12 +688,7 @@ def evidence_drilldown(
     if any(not 0 <= i < len(phase1) for i in suspects):
         raise ValueError(f"suspect probe index outside 0..{len(phase1) - 1}")
     measured = [(frozenset(p), x) for p, x in phase1 if x is not None]
-    scale1 = model.pair_scale / math.sqrt(2.0)
-    evidence = [0.0] * n
-    for members, x in measured:
-        contribution = model.llr(x, duty=model.gpu_duty, scale=scale1)
-        for g in members:
-            evidence[g] += contribution
+    evidence = _gpu_evidence(model, n, measured)
     suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
     by_gpu: list[set[int]] = [set() for _ in range(n)]
     for i, (members, _) in enumerate(measured):
