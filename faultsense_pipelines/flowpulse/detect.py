@@ -26,7 +26,6 @@ where the deviation began, and the pooled counts from there on give the loss-rat
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -230,10 +229,21 @@ def common_scale(packets: np.ndarray, expected: np.ndarray, window: int = SCALE_
         x[window:] = x[window:] - x[:-window]
         mu[window:] = mu[window:] - mu[:-window]
     ratio = np.where(expected > 0, np.divide(x, mu, out=np.zeros_like(x), where=mu > 0), np.nan)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # rows with no judged port
-        scale = np.nanmedian(ratio, axis=1, keepdims=True)
+    scale = _row_nanmedian(ratio)
     return np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+
+
+def _row_nanmedian(values: np.ndarray) -> np.ndarray:
+    """(T, 1) median of each row of ``values`` (T, P) over its non-NaN entries; NaN for a row with none.
+
+    Same as ``np.nanmedian(values, axis=1, keepdims=True)``, an order of magnitude faster for
+    small P: one sort (NaN sort last) and the middle one or two entries of each row.
+    """
+    ordered = np.sort(values, axis=1)
+    count = np.isfinite(values).sum(axis=1, keepdims=True)
+    lo = np.take_along_axis(ordered, np.maximum(count - 1, 0) // 2, axis=1)
+    hi = np.take_along_axis(ordered, count // 2 - (count == 0), axis=1)
+    return np.where(count > 0, (lo + hi) / 2, np.nan)
 
 
 def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests, threshold):
