@@ -29,6 +29,8 @@ Ledgers written before the Delta table (hive-partitioned Parquet files under
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import re
 import threading
 import time
@@ -69,6 +71,13 @@ _SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA}
 _PARTITION_BY = ["dataset", "date"]
 _KEYS = ("dataset", "date", "batch")
 _COMMIT_RETRIES = 20
+#: A data file's path inside the table, as deltalake and Arrow quote it in their errors.
+_DATA_FILE_RE = re.compile(r"dataset=[^/\s'\"]+/date=[^/\s'\"]+/[^/\s'\":]+\.parquet")
+_QUOTED_FILE_RE = re.compile(r"(Could not open Parquet input source |for file )?'?[^\s']*dataset=[^\s']+\.parquet'?:?")
+_COMMIT_ENTRY_RE = re.compile(r"\d{20}\.json")
+#: How Delta writers (delta-rs, Spark) name data files.
+_DELTA_FILE_RE = re.compile(r"part-\d{5}-[0-9a-f-]{36}[-.]c\d{3}(\.[a-z0-9]+)?\.parquet")
+_log = logging.getLogger(__name__)
 
 
 #: Per thread, the Delta tables loaded so far (by table URI): a later :meth:`LedgerStore._open`
@@ -100,6 +109,23 @@ TABLE_SCHEMA = _table_schema()
 
 class LedgerError(ValueError):
     """The ledger cannot be read or written as asked (one line naming the place)."""
+
+
+def _why(exc: BaseException, limit: int = 160) -> str:
+    """What went wrong, in one line: the first line of ``exc``'s message (deltalake appends a
+    Rust backtrace on the next ones), whitespace collapsed, cut to ``limit`` characters."""
+    lines = str(exc).strip().splitlines()
+    text = " ".join(lines[0].split()) if lines else ""
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _file_why(exc: BaseException, limit: int = 160) -> str:
+    """:func:`_why` of an error about one data file, without the file's path (the line names it
+    already): ``ArrowInvalid: Parquet magic bytes not found in footer. ...``."""
+    text = _QUOTED_FILE_RE.sub("", _why(exc, 10_000))
+    text = " ".join(text.replace(" :", ":").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -201,6 +227,8 @@ class LedgerStore:
         except (ValueError, ImportError, OSError) as exc:
             raise ValueError(f"cannot open ledger {_redact(uri)[:80]!r}: {str(exc)[:120]}") from None
         self.uri = uri
+        #: Commit conflicts this store met and retried (:meth:`commit`), each also logged at INFO.
+        self.commit_retries = 0
         self._table_uri = f"{self._root}/{TABLE_DIR}" if "://" not in uri else f"{uri.rstrip('/')}/{TABLE_DIR}"
 
     def __repr__(self) -> str:
@@ -245,11 +273,54 @@ class LedgerStore:
             table = DeltaTable(self._table_uri, version=version)
         except TableNotFoundError:
             return None
-        except Exception as exc:  # a corrupt log, a foreign folder: one line naming the table
-            raise LedgerError(f"ledger table {self.table_uri} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+        except Exception as exc:  # a corrupt log, a foreign folder: one line naming the table (and the entry)
+            where = self._bad_log_entry()
+            why = f"{where}; no Delta reader or writer gets past it (restore it from a backup)" if where else _why(exc)
+            raise LedgerError(f"ledger table {self.table_uri} cannot be read: {why}") from None
         if version is None:
             cache[self._table_uri] = table
         return table
+
+    def _bad_log_entry(self) -> str | None:
+        """The first commit entry of ``_delta_log`` that is not JSON lines of action objects, as
+        ``"log entry _delta_log/<version>.json line 3 is not valid JSON (...)"``; None when every
+        entry parses (the table is broken some other way). Only the entries after the last
+        checkpoint are read (those a reader replays); called on the error path only.
+        """
+        log = f"{self._root}/{TABLE_DIR}/_delta_log"
+        try:
+            infos = self._fs.get_file_info(pafs.FileSelector(log, allow_not_found=True))
+        except OSError:
+            return None
+        after = -1
+        try:
+            with self._fs.open_input_stream(f"{log}/_last_checkpoint") as f:
+                after = int(json.loads(f.read())["version"])
+        except Exception:  # no checkpoint (or an unreadable pointer): replay from the start
+            after = -1
+        entries = sorted(
+            (i for i in infos if _COMMIT_ENTRY_RE.fullmatch(i.base_name) and int(i.base_name[:20]) > after),
+            key=lambda i: i.base_name,
+        )
+        for info in entries:
+            name = f"log entry _delta_log/{info.base_name}"
+            try:
+                with self._fs.open_input_stream(info.path) as f:
+                    text = f.read().decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                return f"{name} cannot be read ({_why(exc, 100)})"
+            if not text.strip():
+                return f"{name} is empty"
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    action = json.loads(line)
+                except ValueError as exc:
+                    return f"{name} line {number} is not valid JSON ({_why(exc, 100)})"
+                if not isinstance(action, dict):
+                    return f"{name} line {number} is not a JSON object"
+        return None
 
     def _create(self) -> None:
         from deltalake import DeltaTable
@@ -290,10 +361,11 @@ class LedgerStore:
 
         Raises:
             ValueError: a bad batch name, or a batch to write that is not in ``replace``.
-            LedgerError: the commit still conflicted after 20 retries, or the table is broken.
+            LedgerError: the commit still conflicted after 20 retries, or the table is broken
+                (one line naming the damaged log entry or data file; see :meth:`_commit_failure`).
         """
         from deltalake import CommitProperties, write_deltalake
-        from deltalake.exceptions import CommitFailedError
+        from deltalake.exceptions import CommitFailedError, DeltaError
 
         iso = as_day(day).isoformat()
         batches = sorted({_check_batch(b) for b in replace})
@@ -332,12 +404,32 @@ class LedgerStore:
                     commit_properties=CommitProperties(custom_metadata=metadata, max_commit_retries=10),
                 )
                 break
-            except CommitFailedError:  # a concurrent writer changed these partitions: redo the whole replacement
+            except CommitFailedError as exc:  # a concurrent writer changed these partitions: redo the whole replacement
+                self.commit_retries += 1
+                _log.info(
+                    "ledger %s: commit of %s on %s conflicted (%s); retry %d of %d",
+                    self.table_uri, ",".join(batches), iso, _why(exc, 120), attempt + 1, _COMMIT_RETRIES - 1,
+                )  # fmt: skip
                 time.sleep(0.02 * (attempt + 1))
                 table.update_incremental()
+            except (OSError, pa.ArrowException, DeltaError) as exc:  # a damaged file among the ones it replaces
+                raise LedgerError(self._commit_failure(batches, iso, exc)) from None
         else:
             raise LedgerError(f"ledger table {self.table_uri}: commit of {batches} still conflicts after {_COMMIT_RETRIES} tries")
         return WriteResult(path=self.table_uri, rows=data.num_rows, version=int(table.version()), batch=",".join(batches))
+
+    def _commit_failure(self, batches: Sequence[str], iso: str, exc: BaseException) -> str:
+        """One line for a commit that failed on a damaged table: the data file the error names
+        (one of the files the replacement had to read: this replica's own earlier rows of the
+        day) or the log entry that does not parse, else the error's first line."""
+        head = f"ledger table {self.table_uri}: cannot commit {','.join(batches)} of {iso}"
+        if found := _DATA_FILE_RE.search(str(exc)):
+            return (
+                f"{head}: its data file {self.table_uri}/{found.group()} cannot be read ({_file_why(exc, 120)}); "
+                "other partitions are not affected (docs/ledger.md, 'A damaged ledger')"
+            )
+        where = self._bad_log_entry()
+        return f"{head}: {where}" if where else f"{head}: {_why(exc)}"
 
     def append_batches(
         self,
@@ -447,6 +539,7 @@ class LedgerStore:
         files: Mapping[str, str | Collection[str]] | None = None,
         columns: Sequence[str] | None = None,
         since: str | None = None,
+        skipped: list[str] | None = None,
     ) -> pa.Table:
         """Rows of ``dataset`` (its own columns plus ``date`` and ``batch``) at ``version`` (default: current).
 
@@ -459,9 +552,14 @@ class LedgerStore:
                 matching row is never opened. The same equalities are also applied to the rows.
             columns: read only these (default: all of the dataset's, ``date`` and ``batch``).
             since: open only ``date`` partitions on or after this ISO day (and keep only their rows).
+            skipped: when given, a data file of the table that cannot be read (truncated, not
+                Parquet, another schema) is left out and named here as one line
+                ``"<file>: <why>"``, and the other files' rows are returned; when None, such a
+                file raises.
 
         Raises:
-            LedgerError: the table exists but cannot be read.
+            LedgerError: the table exists but cannot be read (its log is damaged: the entry is
+                named), or, without ``skipped``, one of the files to open cannot be (named).
         """
         schema = _SCHEMAS[dataset]
         columns = list(columns) if columns is not None else [f.name for f in schema] + ["date", "batch"]
@@ -481,22 +579,36 @@ class LedgerStore:
         if filter is not None:
             cond = cond & filter
         present = set(pa.schema(table.schema().to_arrow()).names)
+        wanted = [c for c in columns if c in present]
+        paths, parts = self._files(table, prune)
         try:
-            # a table written before schema version 2 has no column added since: read it null
-            got = self._dataset(table, prune).to_table(columns=[c for c in columns if c in present], filter=cond)
-            for name in (c for c in columns if c not in present):
-                got = got.append_column(name, pa.nulls(got.num_rows, TABLE_SCHEMA.field(name).type))
-            got = got.select(columns)
-        except (OSError, pa.ArrowException) as exc:
-            raise LedgerError(f"ledger table {self.table_uri} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+            got = self._dataset(table, paths, parts).to_table(columns=wanted, filter=cond)
+        except (OSError, pa.ArrowException) as exc:  # a damaged file: find it, then skip or name it
+            got = self._read_file_by_file(table, paths, parts, wanted, cond, exc, skipped)
+        # a table written before schema version 2 has no column added since: read it null
+        for name in (c for c in columns if c not in present):
+            got = got.append_column(name, pa.nulls(got.num_rows, TABLE_SCHEMA.field(name).type))
+        got = got.select(columns)
         full = {f.name: f.with_nullable(True) for f in schema} | {
             "date": pa.field("date", pa.string()),
             "batch": pa.field("batch", pa.string()),
         }
         return got.cast(pa.schema([full[c] for c in columns]))
 
-    def _dataset(self, table: Any, prune: list[tuple[str, str, Any]]) -> ds.Dataset:
-        """The Arrow dataset of the table's files that ``prune`` selects (see :meth:`read_table`).
+    @staticmethod
+    def _files(table: Any, prune: list[tuple[str, str, Any]]) -> tuple[list[str], list[ds.Expression]]:
+        """The table's files that ``prune`` selects (paths relative to the table) and each one's
+        partition values as an expression (see :meth:`_dataset`)."""
+        paths, parts = [], []
+        for uri in table.file_uris(file_pruning_predicate=prune):
+            rel = uri[uri.index("/dataset=") + 1 :]
+            values = dict(p.split("=", 1) for p in rel.split("/")[:2])
+            paths.append(rel)
+            parts.append((ds.field("dataset") == unquote(values["dataset"])) & (ds.field("date") == unquote(values["date"])))
+        return paths, parts
+
+    def _dataset(self, table: Any, paths: list[str], parts: list[ds.Expression]) -> ds.Dataset:
+        """The Arrow dataset of the table's files ``paths`` (from :meth:`_files`; see :meth:`read_table`).
 
         The files are chosen by deltalake (``file_uris``: partition values and log statistics,
         in Rust) and read through the ledger's own Arrow filesystem, each with its partition
@@ -505,16 +617,40 @@ class LedgerStore:
         expression in Python for every file of the table, whatever the predicate keeps.
         """
         schema = pa.schema(table.schema().to_arrow())
-        paths, parts = [], []
-        for uri in table.file_uris(file_pruning_predicate=prune):
-            rel = uri[uri.index("/dataset=") + 1 :]
-            values = dict(p.split("=", 1) for p in rel.split("/")[:2])
-            paths.append(rel)
-            parts.append((ds.field("dataset") == unquote(values["dataset"])) & (ds.field("date") == unquote(values["date"])))
         files_fs = pafs.SubTreeFileSystem(f"{self._root}/{TABLE_DIR}", self._fs)
         return ds.FileSystemDataset.from_paths(
             paths, schema=schema, format=ds.ParquetFileFormat(), filesystem=files_fs, partitions=parts
         )
+
+    def _read_file_by_file(
+        self,
+        table: Any,
+        paths: list[str],
+        parts: list[ds.Expression],
+        columns: list[str],
+        cond: ds.Expression,
+        error: BaseException,
+        skipped: list[str] | None,
+    ) -> pa.Table:
+        """The read of :meth:`read_table` again, one file at a time, after ``error``: a file that
+        fails is named in ``skipped`` (or raised, one line, when ``skipped`` is None). Costs what
+        the whole read costs, on the error path only."""
+        got, bad = [], []
+        for path, part in zip(paths, parts, strict=True):
+            try:
+                got.append(self._dataset(table, [path], [part]).to_table(columns=columns, filter=cond))
+            except (OSError, pa.ArrowException) as exc:
+                line = f"{self.table_uri}/{path}: {_file_why(exc)}"
+                if skipped is None:
+                    raise LedgerError(f"ledger file {line}") from None
+                bad.append(line)
+        if not bad:  # no single file fails: the error was not one file's
+            raise LedgerError(f"ledger table {self.table_uri} cannot be read: {_why(error, 200)}") from None
+        for line in bad:
+            _log.warning("ledger: skipped unreadable file %s", line)
+        assert skipped is not None
+        skipped.extend(bad)
+        return pa.concat_tables(got) if got else self._dataset(table, [], []).to_table(columns=columns, filter=cond)
 
     def _read(
         self,
@@ -523,6 +659,7 @@ class LedgerStore:
         replica: str | None,
         extra: ds.Expression | None,
         days: Collection[str] | None = None,
+        skipped: list[str] | None = None,
     ) -> pd.DataFrame:
         cond = ds.scalar(True)
         files: dict[str, str | Collection[str]] = {}
@@ -533,7 +670,7 @@ class LedgerStore:
         if extra is not None:
             cond = cond & extra
         first = as_day(since).isoformat() if since is not None else None
-        table = self.read_table(dataset, filter=cond, files=files, since=first).drop_columns(["batch"])
+        table = self.read_table(dataset, filter=cond, files=files, since=first, skipped=skipped).drop_columns(["batch"])
         return table.to_pandas(types_mapper=_nullable_ints)
 
     def read_faults(
@@ -543,6 +680,7 @@ class LedgerStore:
         replica: str | None = None,
         detector: str | None = None,
         days: Collection[date | str] | None = None,
+        skipped: list[str] | None = None,
     ) -> pd.DataFrame:
         """Fault rows of the table's current version, oldest first, with the partition ``date``.
 
@@ -551,6 +689,7 @@ class LedgerStore:
             replica: keep one replica (only files whose statistics can hold it are opened).
             detector: keep one detector.
             days: keep only these ``date`` partitions (no other partition's file is opened).
+            skipped: skip unreadable data files and name them here (see :meth:`read_table`).
 
         Returns:
             A DataFrame with the :data:`.schema.FAULT_SCHEMA` columns plus ``date``
@@ -560,14 +699,42 @@ class LedgerStore:
             LedgerError: the table exists but cannot be read.
         """
         extra = ds.field("detector") == detector if detector is not None else None
-        df = self._read(FAULT_LEDGER, since, replica, extra, _days(days))
+        df = self._read(FAULT_LEDGER, since, replica, extra, _days(days), skipped)
         return df.sort_values(["detected_at", "replica", "component"], kind="stable").reset_index(drop=True)
 
     def read_probe_runs(
-        self, *, since: date | str | None = None, replica: str | None = None, days: Collection[date | str] | None = None
+        self,
+        *,
+        since: date | str | None = None,
+        replica: str | None = None,
+        days: Collection[date | str] | None = None,
+        skipped: list[str] | None = None,
     ) -> pd.DataFrame:
         """Probe measurements with the partition ``date`` as a column (see :meth:`read_faults`)."""
-        return self._read(PROBE_RUNS, since, replica, None, _days(days))
+        return self._read(PROBE_RUNS, since, replica, None, _days(days), skipped)
+
+    def stray_files(self, days: Collection[date | str]) -> list[str]:
+        """Files in the table's partition folders of ``days`` that no Delta writer made: not named
+        ``part-<n>-<uuid>-c<n>...parquet`` (a file dropped there by hand, a foreign or pre-Delta
+        Parquet file). No Delta reader sees them (the log names the table's files), ours included;
+        listed so that they can be named. One folder listing per dataset and day.
+        """
+        out = []
+        for dataset in _SCHEMAS:
+            for day in sorted({as_day(d).isoformat() for d in days}):
+                folder = f"{self._root}/{TABLE_DIR}/dataset={dataset}/date={day}"
+                try:
+                    infos = self._fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+                except OSError:
+                    continue
+                out += [
+                    i.path
+                    for i in infos
+                    if i.type == pafs.FileType.File
+                    and not i.base_name.startswith((".", "_"))
+                    and not _DELTA_FILE_RE.fullmatch(i.base_name)
+                ]
+        return sorted(out)
 
     # -- legacy Parquet ledgers -----------------------------------------------------------------
 

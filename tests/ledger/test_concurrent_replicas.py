@@ -5,7 +5,10 @@ Two real processes write into one Delta table at once, each its own replica's pa
 replica-hour's batches), released together by a go-file. The commits touch the same
 ``date`` partition, so Delta reports conflicts and :meth:`LedgerStore.commit` redoes the
 replacement; afterwards each replica-hour holds exactly its one sweep, with exactly its row
-counts, read through our store and through ``deltalake`` alone. The slow tier runs two real
+counts, read through our store and through ``deltalake`` alone. A race need not conflict,
+so one test forces the conflict: a writer that has read the table waits while the other one
+commits, then writes; the store's retry counter, its log line and the log's own
+``num_retries`` show the retry, and the rows still land once. The slow tier runs two real
 ``faultsense sweep`` processes on one ledger and one Dagster home.
 """
 
@@ -89,6 +92,100 @@ def test_two_processes_sweeping_different_replicas_land_every_row_exactly_once(t
     store = LedgerStore(str(ledger))  # our reader agrees
     assert len(store.read_probe_runs()) == 2 * HOURS * PROBES and len(store.read_faults()) == 2 * HOURS * FAULTS
     assert store.version() == 1 + 2 * HOURS  # one commit per sweep after the warm-up, none lost
+
+
+#: A writer process that loads the table, then -- between that read and its write -- lets the
+#: other writer commit (it touches ``<dir>/read``, waits for ``<dir>/done``): the write then
+#: meets a commit it did not read, deterministically. Prints ``retries=<n>`` (our redos), the
+#: version it read and the version its commit made.
+_HELD_CHILD = textwrap.dedent(
+    """
+    import logging, sys, time
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[4])
+    import deltalake
+    from faultsense_pipelines.ledger import LedgerStore
+    from tests.ledger.test_concurrent_replicas import sweep_commit
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    sync, real, held = Path(sys.argv[3]), deltalake.write_deltalake, []
+    def write_after_the_other(*args, **kwargs):
+        if not held:  # the first write only: the table is loaded, nothing written yet
+            held.append(args[0].version())  # the version this write was planned on
+            (sync / "read").touch()
+            while not (sync / "done").exists():
+                time.sleep(0.005)
+        return real(*args, **kwargs)
+    deltalake.write_deltalake = write_after_the_other
+    store = LedgerStore(sys.argv[1])
+    sweep_commit(store, sys.argv[2], 8)
+    print(f"retries={store.commit_retries} read={held[0]} wrote={store.version()}")
+    """
+)
+_OTHER_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[4])
+    from faultsense_pipelines.ledger import LedgerStore
+    from tests.ledger.test_concurrent_replicas import sweep_commit
+    sync = Path(sys.argv[3])
+    while not (sync / "read").exists():
+        time.sleep(0.005)
+    sweep_commit(LedgerStore(sys.argv[1]), sys.argv[2], 8)
+    (sync / "done").touch()
+    """
+)
+
+
+def _commit_infos(ledger: Path) -> list[dict]:
+    """The ``commitInfo`` of every log entry, oldest first, read from the JSON files themselves."""
+    import json
+
+    out = []
+    for entry in sorted((ledger / "delta" / "_delta_log").glob("*.json")):
+        for line in entry.read_text().splitlines():
+            if '"commitInfo"' in line:
+                out.append(json.loads(line)["commitInfo"])
+    return out
+
+
+@pytest.mark.integration  # two child processes
+@pytest.mark.parametrize(
+    ("held", "other", "ours"),
+    [
+        ("sim-a", "sim-a", 1),  # one replica-hour: Delta refuses the commit, the store redoes the replacement
+        ("sim-a", "sim-b", 0),  # two replicas of one day: the files do not overlap, deltalake commits it on top
+    ],
+    ids=["same-replica-hour", "other-replica-same-day"],
+)
+def test_a_commit_conflict_forced_between_read_and_write_is_retried_and_lands_once(
+    tmp_path: Path, held: str, other: str, ours: int
+) -> None:
+    ledger, sync = tmp_path / "ledger", tmp_path / "sync"
+    sync.mkdir()
+    for replica in {held, other}:  # both partitions hold an earlier sweep: the commits replace files
+        sweep_commit(LedgerStore(str(ledger)), replica, 8)
+    before = len(_commit_infos(ledger))
+    args = [str(ledger), "", str(sync), str(ROOT)]
+    first = subprocess.Popen(
+        [sys.executable, "-c", _HELD_CHILD, *args[:1], held, *args[2:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    second = subprocess.Popen([sys.executable, "-c", _OTHER_CHILD, *args[:1], other, *args[2:]], stderr=subprocess.PIPE)
+    out, err = first.communicate(timeout=240)
+    _, err2 = second.communicate(timeout=240)
+    assert first.returncode == 0 and second.returncode == 0, (err + err2).decode()[-3000:]
+    read, wrote = (int(w.split("=")[1]) for w in out.decode().split()[1:3])
+    assert f"retries={ours}" in out.decode()  # the counter the store exposes
+    assert wrote == read + 2  # planned on version v, the other writer made v + 1: it landed on top
+    log_lines = [line for line in err.decode().splitlines() if "conflicted" in line]
+    assert len(log_lines) == ours, err.decode()[-2000:]
+    assert all("retry 1 of 19" in line for line in log_lines)
+    infos = _commit_infos(ledger)[before:]
+    assert len(infos) == 2, infos  # the log itself: one commit each, none lost, none doubled
+    expected = {f"{r}-h08" for r in {held, other}}
+    rows = _rows_by_sweep(ledger)  # exactly once: each replica-hour holds its one sweep's rows
+    assert rows[PROBE_RUNS] == dict.fromkeys(expected, PROBES)
+    assert rows[FAULT_LEDGER] == dict.fromkeys(expected, FAULTS)
 
 
 @pytest.mark.slow
