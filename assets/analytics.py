@@ -163,17 +163,29 @@ _FAULT_COLUMNS += ["gpu", "peer_gpu", "slowdown", "status", "date"]
 _RUN_COLUMNS = ["replica", "date", "sweep_id", "phase", "probe_index", "error"]
 
 
-def _faults(store: LedgerStore, days: list[str], *, confirmed_only: bool = False) -> pa.Table:
+def _faults(store: LedgerStore, days: list[str], skipped: list[str], *, confirmed_only: bool = False) -> pa.Table:
+    """The fault rows of ``days``; an unreadable data file is left out and named in ``skipped``."""
     status = ds.field("status") == "confirmed" if confirmed_only else None
-    return store.read_table(FAULT_LEDGER, files={"date": days}, columns=_FAULT_COLUMNS, filter=status)
+    return store.read_table(FAULT_LEDGER, files={"date": days}, columns=_FAULT_COLUMNS, filter=status, skipped=skipped)
 
 
-def _output(df: pd.DataFrame, store: LedgerStore, days: list[str]) -> dg.Output[pd.DataFrame]:
+def _output(
+    context: dg.AssetExecutionContext, df: pd.DataFrame, store: LedgerStore, days: list[str], skipped: list[str]
+) -> dg.Output[pd.DataFrame]:
+    """The asset's output; every data file the read skipped is one warning line and listed in
+    the metadata (``skipped_files``): one damaged file costs its own rows, not the day's analytics."""
+    for line in skipped:
+        context.log.warning(f"skipped unreadable ledger file {line}")
     preview = frame_markdown(df.head(20)) if not df.empty else "_empty_"
     span = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
-    return dg.Output(
-        df, metadata={"rows": len(df), "preview": dg.MetadataValue.md(preview), "ledger": store.display_uri, "days": span}
-    )
+    metadata: dict[str, Any] = {
+        "rows": len(df),
+        "preview": dg.MetadataValue.md(preview),
+        "ledger": store.display_uri,
+        "days": span,
+        "skipped_files": dg.MetadataValue.md("\n".join(f"- {line}" for line in skipped) or "none"),
+    }
+    return dg.Output(df, metadata=metadata)
 
 
 _COMMON: dict[str, Any] = {
@@ -192,7 +204,9 @@ _COMMON: dict[str, Any] = {
 )
 def gpu_fault_counts(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
     store, days = ledger.store(), window_days(context.partition_key)
-    return _output(run_sql(GPU_FAULT_COUNTS_SQL, faults=_faults(store, days, confirmed_only=True)), store, days)
+    skipped: list[str] = []
+    df = run_sql(GPU_FAULT_COUNTS_SQL, faults=_faults(store, days, skipped, confirmed_only=True))
+    return _output(context, df, store, days, skipped)
 
 
 @dg.asset(
@@ -200,8 +214,10 @@ def gpu_fault_counts(context: dg.AssetExecutionContext, ledger: LedgerResource) 
 )
 def replica_daily_health(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
     store, days = ledger.store(), [context.partition_key]
-    runs = store.read_table(PROBE_RUNS, files={"date": days}, columns=_RUN_COLUMNS)
-    return _output(run_sql(DAILY_HEALTH_SQL, faults=_faults(store, days), runs=runs), store, days)
+    skipped: list[str] = []
+    runs = store.read_table(PROBE_RUNS, files={"date": days}, columns=_RUN_COLUMNS, skipped=skipped)
+    df = run_sql(DAILY_HEALTH_SQL, faults=_faults(store, days, skipped), runs=runs)
+    return _output(context, df, store, days, skipped)
 
 
 @dg.asset(
@@ -210,7 +226,9 @@ def replica_daily_health(context: dg.AssetExecutionContext, ledger: LedgerResour
 )
 def repeat_offenders(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
     store, days = ledger.store(), window_days(context.partition_key)
-    return _output(run_sql(REPEAT_OFFENDERS_SQL, faults=_faults(store, days, confirmed_only=True)), store, days)
+    skipped: list[str] = []
+    df = run_sql(REPEAT_OFFENDERS_SQL, faults=_faults(store, days, skipped, confirmed_only=True))
+    return _output(context, df, store, days, skipped)
 
 
 @dg.asset(
@@ -220,4 +238,6 @@ def repeat_offenders(context: dg.AssetExecutionContext, ledger: LedgerResource) 
 )
 def shared_component_counts(context: dg.AssetExecutionContext, ledger: LedgerResource) -> dg.Output[pd.DataFrame]:
     store, days = ledger.store(), window_days(context.partition_key)
-    return _output(run_sql(SHARED_COMPONENT_COUNTS_SQL, faults=_faults(store, days, confirmed_only=True)), store, days)
+    skipped: list[str] = []
+    df = run_sql(SHARED_COMPONENT_COUNTS_SQL, faults=_faults(store, days, skipped, confirmed_only=True))
+    return _output(context, df, store, days, skipped)

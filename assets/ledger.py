@@ -83,13 +83,27 @@ def fault_ledger(
     )
 
 
-def replica_day_rows(ledger: LedgerResource, key: SweepKey, dataset: str, columns: list[str]) -> pa.Table:
+def replica_day_rows(
+    ledger: LedgerResource, key: SweepKey, dataset: str, columns: list[str], skipped: list[str] | None = None
+) -> pa.Table:
     """``columns`` of the rows of ``dataset`` for ``key``'s replica in its ``date`` partition.
 
     Opens only the files of that partition whose log statistics can hold the replica (at most
-    the replica's sweeps of the day, plus any other writer's files naming it).
+    the replica's sweeps of the day, plus any other writer's files naming it), so a damaged
+    file of another replica is never opened. With ``skipped``, a damaged file among these is
+    left out and named there (:meth:`~faultsense_pipelines.ledger.LedgerStore.read_table`).
     """
-    return ledger.store().read_table(dataset, files={"date": key.day, "replica": key.replica}, columns=columns)
+    files = {"date": key.day, "replica": key.replica}
+    return ledger.store().read_table(dataset, files=files, columns=columns, skipped=skipped)
+
+
+def _unreadable(skipped: list[str]) -> str | None:
+    """A check's description when it could not read some data files (it then fails): the first
+    one named, in one line; None when it read them all."""
+    if not skipped:
+        return None
+    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+    return f"unreadable ledger file {skipped[0]}{more}"
 
 
 @dg.asset_check(asset=fault_ledger, description="The ledger table's current version has every fault_ledger column with its type.")
@@ -120,15 +134,19 @@ def fault_ledger_schema(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
 def fault_ledger_unique_rows(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     if not context.has_partition_key:  # run outside a sweep: there is no partition to judge
         return dg.AssetCheckResult(passed=True, metadata={"rows_checked": 0, "judged": "nothing: no sweep partition"})
-    ids = replica_day_rows(ledger, sweep_key(context), FAULT_LEDGER, ["fault_id"]).column("fault_id").to_pylist()
+    skipped: list[str] = []
+    rows = replica_day_rows(ledger, sweep_key(context), FAULT_LEDGER, ["fault_id"], skipped)
+    ids = rows.column("fault_id").to_pylist()
     counts = Counter(ids)
     dup = sorted(i for i, n in counts.items() if n > 1)
     return dg.AssetCheckResult(
-        passed=not dup,
+        passed=not dup and not skipped,
+        description=_unreadable(skipped),
         metadata={
             "rows_checked": len(ids),
             "duplicate_rows": sum(counts[i] for i in dup),
             "duplicate_ids": dg.MetadataValue.json(dup[:20]),
+            "unreadable_files": dg.MetadataValue.json(skipped),
         },
     )
 
@@ -139,18 +157,21 @@ def _probe_latencies_valid(
     # this sweep's own rows are not in the ledger yet when a drill-down follows (a sweep commits at its end)
     own = [v for r in phase1_probe_run.records for v in r.latencies_ms]
     own_bad = sum(1 for v in own if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0))
-    rows = replica_day_rows(ledger, sweep_key(context), PROBE_RUNS, ["latency_ms", "error"])
+    skipped: list[str] = []  # the replica's own damaged file fails the check, named (others' are never opened)
+    rows = replica_day_rows(ledger, sweep_key(context), PROBE_RUNS, ["latency_ms", "error"], skipped)
     lat = rows.column("latency_ms").to_numpy(zero_copy_only=False).astype(float)
     has_error = rows.column("error").is_valid().to_numpy(zero_copy_only=False)
     measured = lat[~has_error]
     bad = int((~np.isfinite(measured) | (measured < 0)).sum())
     errors_with_latency = int(rows.column("latency_ms").is_valid().to_numpy(zero_copy_only=False)[has_error].sum())
     return dg.AssetCheckResult(
-        passed=bad + own_bad == 0 and errors_with_latency == 0,
+        passed=bad + own_bad == 0 and errors_with_latency == 0 and not skipped,
+        description=_unreadable(skipped),
         metadata={
             "rows_checked": rows.num_rows + len(own),
             "bad_latencies": bad + own_bad,
             "error_rows_with_latency": errors_with_latency,
+            "unreadable_files": dg.MetadataValue.json(skipped),
         },
     )
 

@@ -92,12 +92,18 @@ def register(app: typer.Typer) -> None:
             fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
         from faultsense_pipelines.ledger import LedgerError
 
+        skipped: list[str] = []
         try:
-            df = store.read_faults(since=day, replica=replica, detector=detector)
-        except LedgerError as exc:
-            fail(str(exc), code=1)
-        if store.version() is None and store.legacy_files():
-            typer.echo(f"note: {store.display_uri} holds a pre-Delta Parquet ledger; run `faultsense ledger convert`", err=True)
+            df = store.read_faults(since=day, replica=replica, detector=detector, skipped=skipped)
+            version = store.version()
+        except LedgerError as exc:  # a damaged log: one line naming the entry
+            fail(str(exc))
+        for line in skipped:  # a damaged data file: its rows are left out, the file is named
+            typer.echo(f"warning: skipped unreadable ledger file {' '.join(line.split())[:400]}", err=True)
+        _note_strays(store, day)
+        if legacy := store.legacy_files():
+            what = "holds a pre-Delta Parquet ledger" if version is None else f"still holds {len(legacy)} pre-Delta Parquet files"
+            typer.echo(f"note: {store.display_uri} {what}; run `faultsense ledger convert`", err=True)
         if replica is not None and df.empty:
             _note_unmatched_replica(store, replica, day)
         if status is not None:
@@ -223,8 +229,21 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
         )
 
 
+def _note_strays(store: LedgerStore, day: date) -> None:
+    """One stderr line per file in the table's folders of the days shown that no Delta writer
+    made (no Delta reader sees it): ``note: ... is not part of the ledger table``. Lists the
+    folders of at most the last 31 of those days."""
+    today = datetime.now(UTC).date()
+    first = max(day, today - timedelta(days=30))
+    days = [first + timedelta(days=i) for i in range(max(0, (today - first).days) + 1)]
+    for path in store.stray_files(days)[:20]:
+        typer.echo(
+            f"note: {shown_value(path, 300)} is not part of the ledger table (no reader sees it); move it elsewhere", err=True
+        )
+
+
 def _note_unmatched_replica(store: LedgerStore, replica: str, day: date) -> None:
     """One stderr line: ``--replica`` matched no row; these replicas have rows since ``day``."""
-    present = sorted(set(store.read_faults(since=day)["replica"]))
+    present = sorted(set(store.read_faults(since=day, skipped=[])["replica"]))
     have = f"replicas with rows: {', '.join(present)}" if present else "no replica has rows"
     typer.echo(f"note: --replica {shown_value(replica)} matches no fault row since {day} ({have})", err=True)
