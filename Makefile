@@ -19,7 +19,7 @@ PYTEST = $(PY) -m pytest
 
 # property tests: every @given test (Hypothesis marks them `hypothesis`)
 FUZZ_RUNS ?= 3
-FUZZ_SELECT ?= -m "hypothesis and not slow"
+FUZZ_SELECT ?= -m "hypothesis and not slow and not search and not exploratory"
 FUZZ_PATHS ?= tests
 
 # `python -m bench.<name>` for each; the README lists what each measures. Not here:
@@ -42,7 +42,7 @@ type:
 check: lint type test
 
 test-fast:
-	$(PYTEST) -m "not slow and not integration"
+	$(PYTEST) -m "not slow and not integration and not search and not exploratory"
 
 test:
 	$(PYTEST)
