@@ -86,6 +86,17 @@ def _slowdown(v: float) -> float:
     return float(v)
 
 
+def _duty(v: float) -> float:
+    if not math.isfinite(v) or not 0.0 < v <= 1.0:
+        raise ValueError(f"must be in (0, 1] (the share of measurements in which the fault is active), got {v!r}")
+    return float(v)
+
+
+def _with_duty(text: str, duty: float) -> str:
+    """``text`` (a repr or file form ending in ``)``) with ``, duty=d`` when the fault is intermittent."""
+    return text if duty == 1.0 else f"{text[:-1]}, duty={duty!r})"
+
+
 def _sorted_link(v: tuple[int, int]) -> Link:
     a, b = v
     if a == b:
@@ -101,6 +112,9 @@ class GpuFault:
         gpu: 0-based GPU id.
         slowdown: latency multiplier of every probe that runs the GPU (1..:data:`MAX_SLOWDOWN`;
             1 is a no-op).
+        duty: share of measurements in which the fault is active, in (0, 1] (default 1: always
+            on); below 1 it comes and goes in runs (:mod:`~faultsense_pipelines.latency_model`).
+            Simulated only: the real workers refuse it (:func:`check_faults`).
 
     Raises:
         pydantic.ValidationError: (a ``ValueError``) naming the bad field.
@@ -108,8 +122,13 @@ class GpuFault:
 
     gpu: _GpuId
     slowdown: _Number
+    duty: _Number = 1.0
 
     _check_slowdown = field_validator("slowdown")(_slowdown)
+    _check_duty = field_validator("duty")(_duty)
+
+    def __repr__(self) -> str:
+        return _with_duty(f"GpuFault(gpu={self.gpu!r}, slowdown={self.slowdown!r})", self.duty)
 
     @property
     def gpus(self) -> tuple[int, ...]:
@@ -125,8 +144,11 @@ class GpuFault:
         return gpu_component(self.gpu)
 
     def to_dict(self) -> dict[str, Any]:
-        """The file form, ``{"gpu": g, "slowdown": f}``."""
-        return asdict(self)
+        """The file form, ``{"gpu": g, "slowdown": f}`` (and ``"duty"`` when below 1)."""
+        form = asdict(self)
+        if self.duty == 1.0:
+            del form["duty"]
+        return form
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -136,6 +158,7 @@ class LinkFault:
     Attributes:
         link: the path as a pair of different GPU ids, stored sorted.
         slowdown: latency multiplier of every probe that holds both ends (1..:data:`MAX_SLOWDOWN`).
+        duty: share of measurements in which the fault is active, in (0, 1] (default 1).
 
     Raises:
         pydantic.ValidationError: (a ``ValueError``) naming the bad field.
@@ -143,9 +166,14 @@ class LinkFault:
 
     link: tuple[_GpuId, _GpuId]
     slowdown: _Number
+    duty: _Number = 1.0
 
     _check_link = field_validator("link")(_sorted_link)
     _check_slowdown = field_validator("slowdown")(_slowdown)
+    _check_duty = field_validator("duty")(_duty)
+
+    def __repr__(self) -> str:
+        return _with_duty(f"LinkFault(link={self.link!r}, slowdown={self.slowdown!r})", self.duty)
 
     @property
     def gpus(self) -> tuple[int, ...]:
@@ -161,8 +189,9 @@ class LinkFault:
         return link_component(*self.link)
 
     def to_dict(self) -> dict[str, Any]:
-        """The file form, ``{"link": [a, b], "slowdown": f}``."""
-        return {"link": list(self.link), "slowdown": self.slowdown}
+        """The file form, ``{"link": [a, b], "slowdown": f}`` (and ``"duty"`` when below 1)."""
+        form: dict[str, Any] = {"link": list(self.link), "slowdown": self.slowdown}
+        return form if self.duty == 1.0 else {**form, "duty": self.duty}
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -218,6 +247,7 @@ class _Shared:
 
     slowdown: float | None
     delay_ms: float | None
+    duty: float
 
     def _check_one_effect(self) -> None:
         if (self.slowdown is None) == (self.delay_ms is None):
@@ -237,7 +267,8 @@ class _Shared:
         raise NotImplementedError
 
     def _effect(self) -> dict[str, Any]:
-        return {"slowdown": self.slowdown} if self.slowdown is not None else {"delay_ms": self.delay_ms}
+        effect: dict[str, Any] = {"slowdown": self.slowdown} if self.slowdown is not None else {"delay_ms": self.delay_ms}
+        return effect if self.duty == 1.0 else {**effect, "duty": self.duty}
 
 
 def _need(topology: ReplicaTopology | None, what: str) -> ReplicaTopology:
@@ -255,6 +286,8 @@ class NicFault(_Shared):
         slowdown: latency multiplier of every probe holding a path from the NIC's GPUs to
             another node (simulated; 1..:data:`MAX_SLOWDOWN`).
         delay_ms: extra wait per transfer on those paths, ms (real ``local`` / ``ray`` workers).
+        duty: share of measurements in which the fault is active, in (0, 1] (default 1;
+            simulated only).
 
     Raises:
         pydantic.ValidationError: (a ``ValueError``) naming the bad field.
@@ -263,9 +296,11 @@ class NicFault(_Shared):
     nic: _GpuId | tuple[_GpuId, _GpuId]
     slowdown: _Number | None = None
     delay_ms: _Number | None = None
+    duty: _Number = 1.0
 
     _check_slowdown = field_validator("slowdown")(_optional_slowdown)
     _check_delay = field_validator("delay_ms")(_delay_ms)
+    _check_duty = field_validator("duty")(_duty)
 
     @field_validator("nic", mode="before")
     @classmethod
@@ -276,6 +311,9 @@ class NicFault(_Shared):
         if node_id(v) or (isinstance(v, list | tuple) and len(v) == 2 and all(node_id(x) for x in v)):
             return tuple(v) if isinstance(v, list | tuple) else v
         raise ValueError(f"must be a node id >= 0 or [node, rail] of two, got {shown(v)}")
+
+    def __repr__(self) -> str:
+        return _with_duty(f"NicFault(nic={self.nic!r}, slowdown={self.slowdown!r}, delay_ms={self.delay_ms!r})", self.duty)
 
     def __post_init__(self) -> None:
         self._check_one_effect()
@@ -297,6 +335,8 @@ class NvSwitchFault(_Shared):
         nvswitch: the node.
         slowdown: latency multiplier of every probe holding two GPUs of the node (simulated).
         delay_ms: extra wait per transfer between two GPUs of the node, ms (real workers).
+        duty: share of measurements in which the fault is active, in (0, 1] (default 1;
+            simulated only).
 
     Raises:
         pydantic.ValidationError: (a ``ValueError``) naming the bad field.
@@ -305,9 +345,16 @@ class NvSwitchFault(_Shared):
     nvswitch: _GpuId
     slowdown: _Number | None = None
     delay_ms: _Number | None = None
+    duty: _Number = 1.0
 
     _check_slowdown = field_validator("slowdown")(_optional_slowdown)
     _check_delay = field_validator("delay_ms")(_delay_ms)
+    _check_duty = field_validator("duty")(_duty)
+
+    def __repr__(self) -> str:
+        return _with_duty(
+            f"NvSwitchFault(nvswitch={self.nvswitch!r}, slowdown={self.slowdown!r}, delay_ms={self.delay_ms!r})", self.duty
+        )
 
     def __post_init__(self) -> None:
         self._check_one_effect()
@@ -329,6 +376,8 @@ class SwitchFault(_Shared):
         slowdown: latency multiplier of every probe holding an inter-node path with an end
             under the switch (simulated).
         delay_ms: extra wait per transfer on those paths, ms (real workers).
+        duty: share of measurements in which the fault is active, in (0, 1] (default 1;
+            simulated only).
 
     Raises:
         pydantic.ValidationError: (a ``ValueError``) naming the bad field.
@@ -337,9 +386,16 @@ class SwitchFault(_Shared):
     switch: _GpuId
     slowdown: _Number | None = None
     delay_ms: _Number | None = None
+    duty: _Number = 1.0
 
     _check_slowdown = field_validator("slowdown")(_optional_slowdown)
     _check_delay = field_validator("delay_ms")(_delay_ms)
+    _check_duty = field_validator("duty")(_duty)
+
+    def __repr__(self) -> str:
+        return _with_duty(
+            f"SwitchFault(switch={self.switch!r}, slowdown={self.slowdown!r}, delay_ms={self.delay_ms!r})", self.duty
+        )
 
     def __post_init__(self) -> None:
         self._check_one_effect()
@@ -457,7 +513,8 @@ def check_faults(
             ``delay_ms``; ``None`` checks neither.
 
     Raises:
-        ValueError: ``"<field>[i].gpu: GPU id 8 is outside 0..7"`` (or ``.link``) for an
+        ValueError: ``"<field>[i].duty: ..."`` for an intermittent fault given to real workers
+            (``simulated=False``), ``"<field>[i].gpu: GPU id 8 is outside 0..7"`` (or ``.link``) for an
             unknown GPU, ``"<field>[i] repeats gpu 3"`` (``link (2, 5)``, ``nic:node3``) for a
             component named twice, ``"<field>[i].nic: node 9 is outside 0..7"`` (and the like)
             for a shared component the topology lacks or one given without a topology.
@@ -478,6 +535,8 @@ def check_faults(
                 raise ValueError(
                     f"{field}[{i}].slowdown: a simulated {key} fault needs a slowdown (delay_ms is for real workers)"
                 )
+            if simulated is False and f.duty < 1.0:
+                raise ValueError(f"{field}[{i}].duty: an intermittent fault (duty < 1) is simulated only")
             if simulated is False and f.delay_ms is None:
                 raise ValueError(
                     f"{field}[{i}].delay_ms: a {key} injected into real workers needs delay_ms (slowdown is simulated)"
@@ -485,6 +544,8 @@ def check_faults(
             target: tuple[str, object] = (key, (topology.name(c) if topology else c.ids))
         else:
             key = "gpu" if isinstance(f, GpuFault) else "link"
+            if simulated is False and getattr(f, "duty", 1.0) < 1.0:
+                raise ValueError(f"{field}[{i}].duty: an intermittent fault (duty < 1) is simulated only")
             bad = [g for g in f.gpus if g >= n_gpus]
             if bad:
                 raise ValueError(f"{field}[{i}].{key}: GPU id {bad[0]} is outside 0..{n_gpus - 1}")

@@ -40,7 +40,8 @@ class SimulatedReplica:
     Args:
         gpus: n, GPUs in the replica (>= 1).
         faults: injected faults (:data:`~.faults.Fault` objects, validated where they were
-            read); ids must lie in ``0..n-1``, each GPU or link at most once.
+            read); ids must lie in ``0..n-1``, each GPU or link at most once. A fault with
+            ``duty`` < 1 comes and goes (a two-state chain, as in :class:`~.latency_model.LatencyModel`).
         noise_sigma: sigma of the lognormal noise per repeat (0..MAX_NOISE_SIGMA; 0 = noise-free).
         seed: seed of the noise generator.
         base_ms: healthy probe latency, ms (> 0).
@@ -87,6 +88,7 @@ class SimulatedReplica:
         self.gpus = gpus
         self.topology = topology if topology is not None else ReplicaTopology(gpus)
         self._slow = tuple((f.component(topology), float(f.slowdown or 1.0)) for f in faults)
+        duties = tuple(float(f.duty) for f in faults)
         self.faults = faults
         self.noise_sigma = float(noise_sigma)
         self.seed = seed
@@ -94,10 +96,16 @@ class SimulatedReplica:
         self.probes_run = 0
         self._rng = np.random.default_rng(seed)
         self._model: LatencyModel | None = None
+        if noise is None and any(d < 1.0 for d in duties):
+            noise = NoiseModel(sigma=self.noise_sigma)  # an intermittent fault comes and goes over time
         if noise is not None:
             self.noise_sigma = noise.sigma
             self._model = LatencyModel(
-                noise, [(c, False, slow, 1.0) for c, slow in self._slow], seed=seed, base_ms=base_ms, topology=self.topology
+                noise,
+                [(c, False, slow, duty) for (c, slow), duty in zip(self._slow, duties, strict=True)],
+                seed=seed,
+                base_ms=base_ms,
+                topology=self.topology,
             )
 
     def slowdown(self, gpus: Sequence[int]) -> float:

@@ -190,3 +190,49 @@ def test_the_simulated_replica_refuses_noise_outside_the_fleet_cap(sigma: float)
 
     with pytest.raises(ValueError, match=r"noise_sigma must be a finite number in \[0, 1\]"):
         SimulatedReplica(8, noise_sigma=sigma)
+
+
+def test_an_intermittent_fault_parses_with_its_duty_and_writes_it_back_only_when_below_one() -> None:
+    spec = [{"gpu": 9, "slowdown": 1.8, "duty": 0.6}, {"link": [21, 3], "slowdown": 1.5}]  # the issue's example
+    faults = parse_faults(spec, 64)
+    assert faults == (GpuFault(9, 1.8, 0.6), LinkFault((3, 21), 1.5))
+    assert [f.to_dict() for f in faults] == [{"gpu": 9, "slowdown": 1.8, "duty": 0.6}, {"link": [3, 21], "slowdown": 1.5}]
+    assert repr(faults[0]) == "GpuFault(gpu=9, slowdown=1.8, duty=0.6)" and repr(faults[1]) == "LinkFault(link=(3, 21), slowdown=1.5)"
+    assert pickle.loads(pickle.dumps(faults)) == faults
+
+
+@pytest.mark.parametrize("duty", [0, -0.5, 1.01, float("nan"), True, "0.5"])
+def test_a_duty_outside_zero_to_one_is_refused_by_name(duty: object) -> None:
+    with pytest.raises(ValueError, match=r"^faults\[0\]\.duty"):
+        parse_faults([{"gpu": 1, "slowdown": 2.0, "duty": duty}], 8)
+
+
+def test_real_workers_refuse_an_intermittent_fault() -> None:
+    from faultsense_pipelines.faults import parse_injections
+    from faultsense_pipelines.topology import ReplicaTopology
+
+    with pytest.raises(ValueError, match=r"^inject\[0\]\.duty: an intermittent fault \(duty < 1\) is simulated only"):
+        parse_injections([{"gpu": 2, "slowdown": 3.0, "duty": 0.5}], 8)
+    with pytest.raises(ValueError, match=r"^inject\[0\]\.duty"):
+        parse_injections([{"nic": 1, "delay_ms": 2.0, "duty": 0.5}], 8, ReplicaTopology(8, gpus_per_node=2))
+
+
+def test_a_simulated_intermittent_gpu_is_slow_in_about_its_duty_of_the_measurements() -> None:
+    """Noise-free, so every measurement is either the healthy 20 ms or 2x: the share of slow
+    ones is the chain's stationary P(on) = duty (runs of mean 20 measurements, so ~600 on/off
+    cycles in 20,000 measurements: within 0.05 of the duty)."""
+    from faultsense_pipelines.simulator import SimulatedReplica
+
+    for duty in (0.3, 0.6, 0.9):
+        replica = SimulatedReplica(8, [GpuFault(3, 2.0, duty)], seed=11)
+        slow = [replica.run([3, 4]).latencies_ms[0] > 30.0 for _ in range(20_000)]
+        assert abs(sum(slow) / len(slow) - duty) < 0.05, duty
+        assert all(replica.run([0, 1]).latencies_ms[0] == 20.0 for _ in range(100))  # probes without it never slow
+
+
+def test_a_scenario_and_the_fleet_file_take_duty() -> None:
+    from faultsense_pipelines.fleet_sections import SimulatedOptions
+
+    sc = parse_scenario({"gpus": 16, "probe_size": 4, "faults": [{"gpu": 5, "slowdown": 2.0, "duty": 0.5}]})
+    assert sc.faults == (GpuFault(5, 2.0, 0.5),)
+    assert SimulatedOptions.model_validate({"faults": [{"gpu": 5, "slowdown": 2.0, "duty": 0.5}]}).faults == [GpuFault(5, 2.0, 0.5)]

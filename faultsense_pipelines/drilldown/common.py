@@ -21,7 +21,23 @@ import numpy as np
 from ..topology import Link, link
 from ..vocabulary import ComponentKind, Status
 
-__all__ = ["DrilldownResult", "Finding", "Knowledge", "Oracle", "Unmeasurable"]
+__all__ = ["DrilldownResult", "Finding", "Knowledge", "Oracle", "Unmeasurable", "confidence_text"]
+
+
+def confidence_text(confidence: float) -> str:
+    """A posterior probability as text, with enough digits that one short of a target never
+    reads as ``1.00``: two decimals below 0.99, else cut (not rounded) after the first digit
+    that is not 9.
+
+    >>> confidence_text(0.5073), confidence_text(0.99501), confidence_text(0.9999876)
+    ('0.51', '0.995', '0.99998')
+    """
+    if confidence < 0.99 or confidence >= 1.0:
+        return f"{confidence:.2f}"
+    text = f"{confidence:.12f}"
+    first = next((i for i, ch in enumerate(text[2:], start=2) if ch != "9"), len(text) - 1)
+    return text[: first + 1].rstrip("0")
+
 
 _PADDING_ATTEMPTS = 16  # greedy fills in a few shuffled orders before declaring no padding
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from ..topology import Component, ReplicaTopology
 from ..vocabulary import ComponentKind, Status
+from .common import confidence_text
 from .shared import shared_stage
 
 __all__ = [
@@ -394,7 +395,7 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
             if len(ds) >= m.max_pairs:
                 state.inconclusive_gpus.add(g)
                 conf = 1.0 / (1.0 + math.exp(-llr))
-                reason = f"{len(ds)} paired tests left the evidence at confidence {conf:.2f}"
+                reason = f"{len(ds)} paired tests left the evidence at confidence {confidence_text(conf)}"
                 state.findings.append(
                     EvidenceFinding(
                         ComponentKind.GPU, g, None, Status.INCONCLUSIVE, conf, _slowdown(ds, m.effect), len(ds), reason
@@ -493,7 +494,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
         if len(tests) >= m.max_pairs:
             conf = post[best]
             if conf >= 0.5:
-                reason = f"{len(tests)} paired tests left the evidence at confidence {conf:.2f}"
+                reason = f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
                 kind = ComponentKind.GPU if len(best) == 1 else ComponentKind.LINK
                 peer = None if len(best) == 1 else best[1]
                 state.findings.append(

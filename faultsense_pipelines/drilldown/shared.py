@@ -41,6 +41,7 @@ import numpy as np
 
 from ..topology import Component, ReplicaTopology, gpu_component
 from ..vocabulary import ComponentKind, Status
+from .common import confidence_text
 
 __all__ = ["MIN_Z", "SharedFinding", "SharedOutcome", "component_contrast", "shared_stage"]
 
@@ -511,7 +512,7 @@ def _decide(
                 reason = (
                     "probes failed"
                     if errors >= 3
-                    else f"{len(search.tests)} paired tests left the evidence at confidence {post[best]:.2f}"
+                    else f"{len(search.tests)} paired tests left the evidence at confidence {confidence_text(post[best])}"
                 )
                 seen = math.exp(statistics.median(accused)) if accused else None
                 out.findings.append(SharedFinding(best, Status.INCONCLUSIVE, post[best], seen, len(search.tests), reason))
