@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from faultsense_pipelines.minder.windows import fleet_median
+
 __all__ = ["fleet_distances", "outlier_scores"]
 
 
@@ -83,8 +85,8 @@ def outlier_scores(distances: np.ndarray, *, min_spread: float, min_machines: in
     safe = np.where(usable[None, :], distances, np.nan)
     if not usable.any():
         return np.full(distances.shape, np.nan)
-    median = np.nanmedian(safe[:, usable], axis=0)
-    mad = np.nanmedian(np.abs(safe[:, usable] - median[None, :]), axis=0)
+    median = fleet_median(safe[:, usable])
+    mad = fleet_median(np.abs(safe[:, usable] - median[None, :]))
     scores = np.full(distances.shape, np.nan)
     scores[:, usable] = (safe[:, usable] - median[None, :]) / np.maximum(1.4826 * mad, min_spread)[None, :]
     return scores

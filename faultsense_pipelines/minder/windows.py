@@ -8,8 +8,6 @@ out of the comparison altogether (see ``coverage``).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 __all__ = ["fleet_median", "normalization", "split_windows"]
@@ -41,10 +39,28 @@ def normalization(series: np.ndarray) -> tuple[float, float]:
 
 
 def fleet_median(x: np.ndarray) -> np.ndarray:
-    """Median over machines at each time, (n_machines, n_times) -> (n_times,); NaN if none."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # times no machine reported
-        return np.nanmedian(x, axis=0)
+    """Median over machines (axis 0) at each time, NaN ignored; NaN where no machine reported.
+
+    Args:
+        x: (n_machines, n_times) float array, NaN = missing.
+
+    Returns:
+        (n_times,) array of ``x``'s dtype, equal to ``np.nanmedian(x, axis=0)``: the middle
+        value, or the mean of the two middle values, of each column's present samples.
+
+    Notes:
+        One sort of the whole array, O(n_machines log n_machines * n_times); numpy's
+        ``nanmedian`` loops over columns in Python when a column holds 600 or more values,
+        which cost a 1,000-machine scan more than its similarity step.
+
+    >>> fleet_median(np.array([[1.0, np.nan, np.nan], [3.0, 2.0, np.nan], [9.0, 4.0, np.nan]])).tolist()
+    [3.0, 3.0, nan]
+    """
+    present = (~np.isnan(x)).sum(axis=0)  # (n_times,)
+    ordered = np.sort(x, axis=0)  # NaN sort last
+    lower = np.take_along_axis(ordered, np.maximum((present - 1) // 2, 0)[None, :], axis=0)[0]
+    upper = np.take_along_axis(ordered, (present // 2)[None, :], axis=0)[0]
+    return np.where(present > 0, (lower + upper) / 2, np.nan).astype(x.dtype, copy=False)
 
 
 def split_windows(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, int]:

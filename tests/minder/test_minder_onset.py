@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from faultsense_pipelines.minder import MinderSettings, scan, train_minder
+from faultsense_pipelines.minder.continuity import estimate_onset
 from faultsense_pipelines.minder.io import MetricArray
 from faultsense_pipelines.minder.synth import Injection, generate_fleet
 
@@ -63,3 +64,44 @@ def test_the_onset_fit_does_not_reach_into_the_machines_previous_fault(model):
     expected = [fleet.array.start + pd.Timedelta(seconds=s) for s in (300, 1300)]
     assert len(starts) == 2
     assert np.all([abs((a - b).total_seconds()) <= 60 for a, b in zip(starts, expected, strict=True)])
+
+
+NIC_METRICS = ("net_rx_bytes", "net_tx_bytes", "pfc_tx_packets", "gpu_util", "nvlink_tx_bytes", "gpu_temp_c")
+
+
+@pytest.fixture(scope="module")
+def nic_model():
+    fleet = generate_fleet(48, 1800, 10.0, metrics=NIC_METRICS, seed=99)
+    return train_minder(fleet.array, MinderSettings(train_steps=40))
+
+
+def test_a_flapping_level_is_dated_at_its_jump_not_by_a_ramp_fit_before_it():
+    """Hand-built: healthy (0) for 42 samples, then a NIC that flaps (per-window levels as a
+    flapping NIC's denoised net_tx deviation in bench/minder_bench.py, scenario 20, seed 0).
+    Choosing between a pure step and a pure hinge put the onset at 32: a ramp from 10 samples
+    before the jump fit the jumpy levels better than one flat step."""
+    levels = [-0.67, -0.29, -1.16, -0.68, -1.13]
+    deviation = np.concatenate([np.full(42, -0.02), np.repeat(levels, 6)])
+    deviation[::7] += 0.01  # not exactly constant
+    assert estimate_onset(deviation) == 42
+
+
+@pytest.mark.parametrize(("seed", "onset_s"), [(3, 621), (5, 635)])
+def test_a_flapping_nic_is_dated_within_one_window(nic_model, seed, onset_s):
+    """Generator ground truth; these two seeds were dated 101 s and 125 s early before."""
+    injections = [Injection("nic_flapping", "node-0009", onset_s)]
+    fleet = generate_fleet(48, 1500, 10.0, metrics=NIC_METRICS, injections=injections, seed=seed)
+    (fault,) = scan(fleet.array, nic_model)
+    assert fault.machine == "node-0009"
+    assert abs((fault.start - dict(fleet.faults)["node-0009"]).total_seconds()) <= 60
+
+
+def test_two_faulty_machines_of_one_kind_are_each_dated_at_their_own_onset(model):
+    """Two NVLink steps 7 minutes apart: the first must not drag the second's onset, nor back."""
+    injections = [Injection("nvlink_degraded", "node-0005", 480), Injection("nvlink_degraded", "node-0031", 900)]
+    fleet = generate_fleet(48, 1500, 10.0, metrics=METRICS, injections=injections, seed=8)
+    faults = {f.machine: f for f in scan(fleet.array, model)}
+    truth = dict(fleet.faults)
+    assert set(faults) == {"node-0005", "node-0031"}
+    for machine, onset in truth.items():
+        assert abs((faults[machine].start - onset).total_seconds()) <= 60, faults[machine]
