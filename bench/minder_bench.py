@@ -5,7 +5,9 @@ scrapes, default settings). It then scans generated 15-minute windows, each with
 one machine fault (six kinds, cycled) and decoys: 30-second blips on other machines, a
 job-wide slowdown in half the scenarios, a machine that stops reporting, 1-3 % missing
 samples; plus scenarios with decoys only. Measured: precision, recall, F1, onset error
-(reported start vs injected onset), alarms on decoys; the time to scan 1,000 machines x 12
+(reported start vs injected onset; step faults, which begin at one instant, apart from
+gradual ones, a slow drift, whose onset is the kink where a ramp leaves the healthy level),
+why each missed fault was missed, alarms on decoys; the time to scan 1,000 machines x 12
 metrics x 15 minutes once trained (scan only, and load + scan from Parquet); and, side by
 side on the same scenarios, what the LSTM-VAE adds over comparing raw windows, at the
 default noise and on noisier fleets.
@@ -32,10 +34,14 @@ import pandas as pd
 
 from faultsense_pipelines.minder import MinderSettings, load_metrics, scan, train_minder
 from faultsense_pipelines.minder.io import MetricArray
+from faultsense_pipelines.minder.model import reconstruct
+from faultsense_pipelines.minder.similarity import fleet_distances, outlier_scores
 from faultsense_pipelines.minder.synth import FAULT_KINDS, generate_fleet, random_injections
+from faultsense_pipelines.minder.windows import split_windows
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DURATION_S, INTERVAL_S = 900.0, 10.0
+GRADUAL = {"slow_drift"}  # fault kinds without one instant of onset; the rest are step faults
 
 
 def _scenario(i: int, rng: np.random.Generator, noise: float = 1.0, faults: int = 1) -> dict:
@@ -56,11 +62,14 @@ def _scenario(i: int, rng: np.random.Generator, noise: float = 1.0, faults: int 
 
 def _score(fleet, faults) -> dict:
     truth = dict(fleet.faults)
+    kinds = {inj.machine: inj.kind for inj in fleet.injections if inj.is_fault}
     blips = {inj.machine for inj in fleet.injections if inj.kind == "blip"}
     job_wide = any(inj.kind == "job_slowdown" for inj in fleet.injections)
     hits = [f for f in faults if f.machine in truth]
     false = [f for f in faults if f.machine not in truth]
     onset_errors = [abs((f.start - truth[f.machine]).total_seconds()) for f in hits]
+    step = [e for f, e in zip(hits, onset_errors, strict=True) if kinds[f.machine] not in GRADUAL]
+    gradual = [e for f, e in zip(hits, onset_errors, strict=True) if kinds[f.machine] in GRADUAL]
     return {
         "faults": len(truth),
         "reported": len(faults),
@@ -72,8 +81,40 @@ def _score(fleet, faults) -> dict:
         "blips": len(blips),
         "onset_error_s": min(onset_errors) if onset_errors else np.nan,
         "onset_error_worst_s": max(onset_errors) if onset_errors else np.nan,
+        "step_onset_error_worst_s": max(step) if step else np.nan,
+        "gradual_onset_error_worst_s": max(gradual) if gradual else np.nan,
         "fault_onset_s": min((t - fleet.array.start).total_seconds() for t in truth.values()) if truth else np.nan,
     }
+
+
+def _why_missed(fleet, faults, model) -> str:
+    """For each injected fault not reported: when its machine's score first crossed the threshold."""
+    settings, w = model.settings, model.window
+    found = {f.machine for f in faults}
+    reasons = []
+    for machine, onset in fleet.faults:
+        if machine in found:
+            continue
+        row = fleet.array.machines.index(machine)
+        best = None  # per window, the machine's highest score over the metrics
+        for metric in model.priority:
+            windows, coverage, offset = split_windows(model.normalize(fleet.array, metric), w)
+            spread = max(float(model.spreads[model.metrics.index(metric)]), settings.min_spread)
+            distances = fleet_distances(reconstruct(model.denoisers[metric], windows), coverage >= settings.min_coverage)
+            row_scores = np.nan_to_num(
+                outlier_scores(distances, min_spread=spread, min_machines=settings.min_machines)[row], nan=-np.inf
+            )
+            best = row_scores if best is None else np.maximum(best, row_scores)
+        above = np.flatnonzero(best > settings.threshold)
+        onset_s = (onset - fleet.array.start).total_seconds()
+        if above.size == 0:
+            reasons.append(f"{machine} (onset {onset_s:.0f} s): never above {settings.threshold:g} (peak {best.max():.1f})")
+            continue
+        crossed_s = (offset + above[0] * w) * fleet.array.interval_s
+        reasons.append(f"{machine} (onset {onset_s:.0f} s): first window over {settings.threshold:g} starts at {crossed_s:.0f} s; "
+                       f"{settings.continuity_s:.0f} s of continuity would end at {crossed_s + settings.continuity_s:.0f} s, "
+                       f"the data at {DURATION_S:.0f} s (peak {best.max():.1f})")  # fmt: skip
+    return "; ".join(reasons)
 
 
 def _scan_timing(model, repeats: int) -> dict:
@@ -133,13 +174,16 @@ def main() -> None:
         began = time.perf_counter()
         faults = scan(case["fleet"].array, model)
         rows.append({"scenario": i, "kind": case["kind"], "machines": case["n"],
-                     "scan_s": round(time.perf_counter() - began, 4), **_score(case["fleet"], faults)})  # fmt: skip
+                     "scan_s": round(time.perf_counter() - began, 4), **_score(case["fleet"], faults),
+                     "why_missed": _why_missed(case["fleet"], faults, model)})  # fmt: skip
         raw_rows.append(_score(case["fleet"], scan(case["fleet"].array, model, raw)))
     frame = pd.DataFrame(rows)
     concurrent = []
     for i in range(args.concurrent):
         case = _scenario(i, rng, faults=2 + i % 2)
-        concurrent.append({"scenario": i, "machines": case["n"], **_score(case["fleet"], scan(case["fleet"].array, model))})
+        faults = scan(case["fleet"].array, model)
+        concurrent.append({"scenario": i, "machines": case["n"], **_score(case["fleet"], faults),
+                           "why_missed": _why_missed(case["fleet"], faults, model)})  # fmt: skip
     mild = [_mild_step(i, model) for i in range(args.mild)]
     timing = _scan_timing(model, args.repeats)
     levels = [float(x) for x in args.noise.split(",") if x.strip()]
@@ -177,24 +221,33 @@ def _report(frame: pd.DataFrame, raw: pd.DataFrame, timing: dict, noisy: list, t
             settings: MinderSettings, args, concurrent: pd.DataFrame, mild: pd.DataFrame) -> None:  # fmt: skip
     precision, recall, f1 = _quality(frame)
     cp, cr, cf1 = _quality(concurrent) if len(concurrent) else (np.nan,) * 3
-    c_onset = concurrent.onset_error_worst_s.dropna() if len(concurrent) else pd.Series(dtype=float)
+    empty = pd.Series(dtype=float)
+    c_step = concurrent.step_onset_error_worst_s.dropna() if len(concurrent) else empty
+    c_gradual = concurrent.gradual_onset_error_worst_s.dropna() if len(concurrent) else empty
     m_onset = mild.onset_error_s.dropna() if len(mild) else pd.Series(dtype=float)
     raw_p, raw_r, raw_f1 = _quality(raw)
     n_faults = int(frame.faults.sum())
     onset = frame.onset_error_s.dropna()
+    step = frame.step_onset_error_worst_s.dropna()  # one fault per scenario: its error
+    gradual = frame.gradual_onset_error_worst_s.dropna()
     window_s = settings.window_s
     summary = [
         ("scenarios", len(frame)), ("injected faults", n_faults), ("reported", int(frame.reported.sum())),
         ("precision", f"{precision:.3f}"), ("recall", f"{recall:.3f}"), ("F1", f"{f1:.3f}"),
-        ("onset error median (s)", f"{onset.median():.0f}"), ("onset error max (s)", f"{onset.max():.0f}"),
-        (f"onsets within one window ({window_s:.0f} s)", f"{(onset <= window_s).mean():.3f}"),
+        ("onset error, all found faults: median / max (s)", f"{onset.median():.0f} / {onset.max():.0f}"),
+        (f"onset error, step faults ({len(step)} found): median / max (s); within one window ({window_s:.0f} s)",
+         f"{step.median():.0f} / {step.max():.0f}; {(step <= window_s).mean():.3f}"),
+        (f"onset error, gradual faults (slow drift, {len(gradual)} found): median / max (s); within one window",
+         f"{gradual.median():.0f} / {gradual.max():.0f}; {(gradual <= window_s).mean():.3f}" if len(gradual) else "-"),
         ("blips injected / alarms on them", f"{int(frame.blips.sum())} / {int(frame.blip_alarms.sum())}"),
         ("job-wide slowdown scenarios / false alarms in them",
          f"{int(frame.job_wide.sum())} / {int(frame.job_wide_alarms.sum())}"),
         (f"2-3 faulty machines at once ({len(concurrent)} scenarios, {int(concurrent.faults.sum()) if len(concurrent) else 0} "
          "faults): precision / recall / F1", f"{cp:.3f} / {cr:.3f} / {cf1:.3f}"),
-        ("  their onset error, every found machine: median / max (s); within one window",
-         f"{c_onset.median():.0f} / {c_onset.max():.0f}; {(c_onset <= window_s).mean():.3f}" if len(c_onset) else "-"),
+        ("  their onset error, step faults, worst found machine per scenario: median / max (s); within one window",
+         f"{c_step.median():.0f} / {c_step.max():.0f}; {(c_step <= window_s).mean():.3f}" if len(c_step) else "-"),
+        ("  their onset error, gradual faults (slow drift), worst per scenario: median / max (s); within one window",
+         f"{c_gradual.median():.0f} / {c_gradual.max():.0f}; {(c_gradual <= window_s).mean():.3f}" if len(c_gradual) else "-"),
         ("  alarms on blips / in job-wide slowdowns there",
          f"{int(concurrent.blip_alarms.sum())} / {int(concurrent.job_wide_alarms.sum())}" if len(concurrent) else "-"),
         (f"near-threshold NVLink step (15% down, 128 machines, {len(mild)} runs): found / false alarms",
@@ -217,8 +270,11 @@ def _report(frame: pd.DataFrame, raw: pd.DataFrame, timing: dict, noisy: list, t
                                         onset_max_s=("onset_error_s", "max"))  # fmt: skip
     by_kind = by_kind.astype({c: int for c in ("scenarios", "faults", "found", "false_alarms")})
     missed = frame[frame.tp < frame.faults]
-    miss_lines = [f"- scenario {r.scenario}: {r.kind} on {r.machines} machines, onset at {r.fault_onset_s:.0f} s "
-                  f"of {DURATION_S:.0f} s" for r in missed.itertuples()]  # fmt: skip
+    miss_lines = [f"- scenario {r.scenario}: {r.kind} on {r.machines} machines; {r.why_missed}"
+                  for r in missed.itertuples()]  # fmt: skip
+    if len(concurrent):
+        miss_lines += [f"- 2-3 at once, scenario {r.scenario} ({r.machines} machines): {r.why_missed}"
+                       for r in concurrent[concurrent.tp < concurrent.faults].itertuples()]  # fmt: skip
     lines = [f"| {k} | {v} |" for k, v in summary]
     kind_lines = [f"| {r.Index} | {r.scenarios} | {r.faults} | {r.found} | {r.false_alarms} | {r.onset_median_s:.0f} | "
                   f"{r.onset_max_s:.0f} |" for r in by_kind.itertuples()]  # fmt: skip
@@ -231,7 +287,9 @@ def _report(frame: pd.DataFrame, raw: pd.DataFrame, timing: dict, noisy: list, t
         f"{settings.train_steps} steps per metric. Generated data (faultsense_pipelines/minder/synth.py).", "",
         "| measure | value |", "|---|---|", *lines, "",
         "Missed faults:", *(miss_lines or ["- none"]), "",
-        "Targets: F1 >= 0.95 with no alarm on decoys; onset within one window; scan <= 1 s.",
+        "Targets (issue 18): F1 >= 0.95 with no alarm on decoys, also with 2-3 faulty machines at once; onset "
+        "within one window for step faults (a slow drift's onset is the kink of a ramp, reported apart); "
+        "the 1,000-machine scan <= 1 s.",
         "The threshold (14) was chosen on scenarios of seed 1; these are seed "
         f"{args.seed}. Wall times depend on what else runs on the shared CPU; CPU time does less.",
         "Minder (NSDI '25) reports precision 0.904, F1 0.893 on production faults (not this data).", "",
