@@ -66,12 +66,12 @@ def test_the_onset_fit_does_not_reach_into_the_machines_previous_fault(model):
     assert np.all([abs((a - b).total_seconds()) <= 60 for a, b in zip(starts, expected, strict=True)])
 
 
-NIC_METRICS = ("net_rx_bytes", "net_tx_bytes", "pfc_tx_packets", "gpu_util", "nvlink_tx_bytes", "gpu_temp_c")
+WIDE_METRICS = ("net_rx_bytes", "net_tx_bytes", "pfc_tx_packets", "gpu_util", "nvlink_tx_bytes", "gpu_temp_c")
 
 
 @pytest.fixture(scope="module")
-def nic_model():
-    fleet = generate_fleet(48, 1800, 10.0, metrics=NIC_METRICS, seed=99)
+def wide_model():
+    fleet = generate_fleet(48, 1800, 10.0, metrics=WIDE_METRICS, seed=99)
     return train_minder(fleet.array, MinderSettings(train_steps=40))
 
 
@@ -87,11 +87,11 @@ def test_a_flapping_level_is_dated_at_its_jump_not_by_a_ramp_fit_before_it():
 
 
 @pytest.mark.parametrize(("seed", "onset_s"), [(3, 621), (5, 635)])
-def test_a_flapping_nic_is_dated_within_one_window(nic_model, seed, onset_s):
+def test_a_flapping_nic_is_dated_within_one_window(wide_model, seed, onset_s):
     """Generator ground truth; these two seeds were dated 101 s and 125 s early before."""
     injections = [Injection("nic_flapping", "node-0009", onset_s)]
-    fleet = generate_fleet(48, 1500, 10.0, metrics=NIC_METRICS, injections=injections, seed=seed)
-    (fault,) = scan(fleet.array, nic_model)
+    fleet = generate_fleet(48, 1500, 10.0, metrics=WIDE_METRICS, injections=injections, seed=seed)
+    (fault,) = scan(fleet.array, wide_model)
     assert fault.machine == "node-0009"
     assert abs((fault.start - dict(fleet.faults)["node-0009"]).total_seconds()) <= 60
 
@@ -105,3 +105,13 @@ def test_two_faulty_machines_of_one_kind_are_each_dated_at_their_own_onset(model
     assert set(faults) == {"node-0005", "node-0031"}
     for machine, onset in truth.items():
         assert abs((faults[machine].start - onset).total_seconds()) <= 60, faults[machine]
+
+
+def test_a_slow_drift_under_a_job_wide_slowdown_is_found_and_dated_at_the_ramps_start(wide_model):
+    """GPU temperature creeping up from 381 s (generator ground truth), every machine slowed at 634 s.
+    A ramp has no instant of onset; the fit dates its kink (here 420 s, 39 s late)."""
+    injections = [Injection("slow_drift", "node-0020", 381), Injection("job_slowdown", None, 634)]
+    fleet = generate_fleet(48, 1200, 10.0, metrics=WIDE_METRICS, injections=injections, seed=0)
+    (fault,) = scan(fleet.array, wide_model)
+    assert fault.machine == "node-0020"
+    assert abs((fault.start - dict(fleet.faults)["node-0020"]).total_seconds()) <= 60
