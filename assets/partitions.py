@@ -14,11 +14,14 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
+from faultsense_pipelines.hours import SWEEPS_START, check_hour_key, current_hour_key
+
 __all__ = [
     "DAILY",
     "HOURLY",
     "REPLICAS",
     "REPLICAS_NAME",
+    "SWEEPS_START",
     "SWEEP_PARTITIONS",
     "SweepKey",
     "check_hour_key",
@@ -26,9 +29,6 @@ __all__ = [
     "current_hour_key",
     "sweep_key",
 ]
-
-#: First hour a sweep can be backfilled for.
-SWEEPS_START = "2026-11-01-00:00"
 
 HOURLY = dg.HourlyPartitionsDefinition(start_date=SWEEPS_START, end_offset=1, timezone="UTC")
 #: One partition per UTC day of sweeps (the ledger's ``date``): the analytics and the fleet view.
@@ -71,31 +71,6 @@ def sweep_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext)
         key = SWEEP_PARTITIONS.get_partition_key_from_str(key)
     by_dim = key.keys_by_dimension
     return SweepKey(by_dim["hour"], by_dim["replica"])
-
-
-def current_hour_key(now: datetime | None = None) -> str:
-    """The hour partition containing ``now`` (UTC), e.g. ``"2026-11-30-08:00"``."""
-    now = (now or datetime.now(UTC)).astimezone(UTC)
-    return now.strftime("%Y-%m-%d-%H:00")
-
-
-def check_hour_key(hour: str, now: datetime | None = None) -> str:
-    """``hour`` if it is an hour partition of :data:`HOURLY`, from ``SWEEPS_START`` to the hour
-    containing ``now`` (UTC; default: now).
-
-    Raises:
-        ValueError: one line naming ``hour`` and the valid format or range.
-    """
-    try:
-        start = datetime.strptime(hour, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
-    except (TypeError, ValueError):
-        start = None
-    if start is None or start.minute != 0 or current_hour_key(start) != hour:
-        raise ValueError(f"hour must look like YYYY-MM-DD-HH:00 (e.g. 2026-11-30-08:00), got {hour!r}")
-    last = current_hour_key(now)
-    if not SWEEPS_START <= hour <= last:
-        raise ValueError(f"hour {hour} is outside the sweep partitions {SWEEPS_START} .. {last} (UTC)")
-    return hour
 
 
 def cover_partitions(shapes: list[str]) -> dg.StaticPartitionsDefinition:

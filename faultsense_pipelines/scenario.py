@@ -34,6 +34,7 @@ from .faults import Fault, parse_faults
 from .latency_model import NoiseModel, parse_noise
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA, SimulatedReplica
 from .topology import ReplicaTopology
+from .validation import MAX_SEED as _MAX_SEED
 from .validation import shown
 
 __all__ = ["MAX_SCENARIO_BYTES", "MAX_SEED", "Scenario", "parse_scenario"]
@@ -41,8 +42,9 @@ __all__ = ["MAX_SCENARIO_BYTES", "MAX_SEED", "Scenario", "parse_scenario"]
 #: The largest scenario file read (bytes): a scenario with thousands of faults is well under it.
 MAX_SCENARIO_BYTES = 1024 * 1024
 
-#: The largest seed (32 bits unsigned), as the fleet file's ``simulated.seed``.
-MAX_SEED = 2**32 - 1
+#: The largest seed (32 bits unsigned), as the fleet file's ``simulated.seed``
+#: (:data:`faultsense_pipelines.validation.MAX_SEED`, re-exported).
+MAX_SEED = _MAX_SEED
 
 _FIELDS = {"gpus", "probe_size", "faults", "noise", "seed", "topology"}
 _TOPOLOGY_FIELDS = {"gpus_per_node", "nodes_per_switch", "rails", "node_names"}

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 __all__ = [
     "MAX_PATH_CHARS",
+    "MAX_SEED",
     "MAX_STRING_CHARS",
     "SHOWN_VALUE_CHARS",
     "USERINFO",
@@ -47,6 +48,9 @@ MAX_PATH_CHARS = 4096
 #: The longest string any field of an input file takes (a URL, an address, a model name); a
 #: longer one is refused before the file is validated field by field.
 MAX_STRING_CHARS = 4096
+#: The largest seed any input takes (a scenario's, a fleet's simulated section, ``--seed``):
+#: 32-bit unsigned, what NumPy's and torch's generators take whole.
+MAX_SEED = 2**32 - 1
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 

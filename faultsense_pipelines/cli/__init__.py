@@ -1,7 +1,10 @@
 """The ``faultsense`` command (typer + rich).
 
 Each sub-command lives in its own module with a ``register(app)`` function; this file only
-assembles them, so the command tree is visible at a glance:
+assembles them, so the command tree is visible at a glance. A module is imported only when its
+command runs (or ``--help`` lists it): ``faultsense sweep --fleet bad.yaml`` loads the sweep
+command, not torch (``probe``, ``minder``) nor pandas (``flowpulse``), and refuses the file
+before it imports Dagster.
 
     faultsense plan        Phase 1 cover for n GPUs and probe size k      (plan_cmd)
     faultsense simulate    Phase 1 + Phase 2 on a simulated replica       (simulate_cmd)
@@ -32,13 +35,53 @@ _CLICK_EXCEPTION: type[Exception] = _CLICK.ClickException
 _NO_ARGS_IS_HELP: type[Exception] | None = getattr(_CLICK, "NoArgsIsHelpError", None)
 
 
+#: Each top-level command, in the order ``--help`` lists them, and the module registering it.
+COMMAND_MODULES: dict[str, str] = {
+    "plan": "plan_cmd",
+    "simulate": "simulate_cmd",
+    "sweep": "sweep_cmd",
+    "ui": "ui_cmd",
+    "probe": "probe_cmd",
+    "ledger": "ledger_cmd",
+    "minder": "minder_cmd",
+    "flowpulse": "flowpulse_cmd",
+}
+_BUILT: dict[str, Any] = {}
+
+
+def _command(name: str) -> Any:
+    """The click command ``name``, built once from its module's ``register(app)``.
+
+    The module registers onto a scratch Typer app that has a callback, so Typer always makes
+    it a group (a lone command would become the app itself), and the command is taken from it.
+    """
+    if name not in _BUILT:
+        module = importlib.import_module(f"{__name__}.{COMMAND_MODULES[name]}")
+        scratch = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+        scratch.callback()(lambda: None)
+        module.register(scratch)
+        _BUILT[name] = typer.main.get_command(scratch).commands[name]  # type: ignore[attr-defined]
+    return _BUILT[name]
+
+
 class OneLineUsageErrors(TyperGroup):
     """The root command group, whose usage errors (a missing or unknown option, ``--repeats abc``)
     are one line naming the option, ``error: Invalid value for '--repeats': ...``, and exit 2,
     like every other bad input; Typer's own is a 5-line box.
 
     Help (``--help``, and a group called without a command) is printed as Typer prints it.
+    Sub-commands are loaded on first use (:data:`COMMAND_MODULES`).
     """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command name, the lazily loaded ones included, in :data:`COMMAND_MODULES` order."""
+        return list(dict.fromkeys([*COMMAND_MODULES, *super().list_commands(ctx)]))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, importing its module now if it is one of :data:`COMMAND_MODULES`."""
+        if cmd_name in COMMAND_MODULES and cmd_name not in self.commands:
+            self.add_command(_command(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def main(
         self,
@@ -74,20 +117,9 @@ app = typer.Typer(
     add_completion=False,
     cls=OneLineUsageErrors,
 )
-
-_COMMAND_MODULES = (
-    "plan_cmd",
-    "simulate_cmd",
-    "probe_cmd",
-    "sweep_cmd",
-    "ledger_cmd",
-    "minder_cmd",
-    "flowpulse_cmd",
-    "ui_cmd",
-)
-
-for _name in _COMMAND_MODULES:
-    importlib.import_module(f"{__name__}.{_name}").register(app)
+# the commands are added when used (OneLineUsageErrors.get_command); a callback makes the app a
+# group without any registered up front
+app.callback()(lambda: None)
 
 
 def main() -> None:

@@ -14,8 +14,7 @@ from rich.console import Console
 
 from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the CLI's limit
 from ..redaction import clip
-from ..scenario import MAX_SEED
-from ..validation import shown
+from ..validation import MAX_SEED, shown
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 

@@ -86,10 +86,10 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Train one LSTM-VAE per metric on the fleet's history and save the model."""
+        check_int_option(steps, "--steps", 1, MAX_TRAIN_STEPS)  # before torch is imported (seconds)
+        check_int_option(seed, "--seed", 0, MAX_SEED)
         from faultsense_pipelines.minder import MinderSettings, load_metrics, save_model, train_minder
 
-        check_int_option(steps, "--steps", 1, MAX_TRAIN_STEPS)
-        check_int_option(seed, "--seed", 0, MAX_SEED)
         settings = _settings(MinderSettings(), window_s=window_s, continuity_s=continuity_s, threshold=threshold,
                              train_steps=steps, seed=seed)  # fmt: skip
         known = _read_labels(labels) if labels else []
@@ -122,10 +122,9 @@ def register(app: typer.Typer) -> None:
         steps: int = typer.Option(None, "--steps", help="Without --model: training steps per metric model (default 150)."),
     ) -> None:
         """Report machines that stayed far from the rest of the fleet."""
+        check_int_option(steps, "--steps", 1, MAX_TRAIN_STEPS)  # before torch is imported (seconds)
         from faultsense_pipelines.minder import MinderSettings, load_metrics, load_model, train_minder
         from faultsense_pipelines.minder import scan as minder_scan
-
-        check_int_option(steps, "--steps", 1, MAX_TRAIN_STEPS)
 
         try:
             model = load_model(model_dir) if model_dir else None

@@ -33,15 +33,15 @@ def build(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
 ) -> None:
     """Write a Hugging Face checkpoint of the probe model that transformers and vLLM load."""
+    check_cover_args(gpus, probe_size)  # the options are checked before torch is imported (seconds)
+    check_int_option(seed, "--seed", 0, MAX_SEED)
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out} exists and is not a folder")
     from faultsense_pipelines.probe.memory import bytes_per_gpu
     from faultsense_pipelines.probe.model import VARIANTS, probe_config
 
-    check_cover_args(gpus, probe_size)
-    check_int_option(seed, "--seed", 0, MAX_SEED)
     if variant not in VARIANTS:
         fail(f"--variant must be one of {', '.join(VARIANTS)}, got {shown(variant)}")
-    if out.exists() and not out.is_dir():
-        fail(f"--out {out} exists and is not a folder")
     try:
         config = probe_config(gpus, probe_size, variant)
     except ValueError as exc:

@@ -196,9 +196,10 @@ def run_sweep(
     """
     import dagster as dg
 
-    from faultsense_pipelines.assets.partitions import REPLICAS, check_hour_key, current_hour_key
+    from faultsense_pipelines.assets.partitions import REPLICAS
     from faultsense_pipelines.definitions import ANALYTICS_JOB, FLEET_VIEW_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
+    from faultsense_pipelines.hours import check_hour_key, current_hour_key
     from faultsense_pipelines.ledger.lock import ReplicaLocked, replica_lock
 
     from .home import open_instance
@@ -349,13 +350,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
         from faultsense_pipelines.fleet import FleetError, load_fleet
+        from faultsense_pipelines.hours import check_hour_key, current_hour_key
 
-        try:  # a bad fleet file is refused before Dagster is imported (seconds and ~30 MB)
+        # every input is checked before Dagster is imported (seconds and ~30 MB): one line, exit 2
+        try:
             names = load_fleet(fleet).names
         except FleetError as exc:
             fail(str(exc))
-        from faultsense_pipelines.assets.partitions import check_hour_key, current_hour_key
-
         try:
             hour = check_hour_key(hour) if hour is not None else current_hour_key()
         except ValueError as exc:
