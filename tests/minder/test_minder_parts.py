@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from faultsense_pipelines.minder.continuity import confirmed_runs, estimate_onset
+from faultsense_pipelines.minder.continuity import _split_sse, confirmed_runs, estimate_onset
 from faultsense_pipelines.minder.priority import default_priority, learn_priority
 from faultsense_pipelines.minder.similarity import fleet_distances, outlier_scores
 from tests.hypothesis_profiles import examples
@@ -83,6 +83,35 @@ def test_onset_of_a_noisy_ramp_is_where_it_leaves_the_flat():
     t = np.arange(60.0)
     y = np.maximum(0.0, t - 20) * 0.2 + rng.normal(0, 0.2, 60)
     assert abs(estimate_onset(y) - 20) <= 4
+
+
+def test_split_errors_match_least_squares_fits_at_every_split():
+    """Brute force: for each split, a mean on the left and a fitted line on the right (lstsq)."""
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.choice(80, 30, replace=False)).astype(float)  # uneven times, as with gaps
+    y = rng.normal(0, 1, 30) + np.where(t > 40, 0.1 * (t - 40), 0.0)
+    expected = []
+    for k in range(1, 30):
+        left = np.sum((y[:k] - y[:k].mean()) ** 2)
+        design = np.column_stack([np.ones(30 - k), t[k:]])
+        fit = np.linalg.lstsq(design, y[k:], rcond=None)[0]
+        expected.append(left + np.sum((y[k:] - design @ fit) ** 2))
+    np.testing.assert_allclose(_split_sse(y, t), expected, rtol=1e-9, atol=1e-9)
+
+
+@given(
+    st.integers(3, 37),  # the break
+    st.floats(-5, 5),  # healthy level
+    st.floats(0.5, 5) | st.floats(-5, -0.5),  # jump
+    st.floats(-0.25, 0.25),  # slope after the break, per sample (jump - slope != 0: not one line)
+)
+@settings(max_examples=examples(60))
+def test_a_noiseless_level_then_line_is_split_at_its_break(onset, level, jump, slope):
+    """Constant, then a line with its own jump and slope: the one split with zero error. (A jump
+    equal to the slope would make the last healthy sample part of the line: no unique break.)"""
+    t = np.arange(40.0)
+    y = np.where(t < onset, level, level + jump + slope * (t - onset))
+    assert estimate_onset(y) == onset
 
 
 def test_decision_tree_priority_ranks_the_separating_metric_first():
