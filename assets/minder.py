@@ -13,13 +13,16 @@ scanned window, so re-scanning the same window replaces its rows instead of addi
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 import faultsense_pipelines
 from faultsense_pipelines.ledger import append_passive_faults
-from faultsense_pipelines.minder import Fault, MinderSettings, load_metrics, load_model, scan, train_minder
 from faultsense_pipelines.resources.ledger import LedgerResource
+
+if TYPE_CHECKING:  # Minder is imported when the asset runs: it loads torch, which a sweep need not
+    from faultsense_pipelines.minder import Fault
 
 __all__ = ["MinderScanConfig", "machine_component", "minder_faults"]
 
@@ -38,12 +41,12 @@ class MinderScanConfig(dg.Config):
     continuity_s: float | None = None
 
 
-def machine_component(fault: Fault) -> str:
+def machine_component(fault: "Fault") -> str:
     """The ledger ``component`` of a faulty machine: ``"machine:node-0005"``."""
     return f"machine:{fault.machine}"
 
 
-def _faults_markdown(faults: tuple[Fault, ...]) -> str:
+def _faults_markdown(faults: "tuple[Fault, ...]") -> str:
     lines = ["| machine | onset (UTC) | confirmed (UTC) | metric | score |", "|---|---|---|---|---|"]
     lines += [f"| {f.machine} | {f.start.isoformat()} | {f.confirmed_at.isoformat()} | {f.metric} | {f.score:.1f} |"
               for f in faults]  # fmt: skip
@@ -57,6 +60,8 @@ def _faults_markdown(faults: tuple[Fault, ...]) -> str:
     "rows (detector=minder, component_kind=machine).",
 )
 def minder_faults(context: dg.AssetExecutionContext, config: MinderScanConfig, ledger: LedgerResource) -> dg.MaterializeResult:
+    from faultsense_pipelines.minder import MinderSettings, load_metrics, load_model, scan, train_minder
+
     model = load_model(config.model) if config.model else None
     array = load_metrics(config.metrics, model.interval_s if model else None)
     if model is None:

@@ -10,25 +10,37 @@ one per GPU of ``S``, therefore sends the token to exactly one expert on each GP
 Experts are placed contiguously (vLLM's linear expert-parallel placement): with ``n`` GPUs
 and ``E`` experts, GPU ``g`` hosts experts ``[g*E/n, (g+1)*E/n)``.
 
-All functions are pure; nothing here does I/O.
+All functions are pure; nothing here does I/O. torch is imported only by the functions that
+return tensors (:func:`probe_experts`, :func:`probe_embeddings`); their NumPy forms
+(:func:`probe_expert_ids`, :func:`probe_embedding_bits`) serve the ``vllm`` HTTP client, which
+never imports torch.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
+    "BF16_ONE",
     "expert_range",
     "experts_per_gpu",
     "gpu_of_expert",
     "gpus_of_routed_experts",
+    "probe_embedding_bits",
     "probe_embeddings",
+    "probe_expert_ids",
     "probe_experts",
 ]
+
+#: The bfloat16 bit pattern of 1.0.
+BF16_ONE = 0x3F80
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -133,6 +145,22 @@ def _check_gpu_set(gpus: Iterable[int], n_gpus: int, top_k: int) -> list[int]:
     return sorted(checked)
 
 
+def probe_expert_ids(gpus: Sequence[int], n_gpus: int, n_experts: int, top_k: int, tokens: int) -> np.ndarray:
+    """:func:`probe_experts` as a NumPy ``int64`` array of shape ``(tokens, top_k)`` (no torch).
+
+    >>> probe_expert_ids([3, 1], n_gpus=4, n_experts=8, top_k=2, tokens=3).tolist()
+    [[2, 6], [3, 7], [2, 6]]
+    """
+    per = experts_per_gpu(n_gpus, n_experts)
+    k = _check_int("top_k", top_k, 1)
+    if k > n_gpus:
+        raise ValueError(f"top_k must be <= n_gpus={n_gpus}, got {k}")
+    t = _check_int("tokens", tokens, 1)
+    members = np.asarray(_check_gpu_set(gpus, n_gpus, k), dtype=np.int64)  # (k,)
+    local = np.arange(t, dtype=np.int64) % per  # (tokens,)
+    return members[None, :] * per + local[:, None]  # (tokens, k)
+
+
 def probe_experts(gpus: Sequence[int], n_gpus: int, n_experts: int, top_k: int, tokens: int) -> torch.Tensor:
     """The experts each probe token is routed to: one expert on each GPU of the probe.
 
@@ -161,14 +189,9 @@ def probe_experts(gpus: Sequence[int], n_gpus: int, n_experts: int, top_k: int, 
         >>> probe_experts([3, 1], n_gpus=4, n_experts=8, top_k=2, tokens=3).tolist()
         [[2, 6], [3, 7], [2, 6]]
     """
-    per = experts_per_gpu(n_gpus, n_experts)
-    k = _check_int("top_k", top_k, 1)
-    if k > n_gpus:
-        raise ValueError(f"top_k must be <= n_gpus={n_gpus}, got {k}")
-    t = _check_int("tokens", tokens, 1)
-    members = torch.tensor(_check_gpu_set(gpus, n_gpus, k), dtype=torch.long)  # (k,)
-    local = torch.arange(t, dtype=torch.long) % per  # (tokens,)
-    return members.unsqueeze(0) * per + local.unsqueeze(1)  # (tokens, k)
+    import torch
+
+    return torch.from_numpy(probe_expert_ids(gpus, n_gpus, n_experts, top_k, tokens))
 
 
 def probe_embeddings(
@@ -178,7 +201,7 @@ def probe_embeddings(
     top_k: int,
     hidden: int,
     tokens: int,
-    dtype: torch.dtype = torch.bfloat16,
+    dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """Input embeddings for a probe: ones at the chosen expert dimensions, zeros elsewhere.
 
@@ -189,7 +212,7 @@ def probe_embeddings(
     Args:
         gpus, n_gpus, n_experts, top_k, tokens: as in :func:`probe_experts`.
         hidden: model hidden size, ``>= n_experts``.
-        dtype: element type (default bf16, the serving dtype).
+        dtype: element type (default ``torch.bfloat16``, the serving dtype).
 
     Returns:
         Tensor of shape ``(tokens, hidden)``.
@@ -201,13 +224,32 @@ def probe_embeddings(
         >>> probe_embeddings([1], n_gpus=2, n_experts=4, top_k=1, hidden=6, tokens=2).tolist()
         [[0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]]
     """
+    import torch
+
     h = _check_int("hidden", hidden, 1)
     if h < n_experts:
         raise ValueError(f"hidden must be >= n_experts={n_experts}, got {h}")
     experts = probe_experts(gpus, n_gpus, n_experts, top_k, tokens)  # (tokens, k)
-    embeds = torch.zeros(experts.shape[0], h, dtype=dtype)  # (tokens, hidden)
+    embeds = torch.zeros(experts.shape[0], h, dtype=torch.bfloat16 if dtype is None else dtype)  # (tokens, hidden)
     embeds.scatter_(1, experts, 1.0)
     return embeds
+
+
+def probe_embedding_bits(gpus: Sequence[int], n_gpus: int, n_experts: int, top_k: int, hidden: int, tokens: int) -> np.ndarray:
+    """:func:`probe_embeddings` in bf16 as NumPy bit patterns (``uint16``, shape ``(tokens,
+    hidden)``: :data:`BF16_ONE` at the chosen expert dimensions, 0 elsewhere), without torch;
+    :func:`probe.tensor_file.save_bf16` turns it into the ``torch.save`` bytes vLLM reads.
+
+    >>> probe_embedding_bits([1], n_gpus=2, n_experts=4, top_k=1, hidden=6, tokens=2).tolist()
+    [[0, 0, 16256, 0, 0, 0], [0, 0, 0, 16256, 0, 0]]
+    """
+    h = _check_int("hidden", hidden, 1)
+    if h < n_experts:
+        raise ValueError(f"hidden must be >= n_experts={n_experts}, got {h}")
+    experts = probe_expert_ids(gpus, n_gpus, n_experts, top_k, tokens)  # (tokens, k)
+    bits = np.zeros((experts.shape[0], h), dtype=np.uint16)  # (tokens, hidden)
+    np.put_along_axis(bits, experts, BF16_ONE, axis=1)
+    return bits
 
 
 def gpus_of_routed_experts(experts: Any, n_gpus: int, n_experts: int) -> list[frozenset[int]]:
@@ -230,7 +272,8 @@ def gpus_of_routed_experts(experts: Any, n_gpus: int, n_experts: int) -> list[fr
         [frozenset({1, 3}), frozenset({1, 3})]
     """
     per = experts_per_gpu(n_gpus, n_experts)
-    if isinstance(experts, torch.Tensor):
+    torch_module = sys.modules.get("torch")  # a tensor can only exist once torch is imported
+    if torch_module is not None and isinstance(experts, torch_module.Tensor):
         experts = experts.detach().cpu().numpy()
     arr = np.asarray(experts)
     if arr.ndim != 2:

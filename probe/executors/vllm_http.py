@@ -2,8 +2,9 @@
 
 The server serves the probe checkpoint (``faultsense probe build``) with
 ``--enable-prompt-embeds``. A probe over GPU set ``S`` is a ``/v1/completions`` request whose
-``prompt_embeds`` (base64 of ``torch.save`` of a ``(tokens, hidden)`` tensor, see
-:func:`probe.encoding.probe_embeddings`) route every token to one expert on each GPU of
+``prompt_embeds`` (base64 of ``torch.save`` of a ``(tokens, hidden)`` bf16 tensor, see
+:func:`probe.encoding.probe_embeddings`; written by :mod:`probe.tensor_file` without torch,
+so the client process never imports it) route every token to one expert on each GPU of
 ``S``; ``max_tokens=1`` and streaming, so the probe's latency is the client-side time to
 first token (TTFT): request sent to first streamed chunk, in ms.
 
@@ -47,9 +48,9 @@ from typing import Literal, TypeVar
 
 import httpx
 import numpy as np
-import torch
 
-from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embeddings, probe_experts
+from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embedding_bits, probe_expert_ids
+from faultsense_pipelines.probe.tensor_file import save_bf16
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 from faultsense_pipelines.redaction import clip, load_secret
 
@@ -216,7 +217,7 @@ class VllmExecutor:
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
         # validates ids, duplicates and |S| == k before anything touches the network
-        probe_experts(list(gpus), self.gpus, self.gpus, self.probe_size, 1)
+        probe_expert_ids(list(gpus), self.gpus, self.gpus, self.probe_size, 1)
         members = tuple(sorted(int(g) for g in gpus))
         self.last_details = None
         try:
@@ -302,14 +303,13 @@ class VllmExecutor:
     # -- requests --------------------------------------------------------------------
 
     def _request_body(self, members: tuple[int, ...], served: ServedModel) -> dict:
-        embeds = probe_embeddings(
+        bits = probe_embedding_bits(
             members, self.gpus, served.n_experts, self.probe_size, served.hidden, self.tokens
-        )  # (tokens, hidden) bf16
-        buffer = io.BytesIO()
-        torch.save(embeds, buffer)
+        )  # (tokens, hidden) bf16 bit patterns
         return {
             "model": served.name,
-            "prompt_embeds": base64.b64encode(buffer.getvalue()).decode("ascii"),
+            # torch.save's format, written without torch: this client never imports it
+            "prompt_embeds": base64.b64encode(save_bf16(bits)).decode("ascii"),
             "max_tokens": 1,
             "temperature": 0.0,
             "logprobs": self.logprobs,
