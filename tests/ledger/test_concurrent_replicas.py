@@ -171,8 +171,14 @@ def test_a_commit_conflict_forced_between_read_and_write_is_retried_and_lands_on
         [sys.executable, "-c", _HELD_CHILD, *args[:1], held, *args[2:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     second = subprocess.Popen([sys.executable, "-c", _OTHER_CHILD, *args[:1], other, *args[2:]], stderr=subprocess.PIPE)
-    out, err = first.communicate(timeout=240)
-    _, err2 = second.communicate(timeout=240)
+    try:
+        out, err = first.communicate(timeout=240)
+        _, err2 = second.communicate(timeout=240)
+    finally:  # one that died early leaves the other waiting on its sync file
+        for child in (first, second):
+            if child.poll() is None:
+                child.kill()
+                child.wait()
     assert first.returncode == 0 and second.returncode == 0, (err + err2).decode()[-3000:]
     read, wrote = (int(w.split("=")[1]) for w in out.decode().split()[1:3])
     assert f"retries={ours}" in out.decode()  # the counter the store exposes
