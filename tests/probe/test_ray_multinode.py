@@ -9,7 +9,7 @@ second node's raylet is killed (SIGKILL): the run must end (no hang) as a failed
 error rows in ``probe_runs`` and no fault row -- a lost node is an executor failure, never
 a fault. Both nodes' process groups are killed in the fixture's finalizer.
 
-About a minute and a half on a busy 2-core machine (each node takes ~15 s to start).
+112 s on the busy 2-core machine (each node takes ~15 s to start).
 """
 
 from __future__ import annotations
