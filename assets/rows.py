@@ -49,7 +49,9 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
     A sweep that left links unjudged (``loc.unjudged_links``: no re-check, Algorithm 2,
     inconclusive components) adds one row ``replica:<name>``, status ``inconclusive``, Phase 2,
     ``probes_used`` = all its probes: the ledger then shows that the sweep did not vouch for
-    every link (the count is in the ``phase2_drilldown`` metadata).
+    every link (the count is in the ``phase2_drilldown`` metadata). A sweep still
+    ``replica_degraded`` after Phase 2 (the evidence drill-down read it and confirmed nothing)
+    adds the :func:`degraded_row`, as Phase 1 alone would have.
     """
     rows = []
     for v in loc.verdicts:
@@ -77,6 +79,8 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
         rows.append(
             _replica_row(key, sweep_id, detected_at, status=Status.INCONCLUSIVE, slowdown=None, phase=2, probes_used=probes)
         )
+    if loc.replica_degraded:  # a drill-down that read a degraded sweep and found no cause keeps it degraded
+        rows.append(degraded_row(loc.phase1, key=key, sweep_id=sweep_id, detected_at=detected_at))
     return rows
 
 

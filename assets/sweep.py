@@ -25,7 +25,7 @@ from faultsense_pipelines.resources.executors import ProbeExecutorResource, reda
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
-from faultsense_pipelines.vocabulary import DrilldownMethod, Outcome
+from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome
 
 from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
@@ -45,7 +45,9 @@ class SweepConfig(dg.Config):
         repeats: measurements per probe; 0 takes the replica's ``repeats`` from the fleet
             file, else 3.
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
-        drilldown_method: ``adaptive`` or ``paper`` (Algorithm 2).
+        drilldown_method: ``evidence`` (default: paired, weighed tests with a confidence on
+            every verdict), ``adaptive`` (halving; trusts each probe's pass or fail) or
+            ``paper`` (Algorithm 2).
         recheck: adaptive drill-down only: re-check the links hidden behind a slow GPU or
             link (exact, the default). False spends about (n-1)/(k-1) fewer Phase 2 probes
             per slow GPU but can miss a slow link hidden there; the Phase 2 metadata counts
@@ -54,7 +56,7 @@ class SweepConfig(dg.Config):
 
     repeats: int = 0
     cover_method: str = "best"
-    drilldown_method: str = DrilldownMethod.ADAPTIVE.value  # a DrilldownMethod word (Dagster config is plain text)
+    drilldown_method: str = DEFAULT_DRILLDOWN.value  # a DrilldownMethod word (Dagster config is plain text)
     recheck: bool = True
 
 

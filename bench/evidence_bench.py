@@ -11,7 +11,9 @@ Per method it reports precision (blamed components that are faulty), recall (fau
 components found), wrong blames per 100 sweeps, sweeps called degraded, probes per sweep, and
 for the evidence drill-down a reliability table of its stated confidence.
 
-Usage: ``python bench/evidence_bench.py [--seeds 10] [--out bench/results/evidence.md]``
+Usage: ``python bench/evidence_bench.py [--seeds 10] [--out bench/results/evidence.md]
+[--families healthy,...] [--methods evidence]`` (``--families healthy --seeds 250 --methods
+evidence`` is the 1,000-healthy-sweep run).
 """
 
 from __future__ import annotations
@@ -107,22 +109,28 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("bench/results/evidence.md"))
+    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of " + ", ".join(FAMILIES))
+    ap.add_argument("--methods", default="adaptive,evidence", help="comma-separated subset of adaptive, evidence")
     args = ap.parse_args()
+    families = [f for f in args.families.split(",") if f]
+    methods = [m for m in args.methods.split(",") if m]
+    if not families or set(families) - set(FAMILIES) or not methods or set(methods) - {"adaptive", "evidence"}:
+        ap.error("--families and --methods must name some of the listed words")
     stats: dict[tuple[str, str], Counter] = defaultdict(Counter)
     reliability: Counter = Counter()
     t0 = time.time()
     for n, k in SHAPES:
         cover = plan_cover(n, k)
-        for family in FAMILIES:
+        for family in families:
             for seed in range(args.seeds):
                 rng = random.Random(f"{n}-{k}-{family}-{seed}")
                 faults, spill = draw(family, n, rng)
                 truth = truth_of(faults)
                 noise = NoiseModel(**PRODUCTION, spillover=spill)
-                for method in ("adaptive", "evidence"):
+                for method in methods:
                     ex = LatencyModelExecutor(n, LatencyModel(noise, faults, seed=seed))
                     if method == "adaptive":
-                        loc = localize(ex, cover, repeats=args.repeats)
+                        loc = localize(ex, cover, repeats=args.repeats, method="adaptive")
                         degraded, verdicts = loc.replica_degraded, loc.verdicts
                         probes = loc.probes_phase1 + loc.probes_phase2
                     else:
@@ -150,7 +158,10 @@ def main() -> None:
     lines = [
         "# Localization under production-like latency: adaptive vs evidence",
         "",
-        f"Measured by `python bench/evidence_bench.py --seeds {args.seeds} --repeats {args.repeats}` on a 2-core CPU",
+        f"Measured by `python bench/evidence_bench.py --seeds {args.seeds} --repeats {args.repeats}"
+        + ("" if families == list(FAMILIES) else f" --families {args.families}")
+        + ("" if len(methods) == 2 else f" --methods {args.methods}")
+        + "` on a 2-core CPU",
         f"machine; shapes {', '.join(f'n={n} k={k}' for n, k in SHAPES)}; {args.seeds} seeds per shape and family;",
         "noise " + ", ".join(f"{k}={v}" for k, v in PRODUCTION.items()) + " (spillover family: spillover 0.3, a 2x GPU).",
         "Faults: slowdowns uniform in 1.3-2.0x (intermittent: 1.5-2.0x, duty 0.5-0.9); mixed = GPUs and links alternating.",
@@ -158,8 +169,8 @@ def main() -> None:
         "| family | method | sweeps | exact | precision | recall | wrong /100 sweeps | degraded | inconclusive | probes/sweep |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for family in FAMILIES:
-        for method in ("adaptive", "evidence"):
+    for family in families:
+        for method in methods:
             s = stats[(family, method)]
             precision = s["found"] / s["blamed"] if s["blamed"] else 1.0
             recall = s["found"] / s["truth"] if s["truth"] else math.nan
@@ -168,7 +179,7 @@ def main() -> None:
                 + ("-" if math.isnan(recall) else f"{recall:.3f}")
                 + f" | {100 * s['wrong'] / s['sweeps']:.1f} | {s['degraded']} | {s['inconclusive']} | {s['probes'] / s['sweeps']:.0f} |"
             )
-    tot = {m: Counter() for m in ("adaptive", "evidence")}
+    tot = {m: Counter() for m in methods}
     for (_, m), s in stats.items():
         tot[m].update(s)
     lines += [

@@ -12,6 +12,8 @@ first, so both modes see the same machine load:
 * ``new``: repeats in rounds with round detrending (and one more set of rounds when the
   first judgement is degraded), Phase 2 against an interleaved healthy reference,
   RobustRule also using the noise within probes (the defaults).
+* ``evidence``: the new measurement with the default (evidence-weighted) drill-down; the
+  two above use the adaptive one. ``--modes`` and ``--cases`` choose what runs.
 
 ``--hog N`` starts N busy-loop processes (one core each) for the whole run to simulate a
 loaded machine. Rates: exact (faulty GPUs == [2] and no faulty link, or nothing for the
@@ -38,7 +40,11 @@ from faultsense_pipelines.suspects import RobustRule
 
 N, K, REPEATS, STRAGGLER = 8, 4, 5, 2
 RESULTS = Path(__file__).parent / "results"
-MODES = {"old": ({"interleave": False, "reference": False}, {"use_repeats": False}), "new": ({}, {})}
+MODES = {
+    "old": ({"interleave": False, "reference": False, "method": "adaptive"}, {"use_repeats": False}),
+    "new": ({"method": "adaptive"}, {}),
+    "evidence": ({"method": "evidence"}, {}),  # the default drill-down, with the new measurement
+}
 
 
 def _hog() -> None:
@@ -60,7 +66,13 @@ def main() -> None:
     ap.add_argument("--hog", type=int, default=0, help="busy-loop processes to run alongside")
     ap.add_argument("--tag", default="", help="label for this run in the results")
     ap.add_argument("--min-slowdown", type=float, default=2.0, help="RobustRule min_slowdown (fleet: 2.0)")
+    ap.add_argument("--modes", default="old,new", help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--cases", default="straggler,healthy", help="comma-separated, of straggler, healthy")
     args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    cases = [c for c in args.cases.split(",") if c]
+    if not modes or any(m not in MODES for m in modes) or not cases or any(c not in ("straggler", "healthy") for c in cases):
+        ap.error(f"--modes must name some of {', '.join(MODES)} and --cases some of straggler, healthy")
     hogs = [mp.get_context("spawn").Process(target=_hog, daemon=True) for _ in range(args.hog)]
     for h in hogs:
         h.start()
@@ -69,9 +81,11 @@ def main() -> None:
         cover = plan_cover(N, K)
         with LocalExecutor(N, K, timeout_s=120) as ex:
             for case, inject, want in (("straggler", [{"gpu": STRAGGLER, "slowdown": 3.0}], [STRAGGLER]), ("healthy", [], [])):
+                if case not in cases:
+                    continue
                 ex.set_injections(inject)
                 for s in range(args.sweeps):
-                    order = list(MODES) if s % 2 == 0 else list(MODES)[::-1]
+                    order = modes if s % 2 == 0 else modes[::-1]
                     for mode in order:
                         t0 = time.monotonic()
                         options, rule = MODES[mode]
@@ -123,6 +137,8 @@ def _write(rows: list[dict], args) -> None:
     for case in ("straggler", "healthy"):
         for mode in MODES:
             sel = [r for r in rows if r["case"] == case and r["mode"] == mode]
+            if not sel:
+                continue
             c = {o: sum(r["outcome"] == o for r in sel) for o in ("exact", "wrong", "degraded", "missed")}
             secs = sum(r["seconds"] for r in sel) / len(sel)
             lines.append(

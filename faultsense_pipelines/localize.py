@@ -22,14 +22,14 @@ from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
 from .cover import Cover
 from .drilldown import drilldown
 from .drilldown.common import Finding
-from .evidence import run_evidence_phase2
+from .evidence import DEFAULT_MIN_SLOWDOWN, run_evidence_phase2
 from .interleave import detrend_rounds, measure_rounds
 from .judge import judge_probe, measure_all
 from .localization import OUTCOMES, STATUSES, Localization, Phase1Result, ProbeRecord, Verdict  # noqa: F401 (re-exported)
 from .probes import ProbeExecutor, ProbeMeasurement
 from .suspects import SuspectRule, default_rule, probe_latency_ms, probe_zone
 from .topology import ReplicaTopology
-from .vocabulary import DrilldownMethod, Outcome
+from .vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, Status
 
 __all__ = [
     "Localization",
@@ -155,7 +155,7 @@ def run_phase2(
     executor: ProbeExecutor,
     phase1: Phase1Result,
     *,
-    method: DrilldownMethod | str = DrilldownMethod.ADAPTIVE,
+    method: DrilldownMethod | str = DEFAULT_DRILLDOWN,
     repeats: int = 1,
     rule: SuspectRule | None = None,
     recheck_explained: bool = True,
@@ -164,19 +164,25 @@ def run_phase2(
 ) -> Localization:
     """Drill into the suspects of ``phase1`` and return the verdicts.
 
-    Every Phase 2 probe is measured ``repeats`` times and judged by :func:`judge_probe`
-    against Phase 1's baseline and threshold (the same rule, the same sweep), so ``rule``
-    is accepted for symmetry and not re-applied.
+    The binary drill-downs measure every Phase 2 probe ``repeats`` times and judge it by
+    :func:`judge_probe` against Phase 1's baseline and threshold (the same rule, the same
+    sweep), so they do not re-apply ``rule``.
 
     Args:
         executor: the executor Phase 1 ran on.
         phase1: the sweep to drill into.
-        method: ``"adaptive"`` (default), ``"paper"`` or ``"evidence"``: paired, weighed tests
-            with a confidence on every verdict (:func:`~faultsense_pipelines.evidence.run_evidence_phase2`);
-            it reads every Phase 1 probe against a time-local baseline, so it runs whatever the
-            suspect rule found, also on a sweep the rule called degraded.
+        method: ``"evidence"`` (default, :data:`~faultsense_pipelines.vocabulary.DEFAULT_DRILLDOWN`):
+            paired, weighed tests with a confidence on every verdict
+            (:func:`~faultsense_pipelines.evidence.run_evidence_phase2`); it reads every Phase 1
+            probe against a time-local baseline, so it runs whatever the suspect rule found,
+            also on a sweep the rule called degraded (which stays ``replica_degraded`` unless it
+            confirms a component). ``"adaptive"``: exonerate, then halve,
+            trusting each probe's pass or fail (exact on noise-free probes); ``"paper"``: the
+            paper's Algorithm 2.
         repeats: measurements per Phase 2 probe.
-        rule: see above.
+        rule: see above; the evidence drill-down takes its ``min_slowdown`` (a fleet's floor,
+            if above :data:`~faultsense_pipelines.evidence.DEFAULT_MIN_SLOWDOWN`) as the smallest
+            slowdown that is a fault.
         recheck_explained: adaptive only: re-test suspect groups explained by a slow GPU
             (exact; about (n-1)/(k-1) probes per slow GPU). See
             :func:`~faultsense_pipelines.drilldown.adaptive.adaptive_drilldown`.
@@ -198,11 +204,14 @@ def run_phase2(
         So is a sweep whose passing Phase 2 probes show a fast minority
         (:func:`_fast_minority`): Phase 1 took a slow majority for its baseline.
     """
-    del rule
     _check(executor, phase1.gpus, repeats)
     if method == DrilldownMethod.EVIDENCE:
-        evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, topology=topology)
-        read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and phase1.records else phase1
+        # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
+        floor = max(DEFAULT_MIN_SLOWDOWN, float(getattr(rule, "min_slowdown", DEFAULT_MIN_SLOWDOWN)))
+        evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, min_slowdown=floor, topology=topology)
+        # a slow majority the rule saw stays the sweep's result unless the evidence found its cause
+        found = any(v.status == Status.CONFIRMED for v in verdicts)
+        read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and found else phase1
         return Localization(read, evidence_records, verdicts, topology)
     if not phase1.needs_drilldown or phase1.threshold_ms is None or phase1.baseline_ms is None:
         return Localization(phase1, (), ())
@@ -254,7 +263,7 @@ def localize(
     *,
     repeats: int = 1,
     rule: SuspectRule | None = None,
-    method: DrilldownMethod | str = DrilldownMethod.ADAPTIVE,
+    method: DrilldownMethod | str = DEFAULT_DRILLDOWN,
     recheck_explained: bool = True,
     interleave: bool = True,
     reference: bool | None = None,

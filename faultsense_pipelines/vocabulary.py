@@ -36,7 +36,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Self
 
-__all__ = ["ComponentKind", "DrilldownMethod", "Engine", "ExecutorKind", "Outcome", "Status", "Vocabulary"]
+__all__ = ["DEFAULT_DRILLDOWN", "ComponentKind", "DrilldownMethod", "Engine", "ExecutorKind", "Outcome", "Status", "Vocabulary"]
 
 
 class Vocabulary(StrEnum):
@@ -99,6 +99,11 @@ class DrilldownMethod(Vocabulary):
     ADAPTIVE = "adaptive"
     PAPER = "paper"
     EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.evidence)
+
+
+#: The drill-down of ``simulate``, ``sweep`` and the Dagster sweep unless told otherwise: the
+#: evidence-weighted one, which weighs noisy measurements instead of trusting any one probe.
+DEFAULT_DRILLDOWN = DrilldownMethod.EVIDENCE
 
 
 class ExecutorKind(Vocabulary):

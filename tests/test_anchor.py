@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import pytest
 
 from faultsense_pipelines.anchor import anchor_sweep, explains_slow_probes, healthy_cross_probes
 from faultsense_pipelines.cover import Cover, plan_cover
 from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.localize import localize
+from faultsense_pipelines.localize import localize as _localize
 from faultsense_pipelines.simulator import SimulatedReplica
 from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, fast_cluster_verdict
+from faultsense_pipelines.vocabulary import DrilldownMethod
+
+#: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
+localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)
 
 RULES = [RobustRule(), MedianRatioRule(1.2)]
 

@@ -197,7 +197,10 @@ def test_an_intermittent_fault_parses_with_its_duty_and_writes_it_back_only_when
     faults = parse_faults(spec, 64)
     assert faults == (GpuFault(9, 1.8, 0.6), LinkFault((3, 21), 1.5))
     assert [f.to_dict() for f in faults] == [{"gpu": 9, "slowdown": 1.8, "duty": 0.6}, {"link": [3, 21], "slowdown": 1.5}]
-    assert repr(faults[0]) == "GpuFault(gpu=9, slowdown=1.8, duty=0.6)" and repr(faults[1]) == "LinkFault(link=(3, 21), slowdown=1.5)"
+    assert (
+        repr(faults[0]) == "GpuFault(gpu=9, slowdown=1.8, duty=0.6)"
+        and repr(faults[1]) == "LinkFault(link=(3, 21), slowdown=1.5)"
+    )
     assert pickle.loads(pickle.dumps(faults)) == faults
 
 
@@ -235,4 +238,6 @@ def test_a_scenario_and_the_fleet_file_take_duty() -> None:
 
     sc = parse_scenario({"gpus": 16, "probe_size": 4, "faults": [{"gpu": 5, "slowdown": 2.0, "duty": 0.5}]})
     assert sc.faults == (GpuFault(5, 2.0, 0.5),)
-    assert SimulatedOptions.model_validate({"faults": [{"gpu": 5, "slowdown": 2.0, "duty": 0.5}]}).faults == [GpuFault(5, 2.0, 0.5)]
+    assert SimulatedOptions.model_validate({"faults": [{"gpu": 5, "slowdown": 2.0, "duty": 0.5}]}).faults == [
+        GpuFault(5, 2.0, 0.5)
+    ]

@@ -7,15 +7,24 @@ by hand from the factor (worked in each test).
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault
 from faultsense_pipelines.interleave import detrend_rounds, judge_against_reference, measure_rounds, reference_ratio
-from faultsense_pipelines.localize import localize, run_phase1, run_phase2
+from faultsense_pipelines.localize import localize as _localize
+from faultsense_pipelines.localize import run_phase1
+from faultsense_pipelines.localize import run_phase2 as _run_phase2
 from faultsense_pipelines.probes import ProbeMeasurement
 from faultsense_pipelines.simulator import SimulatedReplica
 from faultsense_pipelines.suspects import RobustRule
+from faultsense_pipelines.vocabulary import DrilldownMethod
+
+#: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
+localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)
+run_phase2 = partial(_run_phase2, method=DrilldownMethod.ADAPTIVE)
 
 
 class FakeLoadedExecutor:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import pickle
+from functools import partial
 
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.localize import Phase1Result, localize, run_phase1, run_phase2
+from faultsense_pipelines.localize import Phase1Result, run_phase1
+from faultsense_pipelines.localize import localize as _localize
+from faultsense_pipelines.localize import run_phase2 as _run_phase2
 from faultsense_pipelines.probes import ExecutorError, ProbeExecutor, ProbeMeasurement
 from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.vocabulary import DrilldownMethod
+
+#: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
+localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)
+run_phase2 = partial(_run_phase2, method=DrilldownMethod.ADAPTIVE)
 
 
 class FakeFlakyExecutor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from itertools import combinations
 
 import pytest
@@ -11,9 +12,14 @@ from hypothesis import strategies as st
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.localize import Localization, localize
+from faultsense_pipelines.localize import Localization
+from faultsense_pipelines.localize import localize as _localize
 from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.vocabulary import DrilldownMethod
 from tests.hypothesis_profiles import examples
+
+#: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
+localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)
 
 SLOWDOWN = st.floats(min_value=1.3, max_value=3.0)
 

@@ -7,6 +7,7 @@ exactly how many, so an operator who trades exactness for probes knows what was 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import dagster as dg
@@ -21,9 +22,13 @@ from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault
 from faultsense_pipelines.ledger import LedgerStore
 from faultsense_pipelines.localization import Localization, Phase1Result, ProbeRecord, Verdict
-from faultsense_pipelines.localize import localize
+from faultsense_pipelines.localize import localize as _localize
 from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.vocabulary import DrilldownMethod
 from tests.pipeline_helpers import HOUR, write_fleet
+
+#: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
+localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)
 
 # The paper's Figure 2c cover of n=8 GPUs by 6 probes of k=4.
 COVER = [(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)]
@@ -95,14 +100,16 @@ def test_simulate_no_recheck_reports_the_unjudged_links(tmp_path: Path):
     scenario = tmp_path / "s.json"
     scenario.write_text(json.dumps({"gpus": 64, "probe_size": 8, "faults": [{"gpu": 9, "slowdown": 1.8}], "seed": 7}))
     runner = CliRunner()
-    exact = json.loads(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json"]).stdout)
-    fast = json.loads(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--no-recheck"]).stdout)
+    exact = json.loads(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--drilldown", "adaptive"]).stdout)
+    fast = json.loads(
+        runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--drilldown", "adaptive", "--no-recheck"]).stdout
+    )
     cover = plan_cover(64, 8)
     assert exact["faulty_gpus"] == fast["faulty_gpus"] == [9]
     assert exact["unjudged_links"] == 0
     assert fast["unjudged_links"] == hidden_links([tuple(p) for p in cover.probes], 9).number_of_edges() > 0
     assert fast["probes"]["phase2"] < exact["probes"]["phase2"]
-    table = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--no-recheck"]).stdout
+    table = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--drilldown", "adaptive", "--no-recheck"]).stdout
     assert f"unjudged links {fast['unjudged_links']}" in " ".join(table.split())
 
 
@@ -110,8 +117,8 @@ def test_simulate_no_recheck_reports_the_unjudged_links(tmp_path: Path):
 def test_the_sweep_run_config_recheck_false_skips_the_recheck_and_says_so(tmp_path: Path):
     fleet, _ = write_fleet(tmp_path)
     with dg.DagsterInstance.ephemeral() as instance:
-        (exact,), _ = run_sweep(fleet, ["sim-faulty"], hour=HOUR, instance=instance)
-        (fast,), ledger = run_sweep(fleet, ["sim-faulty"], hour=HOUR, instance=instance, recheck=False)
+        (exact,), _ = run_sweep(fleet, ["sim-faulty"], hour=HOUR, instance=instance, drilldown="adaptive")
+        (fast,), ledger = run_sweep(fleet, ["sim-faulty"], hour=HOUR, instance=instance, recheck=False, drilldown="adaptive")
         meta = instance.get_latest_materialization_event(dg.AssetKey("phase2_drilldown")).asset_materialization.metadata
     assert exact.success and fast.success
     # the slow link 1-9 is covered only by the probe (1, 5, 9, 13) that slow GPU 5 fails:
@@ -126,7 +133,10 @@ def test_the_sweep_run_config_recheck_false_skips_the_recheck_and_says_so(tmp_pa
     assert sorted(zip(faults.component, faults.status)) == [("gpu:5", "confirmed"), ("replica:sim-faulty", "inconclusive")]
     health = run_sql(DAILY_HEALTH_SQL, faults=faults, runs=LedgerStore(ledger).read_probe_runs())
     assert health[["health", "degraded_sweeps"]].values.tolist() == [["faulty", 0]]
-    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", HOUR, "--no-recheck"])
+    result = CliRunner().invoke(
+        app,
+        ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", HOUR, "--drilldown", "adaptive", "--no-recheck"],
+    )
     assert result.exit_code == 0, result.output
     assert f"sim-faulty: {fast.unjudged_links} links unjudged" in result.stdout
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", HOUR])

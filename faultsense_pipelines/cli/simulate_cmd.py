@@ -17,7 +17,7 @@ from ..scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..suspects import MedianRatioRule, default_rule
 from ..textfile import TextFileError, load_json, read_text
 from ..validation import shown
-from ..vocabulary import DrilldownMethod
+from ..vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
 from .errors import cover_too_large, fail
 
 __all__ = ["register", "simulate"]
@@ -29,7 +29,7 @@ def simulate(
     cover: Annotated[str, typer.Option("--cover", help="Phase 1 cover: greedy | best.")] = "best",
     drilldown: Annotated[
         str, typer.Option("--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}.")
-    ] = DrilldownMethod.ADAPTIVE.value,
+    ] = DEFAULT_DRILLDOWN.value,
     repeats: Annotated[int, typer.Option("--repeats", help="Measurements per probe (median).")] = 1,
     alpha: Annotated[
         float | None,
@@ -52,6 +52,8 @@ def simulate(
         method = DrilldownMethod.parse(drilldown, "--drilldown")
     except ValueError as exc:
         fail(str(exc))
+    if not recheck and method != DrilldownMethod.ADAPTIVE:
+        fail(f"--no-recheck is an option of --drilldown adaptive, got --drilldown {method}")
     if not 1 <= repeats <= MAX_REPEATS:
         fail(f"--repeats must be in 1..{MAX_REPEATS}, got {repeats}")
     try:

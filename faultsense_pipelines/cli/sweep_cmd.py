@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from faultsense_pipelines.redaction import scrub
-from faultsense_pipelines.vocabulary import Status
+from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Status
 
 from ..validation import shown
 from .errors import fail
@@ -161,6 +161,7 @@ def run_sweep(
     *,
     repeats: int | None = None,
     recheck: bool = True,
+    drilldown: str | None = None,
     hour: str | None = None,
     instance=None,
     on_start=None,
@@ -176,6 +177,8 @@ def run_sweep(
         repeats: measurements per probe, 1..100 (None: the fleet's, else 3).
         recheck: re-check the links hidden behind a slow GPU or link in Phase 2 (exact);
             False is cheaper and can miss a slow link hidden there (see ``SweepConfig``).
+        drilldown: the Phase 2 method, a ``DrilldownMethod`` word (None: ``SweepConfig``'s
+            default, ``evidence``).
         hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
         instance: a Dagster instance (default: the persistent one of :func:`.home.open_instance`,
             created on first use).
@@ -226,6 +229,8 @@ def run_sweep(
             ops[op]["repeats"] = repeats
     if not recheck:
         ops["phase2_drilldown"]["recheck"] = False
+    if drilldown is not None:
+        ops["phase2_drilldown"]["drilldown_method"] = DrilldownMethod.parse(drilldown, "--drilldown").value
     if any(ops.values()):
         config["ops"] = {op: {"config": values} for op, values in ops.items() if values}
     own = instance is None
@@ -347,6 +352,9 @@ def register(app: typer.Typer) -> None:
             help="Adaptive drill-down: re-check the links hidden behind a slow GPU or link (exact). --no-recheck is cheaper, "
             "can miss a slow link there, and prints how many links it left unjudged.",
         ),
+        drilldown: str = typer.Option(
+            DEFAULT_DRILLDOWN.value, "--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}."
+        ),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
         from faultsense_pipelines.fleet import FleetError, load_fleet
@@ -362,6 +370,12 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             fail(f"--{exc}")
         count = _repeats_option(repeats)
+        try:
+            method = DrilldownMethod.parse(drilldown, "--drilldown")
+        except ValueError as exc:
+            fail(str(exc))
+        if not recheck and method != DrilldownMethod.ADAPTIVE:
+            fail(f"--no-recheck is an option of --drilldown adaptive, got --drilldown {method}")
         if ledger is not None and not ledger.strip():
             fail(f"--ledger must be a path or URI, got {shown(ledger)}")
         console = Console(stderr=True)
@@ -382,7 +396,15 @@ def register(app: typer.Typer) -> None:
             try:
                 progress.update(task, total=len(replica or names))
                 outcomes, ledger_at = run_sweep(
-                    fleet, replica or None, ledger, repeats=count, recheck=recheck, hour=hour, on_start=on_start, on_done=on_done
+                    fleet,
+                    replica or None,
+                    ledger,
+                    repeats=count,
+                    recheck=recheck,
+                    drilldown=method,
+                    hour=hour,
+                    on_start=on_start,
+                    on_done=on_done,
                 )
             except KeyboardInterrupt as exc:
                 progress.stop()

@@ -343,6 +343,18 @@ def _accusing(ds: Sequence[float], effect: float) -> list[float]:
     return [d for d in ds if d > effect / 2]
 
 
+#: A blame needs its accusing pairs' median ``d`` at :data:`SHOWN` x ``effect`` or more: a
+#: component steadily slower than the midpoint but short of the smallest slowdown that is a
+#: fault (a busier rank 0 on a loaded host) piles up positive log-likelihood ratios without
+#: showing a fault's size.
+SHOWN = 0.75
+
+
+def _shows_effect(accused: Sequence[float], effect: float) -> bool:
+    """Whether the accusing pairs' median ``d`` reaches :data:`SHOWN` of ``effect``."""
+    return bool(accused) and statistics.median(accused) >= SHOWN * effect
+
+
 def _slowdown(ds: Sequence[float], effect: float) -> float | None:
     accused = _accusing(ds, effect)
     return math.exp(statistics.median(accused)) if accused else None
@@ -355,9 +367,10 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
         if g in state.confirmed_gpus or g in state.healthy_gpus:
             continue
         llr, errors = 0.0, 0
-        ds: list[float] = []
+        ds: list[float] = []  # the pairs' d, of the tests without an avoided pad
         tests: list[tuple[frozenset[int], float]] = []
-        avoid: set[int] = set()
+        avoid: set[int] = set()  # pads no further test of g holds
+        explained: set[int] = set()  # pads whose pairs a slow link (g, pad) explains better
         while True:
             test = state.measure({g}, frozenset(avoid))
             if test is None:
@@ -366,25 +379,35 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                     state.inconclusive_gpus.add(g)
                     state.findings.append(
                         EvidenceFinding(
-                            ComponentKind.GPU, g, None, Status.INCONCLUSIVE, None, None, len(ds) + errors, "probes failed"
+                            ComponentKind.GPU, g, None, Status.INCONCLUSIVE, None, None, len(tests) + errors, "probes failed"
                         )
                     )
                     break
                 continue
-            d = test[1]
-            ds.append(d)
             tests.append(test)
-            llr += m.llr(d, duty=m.gpu_duty)
-            pad = _pad_explains(m, g, tests) if llr >= m.blame_llr else None
-            if pad is not None:  # the accusing pairs share a pad: maybe link (g, pad); avoid it
-                avoid.add(pad)
-            elif llr >= m.blame_llr and len(_accusing(ds, m.effect)) >= m.min_accusing:
+            # pairs padded with a pad that explains the accusations (a slow link (g, pad) would
+            # accuse g in each of them) tell "g slow" from "link (g, pad) slow" not at all
+            clean = [t for t in tests if not t[0] & explained]
+            ds = [d for _, d in clean]
+            llr = sum(m.llr(d, duty=m.gpu_duty) for d in ds)
+            if llr >= m.blame_llr:
+                shared_pads, link_pads = _shared_pads(m, g, clean)
+                explained |= link_pads
+                avoid |= shared_pads
+                if shared_pads:  # measure without them before blaming g
+                    continue
+                pad = _pad_carries(m, g, clean)
+                if pad is not None:  # most of the accusation rides on one pad: measure without it
+                    avoid.add(pad)
+                    continue
+            accused = _accusing(ds, m.effect)
+            if llr >= m.blame_llr and len(accused) >= m.min_accusing and _shows_effect(accused, m.effect):
                 state.confirmed_gpus.add(g)
                 conf = 1.0 / (1.0 + math.exp(-llr))
-                accusing = tuple(tuple(sorted(gpus)) for gpus, d in tests if d > m.effect / 2)
+                accusing = tuple(tuple(sorted(gpus)) for gpus, d in clean if d > m.effect / 2)
                 state.findings.append(
                     EvidenceFinding(
-                        ComponentKind.GPU, g, None, Status.CONFIRMED, conf, _slowdown(ds, m.effect), len(ds), evidence=accusing
+                        ComponentKind.GPU, g, None, Status.CONFIRMED, conf, _slowdown(ds, m.effect), len(tests), evidence=accusing
                     )
                 )
                 break
@@ -392,28 +415,57 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 state.healthy_gpus.add(g)
                 state.gpu_llr[g] = llr
                 break
-            if len(ds) >= m.max_pairs:
+            if len(tests) >= m.max_pairs:
                 state.inconclusive_gpus.add(g)
                 conf = 1.0 / (1.0 + math.exp(-llr))
-                reason = f"{len(ds)} paired tests left the evidence at confidence {confidence_text(conf)}"
+                seen = _slowdown(ds, m.effect)
+                reason = (
+                    f"slow {seen:.2f}x in {len(accused)} of {len(tests)} paired tests, short of the "
+                    f"{math.exp(m.effect):.2f}x a fault needs"
+                    if llr >= m.blame_llr and seen is not None and not _shows_effect(accused, m.effect)
+                    else f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
+                )
                 state.findings.append(
-                    EvidenceFinding(
-                        ComponentKind.GPU, g, None, Status.INCONCLUSIVE, conf, _slowdown(ds, m.effect), len(ds), reason
-                    )
+                    EvidenceFinding(ComponentKind.GPU, g, None, Status.INCONCLUSIVE, conf, seen, len(tests), reason)
                 )
                 break
 
 
-def _pad_explains(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]]) -> int | None:
-    """A pad whose removal leaves too little evidence against ``g`` (a slow link to it would
-    accuse ``g`` in every pair it padded), or ``None``: leave-one-pad-out."""
+def _pad_carries(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]]) -> int | None:
+    """A pad without whose pairs too little evidence against ``g`` is left (below half the
+    blame threshold, or fewer than ``min_accusing`` accusing pairs), or ``None``:
+    leave-one-pad-out. Noise can add an accusing pair without the pad, so a pad need not sit
+    in every accusing pair (:func:`_shared_pads`) to carry the accusation."""
     pads = {p for gpus, d in tests if d > m.effect / 2 for p in gpus if p != g}
     for p in sorted(pads):
-        rest = [(gpus, d) for gpus, d in tests if p not in gpus]
-        llr = sum(m.llr(d, duty=m.gpu_duty) for _, d in rest)
-        if llr < m.blame_llr / 2 or len(_accusing([d for _, d in rest], m.effect)) < m.min_accusing:
+        rest = [d for gpus, d in tests if p not in gpus]
+        if sum(m.llr(d, duty=m.gpu_duty) for d in rest) < m.blame_llr / 2 or len(_accusing(rest, m.effect)) < m.min_accusing:
             return p
     return None
+
+
+def _shared_pads(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]]) -> tuple[set[int], set[int]]:
+    """The pads in every accusing pair of ``g``, and those of them a slow link explains.
+
+    A slow ``g`` slows its pairs whatever the padding; a slow link ``(g, pad)`` slows just the
+    pairs that pad padded. So while one pad sits in every accusing pair, the pairs cannot tell
+    the two apart: the first set (measure ``g`` without them). A pad explains the accusations
+    (the second set) once two or more pairs without it accuse nothing: a slow ``g`` would
+    have slowed those too.
+
+    Returns:
+        ``(shared, explaining)``, GPU ids; ``explaining`` is a subset of ``shared``.
+    """
+    accusing = [gpus for gpus, d in tests if d > m.effect / 2]
+    if not accusing:
+        return set(), set()
+    shared = set(frozenset.intersection(*accusing)) - {g}
+    explaining = set()
+    for p in shared:
+        rest = [d for gpus, d in tests if p not in gpus]
+        if len(rest) >= 2 and not _accusing(rest, m.effect):
+            explaining.add(p)
+    return shared, explaining
 
 
 def _phase1_evidence(state: _State, h: _Hyp, phase1: Sequence[tuple[frozenset[int], float]]) -> float:
@@ -474,7 +526,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
         post = {h: math.exp(v - top) / total for h, v in logw.items()}
         best = max(hyps, key=lambda h: post[h])
         accused = [d for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2]
-        if post[best] >= m.confidence and len(accused) >= m.min_accusing:
+        if post[best] >= m.confidence and len(accused) >= m.min_accusing and _shows_effect(accused, m.effect):
             accusing = tuple(tuple(sorted(gpus)) for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2)
             _confirm(state, best, post[best], accused, len(tests), accusing)
             found = True

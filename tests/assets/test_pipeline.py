@@ -70,7 +70,7 @@ def test_a_faulty_replica_is_drilled_down_and_its_injected_faults_land_in_the_le
 def test_a_healthy_replica_skips_phase2_and_writes_an_empty_fault_batch(tmp_path: Path, instance) -> None:
     defs, ledger = new_defs(tmp_path)
     add_replicas(instance, defs)
-    result = sweep(defs, instance, "sim-healthy")
+    result = sweep(defs, instance, "sim-healthy", drilldown_method="adaptive")  # the default evidence one always reads Phase 1
     assert result.success
     assert result.asset_materializations_for_node("phase2_drilldown") == []  # ran, yielded nothing
     assert "fault_ledger" in skipped_steps(result)
@@ -81,6 +81,14 @@ def test_a_healthy_replica_skips_phase2_and_writes_an_empty_fault_batch(tmp_path
     ledger_event = instance.get_latest_materialization_event(dg.AssetKey("fault_ledger"))
     assert ledger_event.asset_materialization.partition == dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"})
     assert ledger_event.asset_materialization.metadata["rows"].value == 0
+
+
+def test_with_the_default_drilldown_a_healthy_replica_writes_no_fault_row(tmp_path: Path, instance) -> None:
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    result = sweep(defs, instance, "sim-healthy")
+    assert result.success and result.output_for_node("phase2_drilldown").verdicts == ()
+    assert LedgerStore(str(ledger)).read_faults().empty
 
 
 def test_sweeping_three_hours_writes_three_partitions_and_a_rerun_changes_no_row_count(tmp_path: Path, instance) -> None:

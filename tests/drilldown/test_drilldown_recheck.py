@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from functools import cache
+from functools import cache, partial
 from itertools import combinations
 
 import pytest
@@ -14,9 +14,13 @@ from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.drilldown.adaptive import adaptive_drilldown
 from faultsense_pipelines.drilldown.recheck import plan_recheck
 from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.localize import localize
+from faultsense_pipelines.localize import localize as _localize
 from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.vocabulary import DrilldownMethod
 from tests.hypothesis_profiles import examples
+
+#: these tests are of the adaptive drill-down's re-check, not the default drill-down
+localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)
 
 SETTINGS = settings(
     max_examples=examples(int(os.environ.get("FS_EXAMPLES", 40))), deadline=None, suppress_health_check=[HealthCheck.too_slow]

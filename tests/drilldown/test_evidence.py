@@ -173,13 +173,17 @@ def test_simulate_json_lists_every_verdict_with_its_confidence(tmp_path):
     out = CliRunner().invoke(app, ["simulate", "--scenario", str(scenario), "--drilldown", "evidence", "--json"])
     assert out.exit_code == 0, out.output
     got = json.loads(out.stdout)
+    default = CliRunner().invoke(app, ["simulate", "--scenario", str(scenario), "--json"])
+    assert json.loads(default.stdout) == got  # the evidence drill-down is the default
     assert got["faulty_gpus"] == [17] and got["faulty_links"] == [[3, 40]]
     verdicts = {v["component"]: v for v in got["verdicts"]}
     assert set(verdicts) == {"gpu:17", "link:3-40"}
     assert all(v["status"] == "confirmed" and v["confidence"] >= 0.999 for v in verdicts.values())
     assert verdicts["gpu:17"]["slowdown"] == pytest.approx(1.5, rel=0.05)
     # the binary drill-downs state no confidence
-    plain = json.loads(CliRunner().invoke(app, ["simulate", "--scenario", str(scenario), "--json"]).stdout)
+    plain = json.loads(
+        CliRunner().invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--drilldown", "adaptive"]).stdout
+    )
     assert [v["confidence"] for v in plain["verdicts"]] == [None, None]
 
 
