@@ -198,6 +198,19 @@ def single_switch_trials(runs: int, oracle: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _carries_ring_traffic(leaf: int, spine: int, direction: str, down: tuple) -> bool:
+    """Whether a lossy link (leaf, spine) in ``direction`` carries ring traffic with ``down`` links down.
+
+    Under the ring a leaf sends only to leaf + 1, so its uplink to a spine is used only when that
+    spine reaches leaf + 1, and a spine's downlink to it only when the spine reaches leaf - 1. A
+    link that carries nothing cannot show a loss (one recorded down-link trial, leaf16 -> spine40
+    with (17, 40) down, was such a link). Trials also avoid a leaf whose ring predecessor has a
+    down link, as before.
+    """
+    peer = (leaf + 1) % LEAVES if direction == "up" else (leaf - 1) % LEAVES
+    return (leaf, spine) not in down and (peer, spine) not in down and (leaf - 1) % LEAVES not in {d[0] for d in down}
+
+
 def detection_trials(trials: int, *, early: bool = False, down: tuple = (), rates=RATES, buffers=BUFFERS_GIB) -> pd.DataFrame:
     """Delay (lossy iterations seen up to and including the alarm), onset error and loss estimate per cell.
 
@@ -214,7 +227,7 @@ def detection_trials(trials: int, *, early: bool = False, down: tuple = (), rate
             for direction in ("down", "up"):
                 for trial in range(trials):
                     leaf, spine = int(rng.integers(LEAVES)), int(rng.integers(SPINES))
-                    while (leaf, spine) in down or (leaf - 1) % LEAVES in {d[0] for d in down}:
+                    while not _carries_ring_traffic(leaf, spine, direction, down):
                         leaf, spine = int(rng.integers(LEAVES)), int(rng.integers(SPINES))
                     start = int(rng.integers(EARLY_STARTS)) if early else START
                     topo = fat_tree(LEAVES, SPINES, HOSTS, down=down)
