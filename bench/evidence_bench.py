@@ -188,9 +188,10 @@ def main() -> None:
         "|---|---|---|---|---|---|",
     ]
     for m, s in tot.items():
+        precision = f"{s['found'] / s['blamed']:.3f}" if s["blamed"] else "-"  # nothing blamed: no precision to state
+        recall = f"{s['found'] / s['truth']:.3f}" if s["truth"] else "-"
         lines.append(
-            f"| {m} | {s['sweeps']} | {s['found'] / max(1, s['blamed']):.3f} | {s['found'] / max(1, s['truth']):.3f} | "
-            f"{100 * s['wrong'] / s['sweeps']:.1f} | {s['probes'] / s['sweeps']:.0f} |"
+            f"| {m} | {s['sweeps']} | {precision} | {recall} | {100 * s['wrong'] / s['sweeps']:.1f} | {s['probes'] / s['sweeps']:.0f} |"
         )
     lines += ["", "Reliability of the evidence drill-down's stated confidence (confirmed verdicts):", ""]
     lines += ["| stated confidence | verdicts | right | share right |", "|---|---|---|---|"]

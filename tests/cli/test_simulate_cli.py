@@ -91,6 +91,8 @@ def test_bad_scenarios_exit_2_with_one_line_naming_the_field(tmp_path, scenario,
         (("--repeats", "0"), "--repeats"),
         (("--repeats", "101"), "--repeats must be in 1..100, got 101"),
         (("--alpha", "0.9"), "alpha"),
+        (("--no-recheck",), "--no-recheck is an option of --drilldown adaptive, got --drilldown evidence"),
+        (("--drilldown", "paper", "--no-recheck"), "--no-recheck is an option of --drilldown adaptive, got --drilldown paper"),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(tmp_path, flags, name):
@@ -167,3 +169,16 @@ def test_a_scenario_path_that_is_not_a_regular_file_is_refused_before_reading(pa
     result = runner.invoke(app, ["simulate", "--scenario", path, "--json"])
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [f"error: --scenario {path}: not a regular file"]
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--drilldown", "nope"], "--drilldown"),
+        (["--no-recheck"], "--no-recheck is an option of --drilldown adaptive, got --drilldown evidence"),
+    ],
+)
+def test_sweep_refuses_a_bad_drilldown_in_one_line_before_any_run(tmp_path, flags, message):
+    result = runner.invoke(app, ["sweep", "--ledger", str(tmp_path / "ledger"), *flags])
+    assert result.exit_code == 2 and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "ledger").exists()
