@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 
 from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, phase1_timeline, time_detrended_excess
@@ -33,6 +34,11 @@ def evidence_units(phase1: Phase1Result, excess: Sequence[float | None], effect:
     excess reaches ``effect``, less those a moving baseline shows were lifted by a load burst
     (excess below ``effect / 2``).
 
+    On a tiny replica, where some GPU sits in half the cover's probes or more (n = 8, k = 4:
+    every GPU in 3 of 6), a slow GPU's probes are half of every baseline window and lift it, so
+    Phase 1 cannot judge that GPU alone: there every probe with excess from ``effect / 2`` is
+    drilled into, and the paired tests decide (issue: tiny replicas).
+
     Args:
         phase1: the Phase 1 sweep.
         excess: per probe, ``log(latency / baseline at its time)`` (``None`` on error).
@@ -41,7 +47,10 @@ def evidence_units(phase1: Phase1Result, excess: Sequence[float | None], effect:
     Returns:
         Indices into ``phase1.records``, ascending.
     """
-    flagged = set(phase1.suspect_probes) | {i for i, x in enumerate(excess) if x is not None and x >= effect}
+    probes = [r.gpus for r in phase1.records]
+    share = max(Counter(g for p in probes for g in set(p)).values(), default=0) / max(1, len(probes))
+    flag = effect / 2 if share >= 0.5 else effect
+    flagged = set(phase1.suspect_probes) | {i for i, x in enumerate(excess) if x is not None and x >= flag}
     return sorted(i for i in flagged if (x := excess[i]) is not None and x >= effect / 2)
 
 
