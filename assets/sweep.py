@@ -47,7 +47,8 @@ class SweepConfig(dg.Config):
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
         drilldown_method: ``evidence`` (default: paired, weighed tests with a confidence on
             every verdict), ``adaptive`` (halving; trusts each probe's pass or fail) or
-            ``paper`` (Algorithm 2).
+            ``paper`` (Algorithm 2). Give the same value to both ops (``phase1_probe_run``
+            commits a suspect-free sweep itself only for the binary ones).
         recheck: adaptive drill-down only: re-check the links hidden behind a slow GPU or
             link (exact, the default). False spends about (n-1)/(k-1) fewer Phase 2 probes
             per slow GPU but can miss a slow link hidden there; the Phase 2 metadata counts
@@ -126,8 +127,10 @@ def phase1_probe_run(
         raise _fail_with_errors(store, key, 1, rows, result.errors, len(result.records), scrub(first or ""))
 
     written = None
-    if not result.needs_drilldown:
-        # Final after Phase 1: commit the probe rows and the partition's fault batch -- empty, or
+    if not result.needs_drilldown and config.drilldown_method != DrilldownMethod.EVIDENCE:
+        # Final after Phase 1 (the binary drill-downs skip Phase 2 without a suspect; the
+        # evidence one always reads Phase 1, and fault_ledger is then the sweep's one commit):
+        # commit the probe rows and the partition's fault batch -- empty, or
         # one replica-wide row when the sweep is degraded -- and clear a stale Phase 2 file.
         faults = (
             [degraded_row(result, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))]

@@ -61,6 +61,11 @@ class ReplicaSweep:
     seconds: float = 0.0
 
 
+def _outputs(result) -> set[str]:
+    """Names of the ops that yielded an output in ``result`` (Phase 2 yields none when skipped)."""
+    return {e.node_name for e in result.all_events if e.is_successful_output}
+
+
 def _innermost(error) -> str:
     """The last line of the innermost cause of a Dagster ``SerializableErrorInfo``: the
     exception that really stopped the step, not Dagster's "Error occurred while executing op"."""
@@ -143,11 +148,13 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
         return outcome
     phase1 = result.output_for_node("phase1_probe_run")
     outcome.probes_phase1, outcome.suspects = len(phase1.records), len(phase1.suspect_probes)
-    outcome.drilldown, outcome.degraded = phase1.needs_drilldown, phase1.replica_degraded
-    if phase1.needs_drilldown:
+    outcome.degraded = phase1.replica_degraded
+    loc = result.output_for_node("phase2_drilldown") if "phase2_drilldown" in _outputs(result) else None
+    outcome.drilldown = loc is not None
+    if loc is not None:
         from faultsense_pipelines.assets.report import component_of
 
-        loc = result.output_for_node("phase2_drilldown")
+        outcome.degraded = loc.replica_degraded
         outcome.probes_phase2 = loc.probes_phase2
         outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == Status.CONFIRMED]
         outcome.unjudged_links = loc.unjudged_links or 0
@@ -229,8 +236,9 @@ def run_sweep(
             ops[op]["repeats"] = repeats
     if not recheck:
         ops["phase2_drilldown"]["recheck"] = False
-    if drilldown is not None:
-        ops["phase2_drilldown"]["drilldown_method"] = DrilldownMethod.parse(drilldown, "--drilldown").value
+    if drilldown is not None:  # both ops: Phase 1 commits a suspect-free sweep itself only for the binary ones
+        for op in ops:
+            ops[op]["drilldown_method"] = DrilldownMethod.parse(drilldown, "--drilldown").value
     if any(ops.values()):
         config["ops"] = {op: {"config": values} for op, values in ops.items() if values}
     own = instance is None

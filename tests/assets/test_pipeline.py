@@ -83,12 +83,19 @@ def test_a_healthy_replica_skips_phase2_and_writes_an_empty_fault_batch(tmp_path
     assert ledger_event.asset_materialization.metadata["rows"].value == 0
 
 
-def test_with_the_default_drilldown_a_healthy_replica_writes_no_fault_row(tmp_path: Path, instance) -> None:
+def test_with_the_default_drilldown_a_healthy_replica_writes_no_fault_row_in_one_commit(tmp_path: Path, instance) -> None:
+    """The evidence drill-down reads every Phase 1 sweep, so Phase 1 must not commit the
+    partition itself: a kill between two commits would leave a Phase-1-only sweep in place of
+    the last completed one (found by a newcomer's SIGKILL)."""
     defs, ledger = new_defs(tmp_path)
     add_replicas(instance, defs)
+    assert sweep(defs, instance, "sim-faulty").success
+    store = LedgerStore(str(ledger))
+    before = store.version()
     result = sweep(defs, instance, "sim-healthy")
     assert result.success and result.output_for_node("phase2_drilldown").verdicts == ()
-    assert LedgerStore(str(ledger)).read_faults().empty
+    assert store.version() == before + 1  # one commit for the whole sweep
+    assert store.read_faults(replica="sim-healthy").empty
 
 
 def test_sweeping_three_hours_writes_three_partitions_and_a_rerun_changes_no_row_count(tmp_path: Path, instance) -> None:
