@@ -30,6 +30,8 @@ import argparse
 import csv
 import multiprocessing as mp
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -73,6 +75,8 @@ def main() -> None:
     cases = [c for c in args.cases.split(",") if c]
     if not modes or any(m not in MODES for m in modes) or not cases or any(c not in ("straggler", "healthy") for c in cases):
         ap.error(f"--modes must name some of {', '.join(MODES)} and --cases some of straggler, healthy")
+    # SIGTERM (pkill, timeout) must reach the finally below, or the busy loops outlive the run
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     hogs = [mp.get_context("spawn").Process(target=_hog, daemon=True) for _ in range(args.hog)]
     for h in hogs:
         h.start()
