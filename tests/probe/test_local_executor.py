@@ -25,6 +25,7 @@ from faultsense_pipelines.probe.executors import make_executor
 from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.probes import ExecutorError, ProbeExecutor
 from faultsense_pipelines.suspects import MedianRatioRule
+from faultsense_pipelines.vocabulary import DrilldownMethod
 
 pytestmark = pytest.mark.integration  # real torch.distributed worker processes
 
@@ -60,7 +61,8 @@ def sweep_until_exact(ex: LocalExecutor, want_gpus: list[int], want_links: list[
         # the paper's rule: with n=8, k=4 every GPU lies in 3 of the 6 cover probes, and at
         # this machine's noise the default robust rule mostly reads half the probes slow as
         # a degraded replica (see bench/results/local_probe.md)
-        loc = localize(ex, plan_cover(N, K), repeats=REPEATS, rule=MedianRatioRule(1.2))
+        # the adaptive drill-down: the evidence one's link recall is its known gap (docs/evidence.md)
+        loc = localize(ex, plan_cover(N, K), repeats=REPEATS, rule=MedianRatioRule(1.2), method=DrilldownMethod.ADAPTIVE)
         results.append((loc.faulty_gpus, loc.faulty_links))
         if loc.faulty_gpus == want_gpus and loc.faulty_links == want_links:
             return loc, results
