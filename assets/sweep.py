@@ -1,7 +1,9 @@
-"""The sweep of one replica for one hour: Phase 1 over the cover, then (only if needed) Phase 2.
+"""The sweep of one replica for one hour: Phase 1 over the cover, then Phase 2.
 
 ``phase1_probe_run`` runs every probe of the replica's cover through its executor.
-``phase2_drilldown`` materializes only when Phase 1 found suspects (``output_required=False``);
+With the default evidence drill-down ``phase2_drilldown`` always runs (it reads every Phase 1
+sweep) and ``fault_ledger`` is the sweep's one commit. With ``adaptive`` or ``paper`` it
+materializes only when Phase 1 found suspects (``output_required=False``);
 otherwise it and ``fault_ledger`` are skipped, and Phase 1 itself commits the partition: its
 probe rows and its fault batch -- empty, or the one ``replica:<name>`` suspect row of a sweep
 judged replica-wide degraded -- so that re-running a formerly faulty hour clears its old rows.
@@ -181,7 +183,8 @@ def phase1_probe_run(
     output_required=False,
     group_name="sweep",
     kinds={"python", "parquet"},
-    description="Phase 2 drill-down (conditional): runs only when Phase 1 found suspects; pins slow GPUs and links.",
+    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, reads every "
+    "sweep; adaptive and paper run only when Phase 1 found suspects).",
 )
 def phase2_drilldown(
     context: dg.AssetExecutionContext,
