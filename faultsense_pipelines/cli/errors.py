@@ -15,6 +15,7 @@ from rich.console import Console
 from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the CLI's limit
 from ..redaction import clip
 from ..validation import MAX_SEED, shown
+from ..vocabulary import DrilldownMethod
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_PLAN_PROBES",
     "MAX_SEED",
     "check_cover_args",
+    "check_drilldown_option",
     "check_int_option",
     "check_number_option",
     "cover_too_large",
@@ -78,6 +80,18 @@ def check_cover_args(n: int, k: int, method: str = "best") -> None:
         fail(f"{_FLAGS.get(name, name)}: {exc}")
     if problem := cover_too_large(n, k):
         fail(f"--gpus/--probe-size: {problem}")
+
+
+def check_drilldown_option(word: str, recheck: bool) -> DrilldownMethod:
+    """The ``--drilldown`` method, or fail (one line, exit 2) on an unknown word or on
+    ``--no-recheck`` with a drill-down other than ``adaptive`` (the only one that re-checks)."""
+    try:
+        method = DrilldownMethod.parse(word, "--drilldown")
+    except ValueError as exc:
+        fail(str(exc))
+    if not recheck and method != DrilldownMethod.ADAPTIVE:
+        fail(f"--no-recheck is an option of --drilldown adaptive, got --drilldown {method}")
+    return method
 
 
 def check_int_option(value: int | None, flag: str, low: int, high: int) -> None:

@@ -18,7 +18,7 @@ from ..suspects import MedianRatioRule, default_rule
 from ..textfile import TextFileError, load_json, read_text
 from ..validation import shown
 from ..vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
-from .errors import cover_too_large, fail
+from .errors import check_drilldown_option, cover_too_large, fail
 
 __all__ = ["register", "simulate"]
 
@@ -48,12 +48,7 @@ def simulate(
     """Localize the faults of a simulated replica (FaultSense Phase 1 + Phase 2)."""
     if cover not in COVER_METHODS:
         fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {shown(cover)}")
-    try:
-        method = DrilldownMethod.parse(drilldown, "--drilldown")
-    except ValueError as exc:
-        fail(str(exc))
-    if not recheck and method != DrilldownMethod.ADAPTIVE:
-        fail(f"--no-recheck is an option of --drilldown adaptive, got --drilldown {method}")
+    method = check_drilldown_option(drilldown, recheck)
     if not 1 <= repeats <= MAX_REPEATS:
         fail(f"--repeats must be in 1..{MAX_REPEATS}, got {repeats}")
     try:

@@ -27,7 +27,7 @@ from faultsense_pipelines.redaction import scrub
 from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Status
 
 from ..validation import shown
-from .errors import fail
+from .errors import check_drilldown_option, fail
 
 __all__ = ["ReplicaSweep", "SweepInterrupted", "register", "run_sweep"]
 
@@ -378,12 +378,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             fail(f"--{exc}")
         count = _repeats_option(repeats)
-        try:
-            method = DrilldownMethod.parse(drilldown, "--drilldown")
-        except ValueError as exc:
-            fail(str(exc))
-        if not recheck and method != DrilldownMethod.ADAPTIVE:
-            fail(f"--no-recheck is an option of --drilldown adaptive, got --drilldown {method}")
+        method = check_drilldown_option(drilldown, recheck)
         if ledger is not None and not ledger.strip():
             fail(f"--ledger must be a path or URI, got {shown(ledger)}")
         console = Console(stderr=True)
