@@ -13,14 +13,16 @@ one-sided CUSUM (Page 1954) of the exact binomial log-likelihood ratio "loss = d
 from a false-alarm budget, not by hand: with per-iteration shift delta (in standard deviations)
 the CUSUM's mean time to a false alarm is ARL0 ~ exp(h) / (delta^2/2 * nu(delta)^2) (Siegmund
 1985, with nu the overshoot correction), and each of the m CUSUMs of a port gets ARL0 = m /
-false_alarm_rate (Bonferroni). Shares learned from a reference of M packets carry an error that
-is the same in every iteration; over the k iterations a CUSUM needs to decide, it adds k*N/M to
-the variance of the deficit's sum, so the log-likelihood ratio is divided by that inflation
-(quasi-likelihood); and a CUSUM is run only once that error, at 5 standard errors, is below half
-its design shift, beyond which it would turn the CUSUM's drift positive. Expected counts are
-scaled by the median, over the switch's ports, of observed over expected (:func:`common_scale`),
-so that one sender's surplus, which lowers every other port alike, is not taken for losses. The iteration after the statistic last stood at zero estimates
-where the deviation began, and the pooled counts from there on give the loss-rate estimate.
+false_alarm_rate (Bonferroni). Shares learned from a reference of M packets (the switch gets N an
+iteration) carry an error b ~ N(0, N/M) standard deviations that is the same in every iteration
+of an excursion; averaged over b it multiplies the false-alarm rate by exp(a h), a = 2 h (N/M) /
+delta^2 (:func:`reference_load`). The log-likelihood ratio is divided by c(a) = (1 - sqrt(1 -
+4a)) / (2a), which restores the budget (:func:`reference_inflation`), and a CUSUM runs only once
+a <= 1/4, where such a c exists: k >= 8 h / delta^2 reference rows, 4 at 7.2 standard deviations an
+iteration, 16 at 3.6, 61 at 1.8, 241 at 0.9. Expected counts are scaled by the median, over the
+switch's ports, of observed over expected (:func:`common_scale`), so that one sender's surplus,
+which lowers every other port alike, is not taken for losses. The onset is the likelihood-ratio
+change point (:func:`change_point`), and the pooled counts from there on give the loss estimate.
 """
 
 from __future__ import annotations
@@ -44,13 +46,15 @@ __all__ = [
     "excursion_starts",
     "first_alarms",
     "overshoot_nu",
+    "reference_inflation",
+    "reference_load",
 ]
 
 DESIGN_LOSSES = (0.0025, 0.005, 0.01, 0.02)
 FALSE_ALARM_RATE = 1e-10  # expected false alarms per judged port and iteration
 MIN_SHIFT = 0.5  # a CUSUM whose per-iteration shift is below this (sigmas) is not run: > ~100 iterations
 SCALE_WINDOW = 8  # iterations pooled for the common scale of a switch's expected counts
-BIAS_SIGMAS = 5.0  # learned shares' error, in standard errors, that must stay below half a design's shift
+REFERENCE_A_MAX = 0.25  # largest reference load a (reference_load) at which a CUSUM can keep its budget
 
 
 @dataclass(frozen=True)
@@ -246,6 +250,70 @@ def _row_nanmedian(values: np.ndarray) -> np.ndarray:
     return np.where(count > 0, (lo + hi) / 2, np.nan)
 
 
+def reference_load(delta: np.ndarray | float, rows_ratio: np.ndarray | float, h: float, dispersion: float = 1.0) -> np.ndarray:
+    """Load a = 2 h (N/M) d / delta^2 that a learned reference puts on a CUSUM's false-alarm budget.
+
+    A CUSUM of log-likelihood ratios delta (z - delta/2), z standard normal, reaches h after about
+    exp(theta h) rows, theta = 1 (Siegmund 1985). Judged against shares learned from M packets
+    (the switch gets N an iteration), z carries an error b ~ N(0, N/M) that stays the same while
+    the reference is frozen: then theta = 1 - 2 b / delta (exponential tilting of the Gaussian
+    walk), and the rate averaged over b is exp(-h + a h), a = 2 h (N/M) / delta^2 in units where
+    a row's variance is d (``dispersion``) times binomial. A one-row error of b = 0.65 standard
+    deviations, 3.6 standard errors of a 31-row reference, turned a healthy 0.25% CUSUM at
+    522k packets into a false alarm (the benchmark's down-link case); that CUSUM had a = 0.48.
+
+    Args:
+        delta: per-iteration shift of the design loss, binomial standard deviations (> 0 to count).
+        rows_ratio: N / M, packets an iteration over packets in the reference (0 for an exact one).
+        h: the CUSUM's threshold (log-likelihood ratio), e.g. ln(tests / rate).
+        dispersion: variance over binomial (>= 1).
+
+    Returns:
+        a, broadcast over ``delta`` and ``rows_ratio``; inf where delta <= 0.
+
+    Examples:
+        0.25% at 522k packets on a spine (delta = 1.79), h = ln(4e10) = 24.41, 31 rows learned:
+
+        >>> round(float(reference_load(1.79, 1 / 31, math.log(4e10))), 3)
+        0.492
+    """
+    d2 = np.asarray(delta, dtype=float) ** 2
+    load = np.divide(
+        2.0 * h * dispersion * np.asarray(rows_ratio, dtype=float),
+        d2,
+        out=np.full(np.broadcast(d2, rows_ratio).shape, np.inf),
+        where=d2 > 0,
+    )
+    return load
+
+
+def reference_inflation(a: np.ndarray | float) -> np.ndarray:
+    """Factor c(a) = (1 - sqrt(1 - 4a)) / (2a) dividing the log-likelihood ratio so the budget holds.
+
+    Dividing the log-likelihood ratio by c multiplies theta by c; averaged over the reference's
+    error the false-alarm exponent becomes c h - a c^2 h (:func:`reference_load`), and c(a) is
+    the smallest c with c - a c^2 >= 1: the rate stays within the budget of an exact reference.
+    It exists for a <= 1/4 only (c(1/4) = 2); above that no threshold keeps the budget, and the
+    CUSUM waits for more reference rows. c = 1 + a + 2a^2 + ..., so for a small reference error
+    it is the window inflation 1 + k N/M with k = 2 h / delta^2 rows to decide.
+
+    Args:
+        a: reference load(s), >= 0.
+
+    Returns:
+        c(a) >= 1 where a <= 1/4, inf above.
+
+    Examples:
+        >>> reference_inflation(np.array([0.0, 0.1875, 0.25, 0.3])).tolist()
+        [1.0, 1.3333333333333333, 2.0, inf]
+    """
+    a = np.asarray(a, dtype=float)
+    root = np.sqrt(np.clip(1.0 - 4.0 * a, 0.0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(a > 1e-12, (1.0 - root) / (2.0 * np.maximum(a, 1e-12)), 1.0 + a)
+    return np.where(a <= 0.25, c, np.inf)
+
+
 def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests, threshold):
     """Statistic (T, P) and threshold (P,) of the CUSUM tuned to ``loss``; threshold inf where not run.
 
@@ -255,16 +323,15 @@ def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests
     var = n * pi * (1 - pi)
     judged = (pi > 0) & (pi < 1) & (var > 0)
     delta = np.divide(mu0 - mu1, np.sqrt(var), out=np.zeros_like(var), where=judged)
-    # iterations this CUSUM needs to decide; the learned shares' error adds that many times N/M;
-    # the scale's median over P ports pooled over SCALE_WINDOW rows adds pi/2 / (P * window)
-    window = np.maximum(1.0, h0 / np.maximum(delta**2 / 2, 1e-12))
+    # the learned shares' error b is the same in every row of an excursion: it multiplies the
+    # false-alarm rate by E exp(2 h b / delta), which the inflation c(a) of the log-likelihood
+    # ratio pays for while a <= REFERENCE_A_MAX (reference_inflation); the scale's median over
+    # P ports pooled over SCALE_WINDOW rows adds pi/2 / (P * window) to the variance
+    a = reference_load(delta, n / reference_packets, h0, dispersion)
     ports = np.maximum(judged.sum(axis=1, keepdims=True), 1)
-    inflation = dispersion * (1.0 + window * n / reference_packets + math.pi / 2 / (ports * SCALE_WINDOW))
+    inflation = dispersion * (reference_inflation(a) + math.pi / 2 / (ports * SCALE_WINDOW))
     delta_eff = delta / np.sqrt(inflation)
-    # a share error b (in sigmas) turns the CUSUM's drift positive once b > delta/2: run it only
-    # where BIAS_SIGMAS standard errors of the learned shares, sqrt(N/M) each, stay below that
-    bias = BIAS_SIGMAS * np.sqrt(n / reference_packets)
-    run = judged & (delta_eff >= MIN_SHIFT) & (delta >= 2 * bias)
+    run = judged & (delta_eff >= MIN_SHIFT) & (a <= REFERENCE_A_MAX)
     llr = np.where(run, binomial_llr(x, n, pi, pi * (1 - loss)) / inflation, 0.0)
     if threshold is not None:
         h = np.where(run.any(axis=0), threshold, np.inf)
@@ -436,9 +503,9 @@ def detect_switch_learned(
     is 0 every past row is in the reference (it grows with the job), and once it starts to climb
     the reference is frozen until it returns to 0. A loss is thus always compared with the
     counts before it, however early it starts; a healthy excursion that dies out joins the
-    reference at once. Each reference's error still enters through the quasi-likelihood
-    inflation and the rule that a CUSUM runs only where that error is small against its design
-    shift (:func:`detect_switch`): a CUSUM starts as soon as its reference is good enough.
+    reference at once. Each reference's error enters through its load on the false-alarm budget
+    (:func:`reference_load`, :func:`reference_inflation`): a CUSUM starts as soon as its reference
+    is large enough to keep the budget (k >= 8 h / delta^2 rows).
     This is the window-unlimited generalized likelihood ratio with the pre-change share
     estimated from the pre-change data (Lai 1995, Section 3), run as a CUSUM.
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
-from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, detect_switch, detect_switch_learned
+from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, PortAlarm, detect_switch, detect_switch_learned
 from faultsense_pipelines.flowpulse.model import (
     leaf_ring,
     learned_dispersion,
@@ -34,7 +34,7 @@ from faultsense_pipelines.flowpulse.model import (
 )
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["LinkFault", "ScanConfig", "analytic_fits", "drop_echoes", "scan", "scan_ingress"]
+__all__ = ["LinkFault", "ScanConfig", "analytic_fits", "cross_checked_shares", "drop_echoes", "scan", "scan_ingress"]
 
 Model = Literal["learned", "analytic"]
 CHECK_SIGMAS = 5.0  # pooled residual, in standard errors, at which the analytic shares are refused
@@ -63,6 +63,8 @@ class ScanConfig:
         false_alarm_rate: expected false alarms per judged port and iteration, the budget the
             thresholds come from (1e-10: 0.004 in 10,000 iterations of 4,096 ports).
         threshold: a fixed CUSUM alarm level (log-likelihood ratio, > 0) instead of the budget's.
+        cross_check: with ``model="learned"``, use a traffic pattern's analytic shares where the
+            counts single them out (:func:`cross_checked_shares`); False: always learn.
         echo_slack: iterations by which the deviation spans ([first, detected]) of a spine alarm
             and of a leaf alarm behind it may miss each other and still be one loss.
     """
@@ -76,6 +78,7 @@ class ScanConfig:
     false_alarm_rate: float = FALSE_ALARM_RATE
     threshold: float | None = None
     echo_slack: int = 50
+    cross_check: bool = True
 
     def __post_init__(self) -> None:
         if self.model not in ("learned", "analytic"):
@@ -185,6 +188,41 @@ def analytic_fits(packets: np.ndarray, shares: np.ndarray, dispersion: float = 1
     return bool((z <= sigmas).all() and (z < -sigmas).sum() <= 1)
 
 
+def cross_checked_shares(packets: np.ndarray, candidates: list[np.ndarray], dispersion: float = 1.0) -> np.ndarray | None:
+    """The analytic shares a switch's counts single out among traffic patterns' candidates, or None.
+
+    Candidates that agree (to 1e-9) count as one: their shares do not depend on the traffic
+    pattern (a leaf in a fabric without down links). Otherwise (marked down links: a spine reaches
+    fewer leaves, so who talks to whom moves the shares) the counts must fit exactly one of them
+    (:func:`analytic_fits`); where none fits (traffic unlike every candidate, a down link the
+    topology does not mark) or several do (the counts cannot tell them apart) the switch learns
+    its shares instead. Under ring all-reduce with a marked down link the uniform and ring shares
+    of a leaf differ by ~1/L of a port's share (3% at 32 leaves, ~11 standard deviations an
+    iteration at 130k packets), so one iteration already tells them apart.
+
+    Args:
+        packets: (T, P) packets per iteration and port, 0 on ports not judged.
+        candidates: (P,) analytic shares, one per traffic pattern (the configured one first).
+        dispersion: variance over binomial (>= 1), for :func:`analytic_fits`.
+
+    Returns:
+        The (P,) shares of the single fitting candidate, or None.
+
+    Examples:
+        >>> x = np.array([[500, 500, 1000], [510, 490, 1000]])
+        >>> cross_checked_shares(x, [np.full(3, 1 / 3), np.array([0.25, 0.25, 0.5])]).tolist()
+        [0.25, 0.25, 0.5]
+        >>> cross_checked_shares(x, [np.full(3, 1 / 3), np.full(3, 1 / 3)]) is None   # neither fits
+        True
+    """
+    distinct: list[np.ndarray] = []
+    for c in candidates:
+        if not any(np.allclose(c, d, rtol=1e-9, atol=1e-12) for d in distinct):
+            distinct.append(c)
+    fits = [c for c in distinct if analytic_fits(packets, c, dispersion)]
+    return fits[0] if len(fits) == 1 else None
+
+
 def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[str, dict[tuple[str, str], float]]) -> list[LinkFault]:
     packets = np.where(ing.up, ing.packets, 0)  # a down link is expected to carry nothing
     live = ing.up & (packets.sum(axis=0) > 0)  # nor does a link that never carried a packet
@@ -195,15 +233,20 @@ def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[str, dict[tupl
     disp = learned_dispersion(window, learned_shares(window))
     shares = _switch_shares(ing, analytic[config.traffic], live)
     if config.model == "analytic":
-        alarms = detect_switch(packets, shares, **_test_settings(config), dispersion=1.0)
-    elif np.allclose(shares, _switch_shares(ing, analytic[_OTHER[config.traffic]], live), rtol=1e-9, atol=1e-12) and (
-        analytic_fits(packets, shares, disp)
-    ):  # the analytic shares hold whatever the traffic, and the counts agree: an infinite reference
-        alarms = detect_switch(packets, shares, **_test_settings(config), dispersion=disp)
+        return _faults(ing, detect_switch(packets, shares, **_test_settings(config), dispersion=1.0))
+    other = _switch_shares(ing, analytic[_OTHER[config.traffic]], live)
+    fitted = cross_checked_shares(packets, [shares, other], disp) if config.cross_check else None
+    if fitted is not None:  # one traffic pattern's analytic shares agree with the counts: an exact reference
+        alarms = detect_switch(packets, fitted, **_test_settings(config), dispersion=disp)
     else:
         alarms = detect_switch_learned(
             packets, **_test_settings(config), dispersion=disp, min_reference=MIN_REFERENCE, max_freeze=config.lag
         )
+    return _faults(ing, alarms)
+
+
+def _faults(ing: SwitchIngress, alarms: list[PortAlarm]) -> list[LinkFault]:
+    """The links that a switch's port alarms name, with iterations in the counters' numbering."""
     its = ing.iterations
     return [
         LinkFault(

@@ -182,9 +182,10 @@ def test_learned_reference_is_frozen_during_an_excursion_and_grows_otherwise():
     s = np.array([[0.0], [0.5], [0.0], [0.0], [1.0], [2.0], [3.0]])
     assert excursion_starts(s)[:, 0].tolist() == [0, 1, 1, 3, 4, 4, 4]
     rng = np.random.default_rng(21)
-    # 0.5% at 522k from row 12: the old fixed 20-row reference would have learned it as normal
-    x = _counts(rng, 60, N_522K, loss=0.005, onset=12)
+    # 0.5% at 522k from row 16: the old fixed 20-row reference would have learned it as normal; the
+    # 0.5% CUSUM (3.59 sigmas a row) may run from a reference of 8 h / delta^2 = 15.2 rows on
+    x = _counts(rng, 60, N_522K, loss=0.005, onset=16)
     (alarm,) = detect_switch_learned(x)
-    assert alarm.port == 5 and abs(alarm.start - 12) <= 1 and alarm.alarm - 12 < 15
+    assert alarm.port == 5 and abs(alarm.start - 16) <= 1 and alarm.alarm - 16 < 15
     assert alarm.loss_estimate == pytest.approx(0.005, rel=0.2)
     assert detect_switch_learned(_counts(rng, 300, N_522K)) == []

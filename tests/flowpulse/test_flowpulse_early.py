@@ -16,16 +16,16 @@ from __future__ import annotations
 import pytest
 
 from faultsense_pipelines.flowpulse.counters import validate_counters
-from faultsense_pipelines.flowpulse.scan import scan
+from faultsense_pipelines.flowpulse.scan import ScanConfig, scan
 from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, simulate
 from faultsense_pipelines.flowpulse.topology import fat_tree
 
 ISSUE_COLLECTIVE = RingAllReduce(channels=8, buffer_bytes=int(123_000 * 8 * 4096 * 128 / 254))
 
 
-def _scan(actual, claimed, iterations, lossy=(), seed=0, switches=None):
+def _scan(actual, claimed, iterations, lossy=(), seed=0, switches=None, config=ScanConfig()):
     counters = simulate(actual, iterations, collective=ISSUE_COLLECTIVE, lossy=lossy, seed=seed)
-    return scan(validate_counters(counters_frame(counters, switches)), claimed)
+    return scan(validate_counters(counters_frame(counters, switches)), claimed, config)
 
 
 @pytest.mark.parametrize(
@@ -52,16 +52,35 @@ def test_a_step_loss_starting_at_iteration_0_to_19_is_dated_within_1_and_not_abs
     assert fault.loss_estimate == pytest.approx(rate, rel=0.2)
 
 
-@pytest.mark.parametrize(("start", "seed"), [(3, 201), (8, 202), (15, 203)])
-def test_with_a_marked_down_link_the_learned_path_dates_an_early_loss_within_1(start, seed):
-    """A marked down link makes the analytic shares traffic-dependent; the leaf judging the loss learns its shares.
+@pytest.mark.parametrize(("start", "seed"), [(0, 201), (3, 202), (12, 203)])
+def test_with_a_marked_down_link_the_ring_shares_date_a_loss_from_iteration_0(start, seed):
+    """A marked down link makes the analytic shares traffic-dependent; the counts single out the ring's.
 
-    The learned reference needs rows before the loss (a loss from row 0 leaves no healthy past to
-    learn from), so the starts here are 3-15; 2% at ~123k packets is ~7 standard deviations a row.
+    Under ring all-reduce with leaf00-spine03 down, the uniform shares of a leaf are ~1/16 off at
+    spine03's port (~7 standard deviations an iteration) and fail the cross-check at once, the
+    ring's fit: an exact reference, so a loss from iteration 0 is found and dated too.
     """
     topo = fat_tree(16, 8, 8, down=[(0, 3)])
     leaf, spine = 5 + seed % 3, 4 + seed % 3
     faults = _scan(topo, topo, 50, [LossyLink(leaf, spine, 0.02, "down", start)], seed=seed)
+    (fault,) = faults
+    assert (fault.switch, fault.peer) == (f"leaf{leaf:02d}", f"spine{spine:02d}")
+    assert abs(fault.first_iteration - start) <= 1
+    assert fault.loss_estimate == pytest.approx(0.02, rel=0.2)
+
+
+@pytest.mark.parametrize(("start", "seed"), [(6, 204), (8, 205), (15, 206)])
+def test_with_a_marked_down_link_the_learned_path_dates_an_early_loss_within_1(start, seed):
+    """The same with the cross-check off: the leaf judging the loss learns its shares from its past.
+
+    The learned reference needs rows before the loss: its 2% CUSUM (6.6 standard deviations a row
+    at ~123k packets and 8 spines) may run once the reference load 2 h / (k delta^2) is <= 1/4,
+    h = ln(4e10) = 24.4, i.e. k >= 8 h / delta^2 = 4.5 rows; so the starts here are 6-15.
+    """
+    topo = fat_tree(16, 8, 8, down=[(0, 3)])
+    leaf, spine = 5 + seed % 3, 4 + seed % 3
+    config = ScanConfig(cross_check=False)
+    faults = _scan(topo, topo, 50, [LossyLink(leaf, spine, 0.02, "down", start)], seed=seed, config=config)
     (fault,) = faults
     assert (fault.switch, fault.peer) == (f"leaf{leaf:02d}", f"spine{spine:02d}")
     assert abs(fault.first_iteration - start) <= 1
