@@ -112,12 +112,16 @@ def vllm_probes(path: Path, venv: Path, n: int, k: int, tokens: int, repeats: in
         path,
         venv=venv,
         extra_args=extra,
-        env={"VLLM_USE_V2_MODEL_RUNNER": "1"},
+        # dev mode serves /server_info, which the executor's check_layout reads (trusted loopback only)
+        env={"VLLM_USE_V2_MODEL_RUNNER": "1", "VLLM_SERVER_DEV_MODE": "1"},
         ready_timeout_s=timeout_s,
         log_path=RESULTS / f"gpu_check_vllm_tp{tp}.log",
     )
     probes = {}
-    with server, VllmExecutor(n, k, url=server.url, tokens=tokens, check_routing=True) as executor:
+    # DP n/tp engines behind one URL: every probe pinned to the engine of its lowest GPU (X-data-parallel-rank)
+    dp = n // tp if n > 1 else None
+    pinning = {"data_parallel_size": dp, "dp_rank": "member", "check_layout": True}
+    with server, VllmExecutor(n, k, url=server.url, tokens=tokens, check_routing=True, **pinning) as executor:
         for gpus in itertools.combinations(range(n), k):
             result = executor.run(gpus, repeats=repeats)
             details = executor.last_details
@@ -127,8 +131,10 @@ def vllm_probes(path: Path, venv: Path, n: int, k: int, tokens: int, repeats: in
                 "client_ttft_ms_median": statistics.median(result.latencies_ms) if result.ok else None,
                 "server_ttft_ms_median": statistics.median(server_ttft) if server_ttft else None,
                 "routing": details.routing if details else None,
+                "dp_rank": details.dp_rank if details else None,
             }
-    return {"extra_args": extra, "probes": probes}
+        layout = executor.served_layout
+    return {"extra_args": extra, "probes": probes, "served_layout": None if layout is None else vars(layout)}
 
 
 def local_engines(n: int, k: int, repeats: int) -> dict:

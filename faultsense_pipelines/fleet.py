@@ -192,6 +192,13 @@ class Replica(StrictModel):
             except ValueError:
                 topology = None  # reported by the topology field itself
         _check_gpu_ids(v, gpus, topology)
+        if isinstance(v, VllmOptions) and gpus is not None:
+            from .probe.serve import check_dp_pinning  # stdlib only: no HTTP client, no torch
+
+            try:
+                check_dp_pinning(gpus, v.data_parallel_size, "member" if v.dp_rank is None else v.dp_rank)
+            except ValueError as exc:
+                raise ValueError(f"@.{exc}") from None
         return v
 
     @property

@@ -12,8 +12,9 @@ the section of that name:
   :class:`~.vocabulary.Engine`), and the probe layer's sizes and timeouts;
 * ``ray:`` (:class:`RayOptions`) -- the Ray cluster address, injected faults, the engine mode
   and tokens per probe;
-* ``vllm:`` (:class:`VllmOptions`) -- the probe server's URL and the *name* of the
-  environment variable holding its API key.
+* ``vllm:`` (:class:`VllmOptions`) -- the probe server's URL, the *name* of the
+  environment variable holding its API key, and for a data-parallel deployment the engines
+  behind the URL and which engine takes each probe.
 
 Every model is frozen and rejects unknown keys; values are checked here (finite, in range,
 no credentials in URLs: :func:`redact_url` keeps secrets out of every error message), faults
@@ -131,7 +132,18 @@ class RayOptions(StrictModel):
 
 class VllmOptions(StrictModel):
     """``vllm:`` section: the probe server's URL and the *name* of the environment variable
-    holding its API key (the key itself never appears in the fleet file)."""
+    holding its API key (the key itself never appears in the fleet file).
+
+    A replica served by vLLM data parallelism (``--data-parallel-size D``, one URL, vLLM's
+    internal load balancer) sets ``data_parallel_size: D``; every probe request then carries
+    ``X-data-parallel-rank`` (:mod:`faultsense_pipelines.probe.executors.vllm_http`), and
+    ``dp_rank`` says which engine: ``member`` (default; the engine holding the probe's lowest
+    GPU, engine ``d`` holding GPUs ``[d*gpus/D, (d+1)*gpus/D)``) or a fixed engine
+    ``0..D-1``. ``D`` must divide the replica's ``gpus`` (checked in
+    :mod:`faultsense_pipelines.fleet`). ``check_layout`` asks the server for its engine layout
+    (vLLM's ``/server_info``, served with ``VLLM_SERVER_DEV_MODE=1``) and refuses one that does
+    not put the probe's experts on ``gpus`` expert-parallel ranks.
+    """
 
     url: str
     api_key_env: str | None = None
@@ -139,6 +151,17 @@ class VllmOptions(StrictModel):
     timeout_s: Annotated[Float, Field(gt=0.0, le=600.0)] = 10.0
     retries: Annotated[Int, Field(ge=0, le=10)] = 2
     check_routing: Annotated[bool, Field(strict=True)] = False
+    data_parallel_size: Annotated[Int, Field(ge=1, le=4096)] | None = None
+    dp_rank: Literal["member"] | Annotated[Int, Field(ge=0)] | None = None
+    check_layout: Annotated[bool, Field(strict=True)] | None = None
+
+    @field_validator("dp_rank", mode="before")
+    @classmethod
+    def _engine(cls, v: object) -> object:
+        # one message for the two shapes (pydantic's union error names each branch)
+        if v is None or v == "member" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            return v
+        raise ValueError(f"must be 'member' or an engine number 0..data_parallel_size-1, got {redact_url(repr(v))[:40]}")
 
     @field_validator("url")
     @classmethod

