@@ -211,13 +211,21 @@ def _carries_ring_traffic(leaf: int, spine: int, direction: str, down: tuple) ->
     return (leaf, spine) not in down and (peer, spine) not in down and (leaf - 1) % LEAVES not in {d[0] for d in down}
 
 
+MODELS = {  # model column -> scan settings
+    "learned": {"model": "learned"},
+    "analytic": {"model": "analytic"},
+    "learned-only": {"model": "learned", "cross_check": False},  # no analytic cross-check: always learn
+}
+
+
 def detection_trials(trials: int, *, early: bool = False, down: tuple = (), rates=RATES, buffers=BUFFERS_GIB) -> pd.DataFrame:
     """Delay (lossy iterations seen up to and including the alarm), onset error and loss estimate per cell.
 
     ``early``: the loss starts at a random iteration 0-19 (inside what a fixed 20-iteration
     reference would learn from) and ``EARLY_HORIZON`` iterations are simulated; else at ``START``.
-    ``down``: marked down links (the analytic shares then depend on the traffic, so the default
-    model judges most switches by its learned references); the lossy link avoids them.
+    ``down``: marked down links (the analytic shares then depend on the traffic: the default model
+    takes a traffic pattern's shares where the counts single them out, ``learned-only`` always
+    learns); the lossy link carries ring traffic (:func:`_carries_ring_traffic`).
     """
     rows = []
     rng = np.random.default_rng(2026 + 7 * early + len(down))
@@ -240,8 +248,8 @@ def detection_trials(trials: int, *, early: bool = False, down: tuple = (), rate
                     )
                     ingress = simulated_ingress(counters)
                     truth = {f"leaf{leaf:02d}", f"spine{spine:02d}"}
-                    for model in ("learned",) if down else ("learned", "analytic"):
-                        faults = scan_ingress(ingress, topo, ScanConfig(model=model, reference=REFERENCE))
+                    for model in ("learned", "learned-only") if down else ("learned", "analytic"):
+                        faults = scan_ingress(ingress, topo, ScanConfig(**MODELS[model], reference=REFERENCE))
                         hits = [f for f in faults if {f.switch, f.peer} == truth]
                         wrong = [f for f in faults if {f.switch, f.peer} != truth]
                         first = min(hits, key=lambda f: f.detected_iteration) if hits else None
@@ -269,8 +277,10 @@ def detection_trials(trials: int, *, early: bool = False, down: tuple = (), rate
 def healthy_run(iterations: int) -> pd.DataFrame:
     """False alarms over ``iterations`` healthy iterations, every switch reporting, both models.
 
-    The last case has two down links: the learned model absorbs the respread; the analytic model
-    is right only with the ring traffic pattern (``traffic="ring"``), not with uniform traffic.
+    The last cases have two down links, marked in the topology or not: the default takes the
+    traffic pattern whose analytic shares the counts single out (ring) or learns; the analytic
+    model is right only with the ring traffic pattern; ``learned-only`` learns every switch's
+    shares, its start-up included (the first rows of every port, where its reference is small).
     """
     rows = []
     cases = [(gib, (), True) for gib in BUFFERS_GIB] + [(64, DOWN, True), (64, DOWN, False)]
@@ -282,10 +292,12 @@ def healthy_run(iterations: int) -> pd.DataFrame:
         if not marked:  # the topology given to the scan says every link is up
             topo = fat_tree(LEAVES, SPINES, HOSTS)
             ingress = simulated_ingress(replace(counters, topology=topo))
-        models = (("learned", "-"), ("analytic", "uniform"), ("analytic", "ring")) if marked else (("learned", "-"),)
+        models = [("learned", "-"), ("analytic", "uniform"), ("analytic", "ring")] if marked else [("learned", "-")]
+        if down:  # the learned references alone (the cross-check off) on every switch
+            models.append(("learned-only", "-"))
         for model, traffic in models:
             t0 = time.perf_counter()
-            config = ScanConfig(model=model, traffic="ring" if traffic == "ring" else "uniform", reference=REFERENCE)
+            config = ScanConfig(**MODELS[model], traffic="ring" if traffic == "ring" else "uniform", reference=REFERENCE)
             faults = scan_ingress(ingress, topo, config)
             elapsed = time.perf_counter() - t0
             rows.append(
@@ -377,18 +389,50 @@ def _targets(summary: pd.DataFrame, healthy: pd.DataFrame, speed: pd.DataFrame) 
             f"{g['loss_within_20pct'].min():.0%}); wrong links {int(g['wrong_links'].sum())}"
         )
     for r in healthy.itertuples():
+        marked = r.marked in (True, "True")
         lines.append(
-            f"- healthy, {r.buffer_gib} GiB, {r.down_links} down links"
-            f"{'' if r.down_links == 0 else (' marked' if r.marked else ' NOT marked in the topology')}, {r.model}"
-            f"{'' if r.traffic == '-' else f' ({r.traffic} traffic)'}: {r.false_alarms} false alarms in "
-            f"{r.iterations:,} iterations x {r.ports:,} ports"
+            f"- healthy, {int(r.buffer_gib)} GiB, {int(r.down_links)} down links"
+            f"{'' if r.down_links == 0 else (' marked' if marked else ' NOT marked in the topology')}, {r.model}"
+            f"{'' if r.traffic == '-' else f' ({r.traffic} traffic)'}: {int(r.false_alarms)} false alarms in "
+            f"{int(r.iterations):,} iterations x {int(r.ports):,} ports (run `{r.run}`)"
         )
-    small = speed.iloc[0]
-    lines.append(
-        f"- 10,000 port-iterations in well under a second: {small.port_iterations:,} port-iterations "
-        f"scanned end to end from a counters frame in {small.scan_s:.3f} s"
-    )
+    if len(speed):
+        small = speed.iloc[0]
+        lines.append(
+            f"- 10,000 port-iterations in well under a second: {int(small.port_iterations):,} port-iterations "
+            f"scanned end to end from a counters frame in {small.scan_s:.3f} s"
+        )
     return lines
+
+
+CASES = {"steady": {}, "early": {"early": True}, "down": {"down": DOWN}}
+PARTS = ("detection", "single", "healthy", "speed")
+TABLES = {"detection": "detection", "single": "single_switch", "healthy": "healthy", "speed": "file_scan"}
+CASE_NAMES = {"steady": "steady", "early": "early", "down": "down links"}
+
+
+def _merge(fresh: pd.DataFrame, cases: list[str], parts: list[str], label: str) -> pd.DataFrame:
+    """``fresh`` rows (labelled ``run=label``) plus the recorded CSV's rows that this run did not redo.
+
+    A recorded detection row is kept when its case was not run, any other table's rows when that
+    part was not run; rows recorded before runs were labelled get ``run="e933fe7"`` (the full run
+    of 2 Dec 2026 that bench/results/flowpulse.md recorded until then).
+    """
+    path = RESULTS / "flowpulse.csv"
+    fresh = fresh.assign(run=label)
+    if not path.exists():
+        return fresh
+    old = pd.read_csv(path)
+    if "run" not in old.columns:
+        old["run"] = "e933fe7"
+    old = old[old["table"] != "run"]
+    redone = {CASE_NAMES[c] for c in cases} if "detection" in parts else set()
+    keep = np.where(
+        old["table"] == "detection",
+        ~old["case"].isin(redone),
+        ~old["table"].isin([TABLES[p] for p in parts]),
+    )
+    return pd.concat([old[keep], fresh], ignore_index=True)
 
 
 def main() -> None:
@@ -397,59 +441,78 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--healthy", type=int, default=10_000)
     parser.add_argument("--single", type=int, default=100, help="single-leaf trials per cell")
+    parser.add_argument("--cases", default="steady,early,down", help="detection cases to run (steady, early, down)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"parts to run ({', '.join(PARTS)})")
+    parser.add_argument("--merge", action="store_true", help="keep the recorded rows of cases and parts not run")
     args = parser.parse_args()
     trials_n, healthy_n = (3, 2000) if args.quick else (args.trials, args.healthy)
+    cases = [c for c in args.cases.split(",") if c]
+    parts = [p for p in args.parts.split(",") if p]
+    if not set(cases) <= set(CASES) or not set(parts) <= set(PARTS):
+        parser.error(f"--cases from {sorted(CASES)}, --parts from {list(PARTS)}")
+    size = "--quick" if args.quick else f"--trials {trials_n} --healthy {healthy_n} --single {args.single}"
+    label = f"{size} --cases {args.cases} --parts {args.parts}"
 
     t0, cpu0 = time.perf_counter(), time.process_time()
-    trials = pd.concat(
-        [
-            detection_trials(trials_n),
-            detection_trials(trials_n, early=True),
-            detection_trials(trials_n, down=DOWN),
-        ],
-        ignore_index=True,
-    )
     oracle = oracle_table()
-    summary = _summary(trials, oracle)
-    single = single_switch_trials(30 if args.quick else args.single, oracle)
-    healthy = healthy_run(healthy_n)
-    speed = file_scan_speed()
+    empty = pd.DataFrame()
+    summary = empty
+    if "detection" in parts and cases:
+        trials = pd.concat([detection_trials(trials_n, **CASES[c]) for c in cases], ignore_index=True)
+        summary = _summary(trials, oracle)
+    single = single_switch_trials(30 if args.quick else args.single, oracle) if "single" in parts else empty
+    healthy = healthy_run(healthy_n) if "healthy" in parts else empty
+    speed = file_scan_speed() if "speed" in parts else empty
     total, cpu = time.perf_counter() - t0, time.process_time() - cpu0
 
     pd.set_option("display.width", 200)
-    print(summary.to_string(index=False))
-    print(single.to_string(index=False))
-    print(healthy.to_string(index=False))
-    print(speed.to_string(index=False))
+    for table in (summary, single, healthy, speed):
+        print(table.to_string(index=False))
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = pd.concat(
+    fresh = pd.concat(
         [
             summary.assign(table="detection"),
             single.assign(table="single_switch"),
             healthy.assign(table="healthy"),
             speed.assign(table="file_scan"),
+            pd.DataFrame([{"table": "run", "wall_s": total, "cpu_s": cpu}]),
         ],
         ignore_index=True,
     )
+    out = _merge(fresh, cases, parts, label) if args.merge else fresh.assign(run=label)
+    runs = out[out["table"] == "run"][["run", "wall_s", "cpu_s"]]
     out.to_csv(RESULTS / "flowpulse.csv", index=False)
+    summary = out[out["table"] == "detection"].dropna(axis=1, how="all")
+    single = out[out["table"] == "single_switch"].dropna(axis=1, how="all")
+    healthy = out[out["table"] == "healthy"].dropna(axis=1, how="all")
+    speed = out[out["table"] == "file_scan"].dropna(axis=1, how="all")
+    for frame in (summary, single, healthy, speed):
+        frame.drop(columns=["table"], inplace=True)
+    summary = summary.sort_values(["case", "buffer_gib", "direction", "model", "rate"], ignore_index=True)
     md = [
         "# FlowPulse benchmark",
         "",
         f"Fabric: {LEAVES} leaves x {SPINES} spines x {HOSTS} hosts per leaf, ring all-reduce over 8 channels, "
-        "per-packet spraying, 4 KiB packets; `.venv/bin/python -m bench.flowpulse_bench"
-        f"{' --quick' if args.quick else ''}{'' if args.quick else f' --trials {trials_n} --healthy {healthy_n}'}` "
-        f"({total:.0f} s wall, {cpu:.0f} s CPU on this shared 2-core machine).",
+        "per-packet spraying, 4 KiB packets. Runs (`.venv/bin/python -m bench.flowpulse_bench ...`; column `run` "
+        "says which produced each row; `e933fe7`: the earlier full run, `--trials 10 --healthy 10000`, 3,671 s "
+        "wall, before the start-up rule and the ring cross-check): "
+        + "; ".join(f"`{r.run}` ({r.wall_s:.0f} s wall, {r.cpu_s:.0f} s CPU)" for r in runs.itertuples())
+        + " on this shared 2-core machine.",
         f"Cases: `steady` (loss from iteration {START}, {HORIZON} lossy iterations simulated), `early` (loss from "
-        f"a random iteration 0-{EARLY_STARTS - 1}, {EARLY_HORIZON} lossy iterations simulated), `down links` (links {DOWN} marked down, so the "
-        "analytic shares depend on the traffic and the default model judges by its learned references).",
+        f"a random iteration 0-{EARLY_STARTS - 1}, {EARLY_HORIZON} lossy iterations simulated), `down links` (loss from "
+        f"iteration {START}, links {DOWN} marked down, so the analytic shares depend on the traffic: the default takes "
+        "the traffic pattern whose shares the counts single out, `learned-only` learns every switch's shares; the "
+        "lossy link is one that carries ring traffic).",
         "Delay = lossy iterations seen "
         "up to and including the alarm (1 = flagged in the first lossy iteration). `down`: spine-to-leaf loss, "
         "judged by the leaf; `up`: leaf-to-spine loss, judged by the spine. Each port runs CUSUMs tuned to "
         "0.25%, 0.5%, 1% and 2% loss, thresholds from a budget of "
         f"{FALSE_ALARM_RATE:g} false alarms per port-iteration (Bonferroni over the four); "
-        "`learned` (the default): analytic shares where they hold whatever the traffic and the counts agree, "
-        "else shares learned from all earlier iterations, frozen at the start of each CUSUM excursion. "
+        "`learned` (the default): analytic shares where the counts fit exactly one traffic pattern's (uniform, "
+        "ring; one set where they agree), else shares learned from all earlier iterations, frozen at the start of "
+        "each CUSUM excursion, each CUSUM running once its reference load a = 2 h N / (M delta^2) is <= 1/4; "
+        "`learned-only`: the learned references on every switch (`ScanConfig(cross_check=False)`). "
         "`onset_within_1`: fraction of found trials whose reported first iteration is within 1 of the truth; "
         "`loss_within_20pct`: same for the loss estimate; `delay_vs_oracle`: median delay / oracle median; "
         "`at_first`: fraction of trials flagged in the first lossy iteration.",
@@ -473,7 +536,7 @@ def main() -> None:
         "",
         single.to_markdown(index=False, floatfmt=".4g"),
         "",
-        f"## False alarms on {healthy_n:,} healthy iterations (all {LEAVES + SPINES} switches reporting)",
+        f"## False alarms on healthy iterations (all {LEAVES + SPINES} switches reporting)",
         "",
         healthy.to_markdown(index=False, floatfmt=".4g"),
         "",

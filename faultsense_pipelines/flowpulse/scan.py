@@ -2,10 +2,11 @@
 
 Each switch that exported counters is judged on its own. The expected shares of its ports are
 either analytic (the spraying model over the topology's live links and an assumed leaf-to-leaf
-traffic pattern) or, by default, learned: the analytic shares where they do not depend on the
-traffic pattern and the switch's own counts agree with them (:func:`analytic_fits`; an exact
-reference, so a loss present from the first iteration is found), otherwise shares learned from
-the switch's past that never take in a deviation under test (:func:`detect.detect_switch_learned`).
+traffic pattern) or, by default, learned: the analytic shares of the one traffic pattern (uniform
+or ring; one where they agree) that the switch's own counts fit (:func:`cross_checked_shares`,
+:func:`analytic_fits`; an exact reference, so a loss present from the first iteration is found),
+otherwise shares learned from the switch's past that never take in a deviation under test
+(:func:`detect.detect_switch_learned`).
 A port that never carried a packet is treated as down whatever the topology says. A flagged
 ingress port names the link it sits on (the switch, the port, the peer at the other end).
 
