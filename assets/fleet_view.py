@@ -12,13 +12,17 @@ partitions of the days those hours touch (file-pruned: no other day's file is op
 
 The asset's value is one row per replica (its latest swept hour, that hour's health and
 confirmed components, faulty hours in the window); its metadata shows that table and a PNG
-heatmap, replicas x hours, coloured by health. It is refreshed by the automation sensor
+heatmap, replicas x hours, coloured by health, twice: ``heatmap``, small enough for the
+Dagster UI to draw it inline on the asset page (:func:`inline_heatmap`), and
+``heatmap_detail``, the labelled matplotlib figure behind the UI's "[Show Markdown]" link. It is refreshed by the automation sensor
 after ``fault_ledger`` updates (:data:`~.automation.AFTER_LEDGER_UPDATES`) and by
 ``faultsense sweep`` after its runs.
 """
 
 import base64
 import io
+import struct
+import zlib
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
@@ -33,7 +37,15 @@ from .ledger import fault_ledger
 from .partitions import check_hour_key, current_hour_key
 from .report import frame_markdown
 
-__all__ = ["HEALTH_COLORS", "RECENT_HOURS", "FleetViewConfig", "fleet_health", "health_grid"]
+__all__ = [
+    "HEALTH_COLORS",
+    "INLINE_MARKDOWN_LIMIT",
+    "RECENT_HOURS",
+    "FleetViewConfig",
+    "fleet_health",
+    "health_grid",
+    "inline_heatmap",
+]
 
 #: Hours the fleet view covers, ending with the current hour.
 RECENT_HOURS = 24
@@ -47,6 +59,20 @@ HEALTH_COLORS = {
     "not swept": "#f0f0f0",
 }
 _RANK = {h: i for i, h in enumerate(HEALTH_COLORS)}
+#: Markdown metadata shorter than this many characters is drawn inline on a Dagster asset page;
+#: longer markdown sits behind a "[Show Markdown]" link (dagster-webserver's ``MetadataEntry``:
+#: ``expandSmallValues && mdStr.length < 1000``, ui-core/src/metadata/MetadataEntry.tsx).
+INLINE_MARKDOWN_LIMIT = 1000
+#: Pixel sizes (width, height) of one (replica, hour) cell that :func:`inline_heatmap` tries, largest first.
+_CELL_SIZES = ((32, 20), (24, 16), (16, 12), (12, 9), (8, 6), (4, 4), (2, 2))
+_COLOR_NAMES = {
+    "faulty": "red",
+    "error": "grey",
+    "degraded": "orange",
+    "inconclusive": "olive",
+    "healthy": "green",
+    "not swept": "light grey",
+}
 
 
 class FleetViewConfig(dg.Config):
@@ -142,6 +168,61 @@ def _heatmap(grid: pd.DataFrame, hours: list[datetime], title: str) -> dg.Metada
     return dg.MetadataValue.md(f"![fleet health](data:image/png;base64,{data})")
 
 
+def _palette_png(codes: list[list[int]], cell: tuple[int, int]) -> bytes:
+    """A palette PNG of ``codes`` (rows of indices into :data:`HEALTH_COLORS`), each cell
+    ``cell`` = (width, height) pixels; built by hand (zlib), a few hundred bytes for a fleet."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    width, height = cell
+    raw = bytearray()
+    for row in codes:
+        line = bytes(c for c in row for _ in range(width))
+        raw += b"\x00" + line  # filter None, then "Up" rows: zeros, which deflate to almost nothing
+        raw += (b"\x02" + bytes(len(line))) * (height - 1)
+    header = struct.pack(">IIBBBBB", len(codes[0]) * width, len(codes) * height, 8, 3, 0, 0, 0)
+    palette = b"".join(bytes.fromhex(c[1:]) for c in HEALTH_COLORS.values())
+    body = chunk(b"IHDR", header) + chunk(b"PLTE", palette) + chunk(b"IDAT", zlib.compress(bytes(raw), 9))
+    return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IEND", b"")
+
+
+def inline_heatmap(grid: pd.DataFrame, end: str) -> str:
+    """The heatmap as markdown short enough for the Dagster UI to draw inline (under
+    :data:`INLINE_MARKDOWN_LIMIT` characters): a palette PNG, one block of pixels per
+    (replica, hour) cell (rows: replicas in fleet order, columns: hours, oldest left), and a
+    line saying what it shows and which colour is which health.
+
+    Tries the cell sizes of :data:`_CELL_SIZES`, largest first, with every replica; when none
+    fits (a large fleet with many distinct rows), only the replicas with an hour that is not
+    ``healthy``, halved until they fit. Returns a line without an image when not even one row
+    fits (never for a 24-hour grid).
+
+    Args:
+        grid: :func:`health_grid`'s frame (replicas x hours of :data:`HEALTH_COLORS` words).
+        end: the last hour shown (``YYYY-MM-DD-HH:00``), for the caption.
+    """
+    words = list(HEALTH_COLORS)
+    names = [str(r) for r in grid.index]
+    codes = {n: [words.index(str(v)) for v in row] for n, row in zip(names, grid.to_numpy().tolist(), strict=True)}
+    legend = ", ".join(f"{_COLOR_NAMES[w]} {w}" for w in words)
+    problems = [n for n in names if any(c != words.index("healthy") for c in codes[n])]
+    choices = [(names, f"{len(names)} replicas")]
+    pool, which = (problems, " with an hour not healthy") if 0 < len(problems) < len(names) else (names, "")
+    subset = pool[: len(pool) // 2] if pool is names else pool
+    while subset:
+        choices.append((subset, f"{len(subset)} of the {len(pool)} replicas{which} (of {len(names)})"))
+        subset = subset[: len(subset) // 2]
+    for rows, what in choices:
+        caption = f"rows: {what}, fleet order; columns: {len(grid.columns)} hours to {end} UTC, oldest left. {legend}."
+        for cell in _CELL_SIZES:
+            data = base64.b64encode(_palette_png([codes[n] for n in rows], cell)).decode()
+            text = f"![fleet health now](data:image/png;base64,{data})\n\n{caption}"
+            if len(text) < INLINE_MARKDOWN_LIMIT:
+                return text
+    return f"_too many distinct rows to draw inline: see heatmap_detail_ ({len(names)} replicas)"
+
+
 def _summary(grid: pd.DataFrame, hours: list[datetime], faults: pd.DataFrame) -> pd.DataFrame:
     """One row per replica: latest swept hour, its health and confirmed components, faulty hours."""
     confirmed: dict[tuple[str, str, str], list[str]] = {}
@@ -208,7 +289,10 @@ def fleet_health(
             "end_hour": end,
             "health_now": dg.MetadataValue.json(counts),
             "fleet": dg.MetadataValue.md(frame_markdown(summary)),
-            "heatmap": _heatmap(grid, hours, f"fleet health, {len(replicas)} replicas, last {config.hours} hours to {end} UTC"),
+            "heatmap": dg.MetadataValue.md(inline_heatmap(grid, end)),
+            "heatmap_detail": _heatmap(
+                grid, hours, f"fleet health, {len(replicas)} replicas, last {config.hours} hours to {end} UTC"
+            ),
             "ledger": store.display_uri,
             "skipped_files": dg.MetadataValue.md("\n".join(f"- {line}" for line in skipped) or "none"),
         },

@@ -1,44 +1,53 @@
 """``fault_ledger``: the sweep's localized faults as rows of the ledger's Delta table, and its checks.
 
-Checks read the table's current version, and only the sweep's own neighbourhood of it: the
-rows of the run's replica in the run's ``date`` partition (:func:`replica_day_rows`: the
-partition is chosen exactly, and a file whose Delta-log statistics cannot hold the replica
-is never opened), so a check costs the same on the first day of a ledger and after a year,
-with 2 replicas or 200:
+The checks judge what the run itself measured and committed, never the day or the ledger
+around it, so a check costs the same in the first hour of a ledger and in the last hour of a
+day that holds 200 replicas' sweeps, after a year:
 
 * ``fault_ledger_schema`` -- the table has every :data:`FAULT_SCHEMA` column with its type (the
   schema is part of the log the commit loads anyway; no data file is read);
-* ``fault_ledger_unique_rows`` -- no ``fault_id`` appears twice among the replica's fault rows
-  of the day (re-runs replace, never add; a ``fault_id`` hashes the replica, so a duplicate
-  of this sweep's rows can only sit among them);
+* ``fault_ledger_unique_rows`` -- no ``fault_id`` appears twice among the fault rows of the
+  sweep's batch as its commit wrote them: the data files that commit added, named by its own
+  log entry (:meth:`~faultsense_pipelines.ledger.LedgerStore.added_files`; the version is the
+  ``table_version`` of the partition's latest ``fault_ledger`` materialization), read back
+  from storage;
 * ``probe_latencies_valid`` (blocking, on ``phase1_probe_run``) -- no NaN, infinite or negative
-  latency in the sweep's Phase 1 or the replica's ``probe_runs`` of the day, and no latency on
-  an error row; a failure stops the drill-down (and so the commit) of that run.
+  latency among the sweep's Phase 1 measurements, and no latency on an error row; a failure
+  stops the drill-down (and so the commit) of that run. (The sweep's rows are not in the
+  ledger yet: it commits at its end.)
 """
 
 import math
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
-import numpy as np
 import pyarrow as pa
 
-from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUNS
-from faultsense_pipelines.localize import Localization, Phase1Result
+from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA
+from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecord
 from faultsense_pipelines.resources.executors import redact_secrets
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
-from .commit import commit_sweep
+from .commit import commit_sweep, fault_batch
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import verdicts_markdown
 from .rows import fault_rows, probe_rows
 from .sweep import phase1_probe_run
 
-__all__ = ["fault_ledger", "fault_ledger_schema", "fault_ledger_unique_rows", "probe_latencies_valid", "replica_day_rows"]
+__all__ = [
+    "committed_version",
+    "fault_ledger",
+    "fault_ledger_schema",
+    "fault_ledger_unique_rows",
+    "latency_problems",
+    "probe_latencies_valid",
+    "replica_day_rows",
+]
 
 
 @dg.asset(
@@ -62,7 +71,7 @@ def fault_ledger(
         "scrub": lambda text: redact_secrets(text, replica),
     }
     rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
-    _, path = commit_sweep(
+    written, path = commit_sweep(
         store,
         key,
         phase1=probe_rows(loc.phase1.records, **common),
@@ -78,6 +87,7 @@ def fault_ledger(
             "faults": dg.MetadataValue.md(verdicts_markdown(phase2_drilldown.verdicts, phase2_drilldown.probes_phase1)),
             "probes_used": phase2_drilldown.probes_phase1 + phase2_drilldown.probes_phase2,
             "path": dg.MetadataValue.path(path),
+            "table_version": int(written.rsplit("@v", 1)[1]),
             "ledger": store.display_uri,
         }
     )
@@ -95,6 +105,19 @@ def replica_day_rows(
     """
     files = {"date": key.day, "replica": key.replica}
     return ledger.store().read_table(dataset, files=files, columns=columns, skipped=skipped)
+
+
+def committed_version(context: dg.AssetCheckExecutionContext) -> int | None:
+    """The table version that the latest ``fault_ledger`` materialization of the check's
+    partition committed (its ``table_version`` metadata); None when there is none (nothing
+    materialized yet, or a materialization from before that metadata existed)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=fault_ledger.key, asset_partitions=[str(context.partition_key)]), limit=1
+    ).records
+    if not records or records[0].asset_materialization is None:
+        return None
+    value = records[0].asset_materialization.metadata.get("table_version")
+    return int(value.value) if value is not None and isinstance(value.value, int) else None
 
 
 def _unreadable(skipped: list[str]) -> str | None:
@@ -129,13 +152,18 @@ def fault_ledger_schema(context: dg.AssetCheckExecutionContext, ledger: LedgerRe
 
 @dg.asset_check(
     asset=fault_ledger,
-    description="No fault_id appears twice among the fault rows of the sweep's replica in its day's partition.",
+    description="No fault_id appears twice among the fault rows that the sweep's commit wrote.",
 )
 def fault_ledger_unique_rows(context: dg.AssetCheckExecutionContext, ledger: LedgerResource) -> dg.AssetCheckResult:
     if not context.has_partition_key:  # run outside a sweep: there is no partition to judge
         return dg.AssetCheckResult(passed=True, metadata={"rows_checked": 0, "judged": "nothing: no sweep partition"})
     skipped: list[str] = []
-    rows = replica_day_rows(ledger, sweep_key(context), FAULT_LEDGER, ["fault_id"], skipped)
+    key, version = sweep_key(context), committed_version(context)
+    if version is None:  # no commit recorded: judge the replica's rows of the day instead
+        rows = replica_day_rows(ledger, key, FAULT_LEDGER, ["fault_id"], skipped)
+    else:
+        batch = {"batch": fault_batch(key)}
+        rows = ledger.store().read_table(FAULT_LEDGER, added_in=version, files=batch, columns=["fault_id"], skipped=skipped)
     ids = rows.column("fault_id").to_pylist()
     counts = Counter(ids)
     dup = sorted(i for i, n in counts.items() if n > 1)
@@ -144,6 +172,7 @@ def fault_ledger_unique_rows(context: dg.AssetCheckExecutionContext, ledger: Led
         description=_unreadable(skipped),
         metadata={
             "rows_checked": len(ids),
+            "table_version": -1 if version is None else version,
             "duplicate_rows": sum(counts[i] for i in dup),
             "duplicate_ids": dg.MetadataValue.json(dup[:20]),
             "unreadable_files": dg.MetadataValue.json(skipped),
@@ -151,28 +180,20 @@ def fault_ledger_unique_rows(context: dg.AssetCheckExecutionContext, ledger: Led
     )
 
 
-def _probe_latencies_valid(
-    context: dg.AssetCheckExecutionContext, phase1_probe_run: Phase1Result, ledger: LedgerResource
-) -> dg.AssetCheckResult:
-    # this sweep's own rows are not in the ledger yet when a drill-down follows (a sweep commits at its end)
-    own = [v for r in phase1_probe_run.records for v in r.latencies_ms]
-    own_bad = sum(1 for v in own if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0))
-    skipped: list[str] = []  # the replica's own damaged file fails the check, named (others' are never opened)
-    rows = replica_day_rows(ledger, sweep_key(context), PROBE_RUNS, ["latency_ms", "error"], skipped)
-    lat = rows.column("latency_ms").to_numpy(zero_copy_only=False).astype(float)
-    has_error = rows.column("error").is_valid().to_numpy(zero_copy_only=False)
-    measured = lat[~has_error]
-    bad = int((~np.isfinite(measured) | (measured < 0)).sum())
-    errors_with_latency = int(rows.column("latency_ms").is_valid().to_numpy(zero_copy_only=False)[has_error].sum())
+def latency_problems(records: Sequence[ProbeRecord]) -> tuple[int, int, int]:
+    """What ``probe_latencies_valid`` judges in a sweep's probe records: ``(checked, bad,
+    errors_with_latency)`` -- latencies of measured probes (ms), those of them that are NaN,
+    infinite or negative, and error records that still carry a latency."""
+    own = [v for r in records if r.error is None for v in r.latencies_ms]
+    bad = sum(1 for v in own if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0))
+    return len(own), bad, sum(1 for r in records if r.error is not None and r.latencies_ms)
+
+
+def _probe_latencies_valid(context: dg.AssetCheckExecutionContext, phase1_probe_run: Phase1Result) -> dg.AssetCheckResult:
+    checked, bad, errors_with_latency = latency_problems(phase1_probe_run.records)
     return dg.AssetCheckResult(
-        passed=bad + own_bad == 0 and errors_with_latency == 0 and not skipped,
-        description=_unreadable(skipped),
-        metadata={
-            "rows_checked": rows.num_rows + len(own),
-            "bad_latencies": bad + own_bad,
-            "error_rows_with_latency": errors_with_latency,
-            "unreadable_files": dg.MetadataValue.json(skipped),
-        },
+        passed=bad == 0 and errors_with_latency == 0,
+        metadata={"rows_checked": checked, "bad_latencies": bad, "error_rows_with_latency": errors_with_latency},
     )
 
 
@@ -184,5 +205,5 @@ with warnings.catch_warnings():
         name="probe_latencies_valid",
         partitions_def=SWEEP_PARTITIONS,
         blocking=True,
-        description="This sweep's Phase 1 latencies and its replica's probe_runs of the day: every measured latency is finite and >= 0; error rows carry none.",
+        description="This sweep's Phase 1 latencies: every measured latency is finite and >= 0; error rows carry none.",
     )(_probe_latencies_valid)

@@ -83,9 +83,11 @@ def measure(fleet: str, ledger: str, scratch: str, hour: str) -> dict:
         warm = build_definitions(fleet, scratch)
         assert _sweep(warm, instance, hour).success
         defs = build_definitions(fleet, ledger)
+        before = _version(ledger)
         t0 = _cpu()
         result = _sweep(defs, instance, hour)
         t1 = _cpu()
+        compacted = _compactions_since(ledger, before)
         analytics = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(
             instance=instance, partition_key=hour[:10], run_config=quiet
         )
@@ -96,7 +98,28 @@ def measure(fleet: str, ledger: str, scratch: str, hour: str) -> dict:
         "analytics_cpu_s": t2 - t1,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "ok": result.success and analytics.success and all(checks.values()) and len(checks) == 3,
+        "compacted": compacted,
     }
+
+
+def _version(ledger: str) -> int:
+    """The ledger table's version (-1 without a table)."""
+    from faultsense_pipelines.ledger import LedgerStore
+
+    version = LedgerStore(ledger).version()
+    return -1 if version is None else version
+
+
+def _compactions_since(ledger: str, version: int) -> int:
+    """Day compactions (``OPTIMIZE`` commits) in the table's log after ``version``: whether the
+    measured sweep's commit was one that also compacted the day (every ``COMPACT_EVERY``-th)."""
+    from deltalake import DeltaTable
+
+    if not Path(ledger, "delta").exists():
+        return 0
+    return sum(
+        1 for h in DeltaTable(f"{ledger}/delta").history(10) if h.get("version", -1) > version and h["operation"] == "OPTIMIZE"
+    )
 
 
 def _template(fleet: str, scratch: str):
@@ -170,6 +193,7 @@ def _point(name: str, fleet: str, ledger: str, scratch: str, hour: str, reps: in
         "ledger_files": files,
         "ledger_mb": size / 1e6,
         "sweep_cpu_all": [round(r["sweep_cpu_s"], 3) for r in runs],
+        "compacted_runs": sum(1 for r in runs if r.get("compacted")),
     }
     print(
         f"{name:20s} sweep {row['sweep_cpu_s']:.3f} s CPU {row['sweep_cpu_all']}, analytics {row['analytics_cpu_s']:.3f} s, "
@@ -222,9 +246,41 @@ def main() -> None:
     write_results(rows, args, template.num_rows, time.time() - started)
 
 
-def write_results(rows: list[dict], args: argparse.Namespace, template_rows: int, seconds: float) -> None:
+def results_table(rows: list[dict], days: int) -> list[str]:
+    """The markdown table of measured points and the target line (shared with
+    :mod:`bench.ledger_month_bench`)."""
     first, last = rows[0], rows[-1]
     ratio = last["sweep_cpu_s"] / first["sweep_cpu_s"]
+    lines = [
+        "| point | hour | ledger files | ledger MB | sweep + checks CPU s | (each run) | runs that compacted | analytics CPU s | peak RSS MB | all checks passed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['point']} | {r['hour']} | {r['ledger_files']} | {r['ledger_mb']:.1f} | {r['sweep_cpu_s']:.3f} | "
+            f"{', '.join(str(v) for v in r['sweep_cpu_all'])} | {r.get('compacted_runs', 0)} | {r['analytics_cpu_s']:.3f} | "
+            f"{r['peak_rss_mb']:.0f} | {'yes' if r['all_ok'] else 'NO'} |"
+        )
+    lines += [
+        "",
+        f"Sweep + checks CPU, last hour of day {days} / first hour: {ratio:.2f} (target: within 20%, i.e. "
+        f"<= 1.20); peak RSS {last['peak_rss_mb']:.0f} MB (target <= 1024 MB).",
+        "",
+    ]
+    return lines
+
+
+def write_text(name: str, lines: list[str]) -> None:
+    """Print ``lines`` and write them to ``bench/results/<name>``."""
+    text = "\n".join(lines)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / name
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
+def write_results(rows: list[dict], args: argparse.Namespace, template_rows: int, seconds: float) -> None:
     lines = [
         "# One replica's sweep and checks on a fresh vs a month-old ledger (bench/ledger_scale_bench.py)",
         "",
@@ -236,27 +292,9 @@ def write_results(rows: list[dict], args: argparse.Namespace, template_rows: int
         f"peak RSS of the process. Shared 2-core machine (load {os.getloadavg()[0]:.1f} at the end); "
         f"whole run {seconds / 60:.1f} min.",
         "",
-        "| point | hour | ledger files | ledger MB | sweep + checks CPU s | (each run) | analytics CPU s | peak RSS MB | all checks passed |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *results_table(rows, args.days),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['point']} | {r['hour']} | {r['ledger_files']} | {r['ledger_mb']:.1f} | {r['sweep_cpu_s']:.3f} | "
-            f"{', '.join(str(v) for v in r['sweep_cpu_all'])} | {r['analytics_cpu_s']:.3f} | {r['peak_rss_mb']:.0f} | "
-            f"{'yes' if r['all_ok'] else 'NO'} |"
-        )
-    lines += [
-        "",
-        f"Sweep + checks CPU, last hour of day {args.days} / first hour: {ratio:.2f} (target: within 20%, i.e. "
-        f"<= 1.20); peak RSS {last['peak_rss_mb']:.0f} MB (target <= 1024 MB).",
-        "",
-    ]
-    text = "\n".join(lines)
-    print(text)
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "ledger_scale.md"
-    out.write_text(text)
-    print(f"wrote {out}")
+    write_text("ledger_scale.md", lines)
 
 
 if __name__ == "__main__":

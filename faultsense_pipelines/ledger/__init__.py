@@ -40,9 +40,22 @@ from .schema import (
     make_fault_id,
     replica_component,
 )
-from .store import TABLE_DIR, TABLE_SCHEMA, LedgerError, LedgerStore, WriteResult, append_faults, append_passive_faults, as_day
+from .store import (
+    COMPACT_EVERY,
+    COMPACT_TARGET_BYTES,
+    TABLE_DIR,
+    TABLE_SCHEMA,
+    LedgerError,
+    LedgerStore,
+    WriteResult,
+    append_faults,
+    append_passive_faults,
+    as_day,
+)
 
 __all__ = [
+    "COMPACT_EVERY",
+    "COMPACT_TARGET_BYTES",
     "COMPONENT_KINDS",
     "FAULT_LEDGER",
     "FAULT_SCHEMA",

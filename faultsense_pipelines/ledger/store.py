@@ -19,6 +19,12 @@ wrote it: a sweep partition ``faultsense-<replica>-hHH``, its failed attempt
   whole-batch) replacement, so concurrent writers of one batch are serialized (the last
   one wins, never a mix, never duplicates).
 * idempotent: writing the same (day, batch) again replaces its rows, never adds rows.
+* **a day stays a few files**: every sweep commits its own small files, so every
+  :data:`COMPACT_EVERY`-th table version the committing writer also merges that day's small
+  files into files of about :data:`COMPACT_TARGET_BYTES` (:meth:`LedgerStore.compact_day`, one
+  more commit, readers unaffected): whatever reads or rewrites a day -- the log replay, the
+  commit's own predicate scan, the analytics -- then costs the same in the last hour of a day
+  as in the first. Delta's own checkpoint (every 100 versions) bounds the log replay.
 
 Batch names may hold only ``[A-Za-z0-9_-]`` (they appear in predicates and metadata).
 Ledgers written before the Delta table (hive-partitioned Parquet files under
@@ -34,7 +40,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -51,6 +57,8 @@ from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
 from .schema import ADDED_IN_VERSION_2, FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS, make_fault_id
 
 __all__ = [
+    "COMPACT_EVERY",
+    "COMPACT_TARGET_BYTES",
     "DELTA_SCHEMES",
     "TABLE_DIR",
     "TABLE_SCHEMA",
@@ -78,6 +86,15 @@ _COMMIT_ENTRY_RE = re.compile(r"\d{20}\.json")
 #: How Delta writers (delta-rs, Spark) name data files.
 _DELTA_FILE_RE = re.compile(r"part-\d{5}-[0-9a-f-]{36}[-.]c\d{3}(\.[a-z0-9]+)?\.parquet")
 _log = logging.getLogger(__name__)
+
+#: Every this many table versions, :meth:`LedgerStore.commit` also compacts the day it wrote
+#: (:meth:`LedgerStore.compact_day`). At 200 replicas swept hourly that is about every 15
+#: minutes, and a day's partitions hold at most ~50 sweeps' small files besides the merged ones.
+COMPACT_EVERY = 50
+#: The size (bytes of input) up to which :meth:`LedgerStore.compact_day` merges a day's small
+#: files; a file above it is never rewritten again by it, so one compaction rewrites at most
+#: about this much besides the new small files.
+COMPACT_TARGET_BYTES = 4 * 2**20
 
 
 #: Per thread, the Delta tables loaded so far (by table URI): a later :meth:`LedgerStore._open`
@@ -205,13 +222,15 @@ class LedgerStore:
     Args:
         uri: local path (relative paths are taken from the current directory; surrounding
             whitespace is refused) or URI.
+        compact_every: :meth:`commit` compacts the day it wrote when the new table version is
+            a multiple of this (default :data:`COMPACT_EVERY`); 0 never.
 
     Raises:
         ValueError: if ``uri`` is empty, has surrounding whitespace, or no filesystem
-            understands it.
+            understands it; ``compact_every`` is negative.
     """
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, compact_every: int = COMPACT_EVERY) -> None:
         if not isinstance(uri, str) or not uri.strip():
             raise ValueError(f"ledger URI must be a non-empty string, got {str(uri)[:80]!r}")
         if uri != uri.strip() or any(ord(c) < 32 for c in uri):
@@ -226,9 +245,15 @@ class LedgerStore:
             self._fs, self._root = _resolve(uri)
         except (ValueError, ImportError, OSError) as exc:
             raise ValueError(f"cannot open ledger {_redact(uri)[:80]!r}: {str(exc)[:120]}") from None
+        if isinstance(compact_every, bool) or not isinstance(compact_every, int) or compact_every < 0:
+            raise ValueError(f"compact_every must be an integer >= 0, got {str(compact_every)[:80]!r}")
         self.uri = uri
+        self.compact_every = compact_every
         #: Commit conflicts this store met and retried (:meth:`commit`), each also logged at INFO.
         self.commit_retries = 0
+        #: Day compactions this store's commits ran (:meth:`compact_day`), and files they merged.
+        self.compactions = 0
+        self.files_compacted = 0
         self._table_uri = f"{self._root}/{TABLE_DIR}" if "://" not in uri else f"{uri.rstrip('/')}/{TABLE_DIR}"
 
     def __repr__(self) -> str:
@@ -357,7 +382,10 @@ class LedgerStore:
             datasets: the datasets whose rows of those batches are replaced (default both).
 
         Returns:
-            The table path, the rows written and the new table version.
+            The table path, the rows written and the table version of this commit (the
+            commit's data files are :meth:`added_files` of it). When that version is a
+            multiple of ``compact_every``, the day is then compacted in one more commit
+            (:meth:`compact_day`; its failure is logged, never raised).
 
         Raises:
             ValueError: a bad batch name, or a batch to write that is not in ``replace``.
@@ -416,7 +444,93 @@ class LedgerStore:
                 raise LedgerError(self._commit_failure(batches, iso, exc)) from None
         else:
             raise LedgerError(f"ledger table {self.table_uri}: commit of {batches} still conflicts after {_COMMIT_RETRIES} tries")
-        return WriteResult(path=self.table_uri, rows=data.num_rows, version=int(table.version()), batch=",".join(batches))
+        version = int(table.version())
+        if self.compact_every and version % self.compact_every == 0:
+            self.compact_day(iso)
+        return WriteResult(path=self.table_uri, rows=data.num_rows, version=version, batch=",".join(batches))
+
+    def compact_day(self, day: date | str, *, target_bytes: int = COMPACT_TARGET_BYTES) -> int:
+        """Merge the small files of ``day`` (both datasets) into files of about ``target_bytes``, in one commit.
+
+        Delta's ``optimize.compact`` over the day's partitions: files below ``target_bytes``
+        are bin-packed in commit order (rows keep their order; statistics are recomputed), files
+        above it are left alone, so each call rewrites at most about ``target_bytes`` per
+        dataset besides the small files written since the last one. The data does not change
+        (``dataChange: false``): readers of any version see the same rows, and the replaced
+        files stay on disk for time travel until :meth:`maintain` vacuums them. A concurrent
+        writer that wins the race makes it give up (logged at INFO, nothing changed); the next
+        due compaction merges what this one left.
+
+        Args:
+            day: the ``date`` partition.
+            target_bytes: the merged files' approximate size (input bytes), >= 1 MiB.
+
+        Returns:
+            The number of files merged away (0 when nothing was due or it gave up).
+
+        Raises:
+            ValueError: ``target_bytes`` below 1 MiB.
+        """
+        from deltalake import CommitProperties
+        from deltalake.exceptions import CommitFailedError, DeltaError
+
+        if isinstance(target_bytes, bool) or not isinstance(target_bytes, int) or target_bytes < 2**20:
+            raise ValueError(f"target_bytes must be an integer >= 1 MiB, got {str(target_bytes)[:80]!r}")
+        iso = as_day(day).isoformat()
+        table = self._open()
+        if table is None:
+            return 0
+        try:
+            metrics = table.optimize.compact(
+                partition_filters=[("date", "=", iso)],
+                target_size=target_bytes,
+                commit_properties=CommitProperties(
+                    custom_metadata={"faultsense.operation": "compact-day", "faultsense.date": iso}
+                ),
+            )
+        except (CommitFailedError, DeltaError) as exc:  # a concurrent writer won: leave it to the next compaction
+            _log.info("ledger %s: compaction of %s gave up (%s)", self.table_uri, iso, _why(exc, 120))
+            self._forget()
+            return 0
+        merged = int(metrics.get("numFilesRemoved", 0))
+        self.compactions += 1
+        self.files_compacted += merged
+        return merged
+
+    def _forget(self) -> None:
+        """Drop this table from the per-thread cache (the next :meth:`_open` loads it afresh)."""
+        getattr(_LOADED, "tables", {}).pop(self._table_uri, None)
+
+    def added_files(self, version: int, dataset: str) -> list[str]:
+        """The data files of ``dataset`` that the commit ``version`` added, as paths relative
+        to the table (``dataset=.../date=.../part-...parquet``), from that commit's one log entry
+        (``_delta_log/<version>.json``): what a sweep's commit wrote, found without listing or
+        loading the day's other files.
+
+        Raises:
+            LedgerError: the log entry is gone (the log was cleaned past it) or does not parse.
+            ValueError: an unknown ``dataset`` or a negative ``version``.
+        """
+        if dataset not in _SCHEMAS:
+            raise ValueError(f"dataset must be one of {', '.join(_SCHEMAS)}, got {dataset!r}")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise ValueError(f"version must be an integer >= 0, got {str(version)[:80]!r}")
+        entry = f"{self._root}/{TABLE_DIR}/_delta_log/{version:020d}.json"
+        try:
+            with self._fs.open_input_stream(entry) as f:
+                lines = f.read().decode("utf-8").splitlines()
+            actions = [json.loads(line) for line in lines if line.strip()]
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise LedgerError(
+                f"ledger table {self.table_uri}: log entry of version {version} cannot be read ({_why(exc, 100)})"
+            ) from None
+        return [
+            unquote(a["add"]["path"])
+            for a in actions
+            if isinstance(a, dict)
+            and isinstance(a.get("add"), dict)
+            and a["add"].get("partitionValues", {}).get("dataset") == dataset
+        ]
 
     def _commit_failure(self, batches: Sequence[str], iso: str, exc: BaseException) -> str:
         """One line for a commit that failed on a damaged table: the data file the error names
@@ -540,6 +654,7 @@ class LedgerStore:
         columns: Sequence[str] | None = None,
         since: str | None = None,
         skipped: list[str] | None = None,
+        added_in: int | None = None,
     ) -> pa.Table:
         """Rows of ``dataset`` (its own columns plus ``date`` and ``batch``) at ``version`` (default: current).
 
@@ -580,7 +695,10 @@ class LedgerStore:
             cond = cond & filter
         present = set(pa.schema(table.schema().to_arrow()).names)
         wanted = [c for c in columns if c in present]
-        paths, parts = self._files(table, prune)
+        if added_in is not None:
+            paths, parts = self._partitioned(self.added_files(added_in, dataset))
+        else:
+            paths, parts = self._files(table, prune)
         try:
             got = self._dataset(table, paths, parts).to_table(columns=wanted, filter=cond)
         except (OSError, pa.ArrowException) as exc:  # a damaged file: find it, then skip or name it
@@ -599,9 +717,15 @@ class LedgerStore:
     def _files(table: Any, prune: list[tuple[str, str, Any]]) -> tuple[list[str], list[ds.Expression]]:
         """The table's files that ``prune`` selects (paths relative to the table) and each one's
         partition values as an expression (see :meth:`_dataset`)."""
+        return LedgerStore._partitioned(
+            uri[uri.index("/dataset=") + 1 :] for uri in table.file_uris(file_pruning_predicate=prune)
+        )
+
+    @staticmethod
+    def _partitioned(relative: Iterable[str]) -> tuple[list[str], list[ds.Expression]]:
+        """Table-relative file paths and each one's partition values as an expression."""
         paths, parts = [], []
-        for uri in table.file_uris(file_pruning_predicate=prune):
-            rel = uri[uri.index("/dataset=") + 1 :]
+        for rel in relative:
             values = dict(p.split("=", 1) for p in rel.split("/")[:2])
             paths.append(rel)
             parts.append((ds.field("dataset") == unquote(values["dataset"])) & (ds.field("date") == unquote(values["date"])))

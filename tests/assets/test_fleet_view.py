@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from faultsense_pipelines.assets.fleet_view import health_grid
+from faultsense_pipelines.assets.fleet_view import HEALTH_COLORS, INLINE_MARKDOWN_LIMIT, health_grid, inline_heatmap
 from faultsense_pipelines.definitions import FLEET_VIEW_JOB
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
 from tests.pipeline_helpers import add_replicas, new_defs, sweep
@@ -47,6 +48,51 @@ def test_the_grid_names_each_hour_by_its_worst_verdict_and_failed_attempts_as_er
     assert grid.loc["b"].tolist() == ["healthy", "inconclusive", "not swept", "not swept"]
 
 
+def _cells(markdown: str, rows: int, columns: int) -> list[list[str]]:
+    """The colour (``#rrggbb``) at the centre of each cell of an inline heatmap, read by Pillow."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    data = base64.b64decode(markdown.split("base64,", 1)[1].split(")", 1)[0])
+    with Image.open(io.BytesIO(data)) as image:
+        rgb = image.convert("RGB")
+        w, h = rgb.width // columns, rgb.height // rows
+        assert (rgb.width, rgb.height) == (w * columns, h * rows)
+        return [
+            ["#{:02x}{:02x}{:02x}".format(*rgb.getpixel((c * w + w // 2, r * h + h // 2))) for c in range(columns)]
+            for r in range(rows)
+        ]
+
+
+def test_the_inline_heatmap_is_short_enough_for_the_ui_and_each_cell_has_its_healths_colour() -> None:
+    words = [["faulty", "healthy", "not swept", "error"], ["degraded", "inconclusive", "healthy", "healthy"]]
+    grid = pd.DataFrame(words, index=pd.Index(["a", "b"], name="replica"), columns=H)
+    markdown = inline_heatmap(grid, "2026-11-30-08:00")
+    assert len(markdown) < INLINE_MARKDOWN_LIMIT == 1000
+    assert _cells(markdown, 2, 4) == [[HEALTH_COLORS[w] for w in row] for row in words]
+    assert "rows: 2 replicas, fleet order; columns: 4 hours to 2026-11-30-08:00 UTC" in markdown
+
+
+def test_a_large_fleets_inline_heatmap_keeps_the_replicas_with_problems() -> None:
+    hours = [datetime(2026, 11, 29, tzinfo=UTC) + pd.Timedelta(hours=h) for h in range(24)]
+    names = [f"r{i:03d}" for i in range(400)]
+    draw = random.Random(3)
+    rows = [["healthy"] * 24 for _ in names]
+    for i in range(0, 400, 3):  # every third replica has six bad hours, drawn at random (PNG-incompressible)
+        for hour in draw.sample(range(24), 6):
+            rows[i][hour] = draw.choice(["faulty", "error", "degraded", "not swept"])
+    grid = pd.DataFrame(rows, index=pd.Index(names, name="replica"), columns=hours)
+    markdown = inline_heatmap(grid, "2026-11-29-23:00")
+    assert len(markdown) < 1000
+    shown = int(markdown.split("rows: ", 1)[1].split(" ", 1)[0])
+    assert f"rows: {shown} of the 134 replicas with an hour not healthy (of 400)" in markdown
+    cells = _cells(markdown, shown, 24)
+    problems = [i for i in range(0, 400, 3)][:shown]
+    assert cells == [[HEALTH_COLORS[w] for w in rows[i]] for i in problems]
+
+
 @pytest.mark.integration  # real in-process Dagster runs
 def test_the_fleet_view_shows_each_replicas_latest_sweep_and_a_heatmap(tmp_path: Path, instance) -> None:
     defs, ledger = new_defs(tmp_path)
@@ -68,6 +114,9 @@ def test_the_fleet_view_shows_each_replicas_latest_sweep_and_a_heatmap(tmp_path:
         "last_sweep": "2026-11-30-07:00", "health": "error", "confirmed": "-", "faulty_hours": 0, "error_hours": 1,
     }  # fmt: skip
     meta = instance.get_latest_materialization_event(dg.AssetKey("fleet_health")).asset_materialization.metadata
-    assert meta["heatmap"].value.startswith("![fleet health](data:image/png;base64,iVBOR")
+    # inline on the asset page (short markdown), the labelled figure behind "[Show Markdown]"
+    assert meta["heatmap"].value.startswith("![fleet health now](data:image/png;base64,iVBOR")
+    assert len(meta["heatmap"].value) < 1000
+    assert meta["heatmap_detail"].value.startswith("![fleet health](data:image/png;base64,iVBOR")
     assert "| sim-faulty | 2026-11-30-06:00 | faulty | gpu:5, link:1-9 |" in meta["fleet"].value
     assert meta["health_now"].value == {"faulty": 1, "error": 1}

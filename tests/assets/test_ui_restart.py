@@ -7,10 +7,10 @@ recorded in a persistent ``DAGSTER_HOME``. ``faultsense ui`` is started on it, s
 SIGTERM (every process it started must be gone) and started again. Then:
 
 * the runs page must list both sweep runs (DOM text, ``--dump-dom``);
-* the ``fleet_health`` asset page must show the fleet table inline and the heatmap image.
-  The heatmap is a PNG inside markdown metadata, too long for the UI to show inline, so it
-  sits behind the row's "[Show Markdown]" link. The test clicks that link (Chromium driven
-  over the DevTools protocol) and waits for the image to load.
+* the ``fleet_health`` asset page must show the fleet table and the heatmap image inline,
+  without a click: the ``heatmap`` metadata is markdown under the UI's 1,000-character
+  inline limit (a small palette PNG, ``assets/fleet_view.py``). Chromium is driven over the
+  DevTools protocol and the test waits for the image to load.
 
 Each page's screenshot is kept under the test's tmp dir and must be a real picture (a PNG of
 many colours), not a blank page.
@@ -109,17 +109,9 @@ def _page(chromium: str, url: str, want: list[str], tries: int = 4) -> str:
     return dom
 
 
-#: Click the "[Show Markdown]" link (the innermost element: a click does not go down to a child)
-#: of the heatmap metadata row, the page's only markdown entry too long to show inline.
-_CLICK_SHOW_MARKDOWN = """(() => {
-  const hits = [...document.querySelectorAll('a, button, span')].filter(
-    e => e.children.length === 0 && e.textContent.trim() === '[Show Markdown]');
-  hits[0].click();
-  return hits.length;
-})()"""
-#: The rendered width (px) of the heatmap image once it has loaded, else 0.
+#: The rendered width (px) of the inline heatmap image once it has loaded, else 0.
 _HEATMAP_WIDTH = """(() => {
-  const img = [...document.images].find(i => i.src.startsWith('data:image/png') && i.alt === 'fleet health');
+  const img = [...document.images].find(i => i.src.startsWith('data:image/png') && i.alt === 'fleet health now');
   return img && img.complete ? img.naturalWidth : 0;
 })()"""
 
@@ -240,18 +232,17 @@ def test_a_newcomer_sees_yesterdays_runs_after_a_ui_restart_and_the_fleet_view(t
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert _colours(shot) > 50, "the runs page screenshot is (almost) one colour"
 
-        # the fleet view after one sweep: its table inline (both replicas, the faulty one's
-        # components); the heatmap (a PNG in markdown, too long to show inline) one click away
-        want = ["sim-faulty", "sim-healthy", "gpu:5", "heatmap", "[Show Markdown]"]
+        # the fleet view after one sweep: its table (both replicas, the faulty one's components)
+        # and the heatmap image inline, with no click (the labelled figure is heatmap_detail)
+        want = ["sim-faulty", "sim-healthy", "gpu:5", "heatmap", "heatmap_detail"]
         with DevTools(chromium, tmp_path / "chromium-profile") as browser:
             browser.open(f"{base}/assets/fleet_health")
             text = browser.wait_for(
                 f"(() => {{ const t = document.body.innerText; return {want!r}.every(w => t.includes(w)); }})()"
             )
             assert text, f"fleet_health page lacks one of {want}: {browser.eval('document.body.innerText')[-2000:]}"
-            browser.eval(_CLICK_SHOW_MARKDOWN)
             width = browser.wait_for(_HEATMAP_WIDTH)
-            assert width and width >= 500, f"the heatmap did not render (width {width})"
+            assert width == 24 * 32, f"the inline heatmap did not render (width {width}; 24 hours of 32 px)"
             shot = tmp_path / "fleet_health.png"
             browser.screenshot(shot)
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
