@@ -9,11 +9,14 @@ drill-down (``drilldown_method: evidence``, docs/evidence.md). A sweep is ``name
 throttled GPU is blamed and nothing else, ``wrong`` when any other component is blamed,
 ``missed`` otherwise (nothing blamed, or only inconclusive verdicts).
 
-The slow rank's own slowdown is measured as its expert-FFN stage time throttled over
-healthy (probes holding it), as in ``bench/ep_contrast_bench.py``.
+The slow rank's own slowdown is measured as in ``bench/ep_contrast_bench.py``: its
+expert-FFN stage's wall time per CPU second of its thread, throttled over healthy (probes
+holding it); the FFN stage's wall-time ratio is reported beside it. By default the quota is
+calibrated so that this own slowdown is ``--target-own`` (2: the rank at ~2x its CPU time);
+``--cores`` fixes it instead.
 
-Run: ``.venv/bin/python -m bench.external_fault_sweep [--sweeps 10] [--cores 0.1] [--gpu 5]``;
-writes bench/results/external_fault.md.
+Run: ``.venv/bin/python -m bench.external_fault_sweep [--sweeps 10] [--target-own 2 | --cores 0.1]
+[--gpu 5]``; writes bench/results/external_fault.md (``--out``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.ep_contrast_bench import calibrate_quota, own_stretch
 from bench.outside_throttle import throttle
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
@@ -43,13 +47,20 @@ class SweepCounts:
     named: int
     wrong: int
     missed: int
-    own_slowdown: float
+    own_slowdown: float  # CPU-time based: FFN-stage stretch throttled / healthy
     throttle: str
     blamed: tuple[tuple[str, ...], ...]  # per sweep, the components blamed
+    own_wall: float = float("nan")  # FFN-stage wall time throttled / healthy
+    cores: float | None = None  # the cgroup quota, CPUs
+    own_after: float = float("nan")  # own slowdown measured again after the sweeps
+
+
+def _probe_of(gpu: int) -> tuple[int, ...]:
+    return tuple(sorted({gpu, *((gpu + i) % N for i in range(1, K))}))
 
 
 def _own_ffn_ms(ex: LocalExecutor, gpu: int, rounds: int = 4) -> float:
-    probe = tuple(sorted({gpu, *((gpu + i) % N for i in range(1, K))}))
+    probe = _probe_of(gpu)
     ffn: list[float] = []
     for _ in range(rounds):
         t = ex.run_traced(probe, 3)
@@ -61,21 +72,27 @@ def _own_ffn_ms(ex: LocalExecutor, gpu: int, rounds: int = 4) -> float:
 def sweep_counts(
     sweeps: int,
     gpu: int = 5,
-    cores: float = 0.1,
+    cores: float | None = None,
     how: str = "auto",
     tokens: int | None = None,
     progress: Callable[[int, tuple[str, ...]], None] | None = None,
+    target_own: float = 2.0,
 ) -> SweepCounts:
-    """Run ``sweeps`` evidence-weighted localizations with ``gpu`` throttled from outside;
+    """Run ``sweeps`` evidence-weighted localizations with ``gpu`` throttled from outside
+    (quota ``cores``, or calibrated to an own slowdown of ``target_own`` when ``None``);
     ``progress(i, blamed)`` is called after each sweep."""
     layer = {} if tokens is None else {"tokens": tokens}
     named = wrong = missed = 0
     blamed: list[tuple[str, ...]] = []
     cover = plan_cover(N, K)
+    probe = _probe_of(gpu)
     with LocalExecutor(N, K, engine="all_ranks", timeout_s=300, start_timeout_s=600, **layer) as ex:
-        healthy_ffn = _own_ffn_ms(ex, gpu)
+        if cores is None:
+            cores, _, _ = calibrate_quota(ex, gpu, probe, target_own, how)
+        healthy_ffn, healthy_stretch = _own_ffn_ms(ex, gpu), own_stretch(ex, gpu, probe)
         with throttle(ex.worker_pids[gpu], how, cores=cores) as used:
-            own = _own_ffn_ms(ex, gpu) / healthy_ffn
+            own_wall = _own_ffn_ms(ex, gpu) / healthy_ffn
+            own = own_stretch(ex, gpu, probe) / healthy_stretch
             for _ in range(sweeps):
                 loc = localize(ex, cover, repeats=REPEATS, method="evidence")
                 names = tuple([f"gpu:{g}" for g in loc.faulty_gpus] + [f"link:{a}-{b}" for a, b in loc.faulty_links])
@@ -88,14 +105,17 @@ def sweep_counts(
                     wrong += 1
                 else:
                     missed += 1
-    return SweepCounts(sweeps, named, wrong, missed, own, used, tuple(blamed))
+            own_after = own_stretch(ex, gpu, probe)
+        own_after /= own_stretch(ex, gpu, probe)
+    return SweepCounts(sweeps, named, wrong, missed, own, used, tuple(blamed), own_wall, cores, own_after)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweeps", type=int, default=10)
     ap.add_argument("--gpu", type=int, default=5)
-    ap.add_argument("--cores", type=float, default=0.1, help="cgroup CPU quota of the throttled worker")
+    ap.add_argument("--cores", type=float, default=None, help="fixed cgroup CPU quota of the throttled worker")
+    ap.add_argument("--target-own", type=float, default=2.0, help="calibrate the quota to this own slowdown")
     ap.add_argument("--how", default="auto", choices=["auto", "cgroup", "stop"])
     ap.add_argument("--tokens", type=int, default=None, help="tokens per probe (default: the executor's)")
     ap.add_argument("--out", type=Path, default=RESULTS / "external_fault.md")
@@ -108,6 +128,7 @@ def main() -> None:
         args.how,
         args.tokens,
         lambda i, b: print(f"sweep {i}: {', '.join(b) or '-'}", flush=True),
+        args.target_own,
     )
     minutes = (time.monotonic() - t0) / 60
     rows = "\n".join(f"| {i + 1} | {', '.join(b) or '-'} |" for i, b in enumerate(c.blamed))
@@ -117,11 +138,18 @@ def main() -> None:
         f"with other work), {minutes:.1f} min: `LocalExecutor(8, 4, engine='all_ranks')`, default tokens"
         f"{'' if args.tokens is None else f' overridden to {args.tokens}'}, OLMoE expert shapes, bf16; GPU {args.gpu}'s "
         f"worker throttled by {c.throttle}"
-        + (f" (CPU quota {args.cores:g} of a core)" if c.throttle == "cgroup" else " (10 ms run / 10 ms stopped)")
-        + f"; its own slowdown (expert FFN stage, throttled / healthy) {c.own_slowdown:.2f}x. Each sweep: Phase 1 on "
-        f"the best cover, repeats {REPEATS}, then `drilldown_method: evidence`.\n"
+        + (
+            f" (CPU quota {c.cores:.3g} of a core, "
+            + ("fixed)" if args.cores else f"calibrated to an own slowdown of {args.target_own:g})")
+            if c.throttle == "cgroup"
+            else " (10 ms run / 10 ms stopped)"
+        )
+        + f"; its own slowdown (expert-FFN stage wall per CPU second, throttled / healthy) {c.own_slowdown:.2f}x "
+        f"before the sweeps and {c.own_after:.2f}x after them (FFN stage wall time ratio {c.own_wall:.2f}x). "
+        f"Each sweep: Phase 1 on the best cover, repeats {REPEATS}, then `drilldown_method: evidence`.\n"
         f"Command: `.venv/bin/python -m bench.external_fault_sweep --sweeps {args.sweeps} --gpu {args.gpu} "
-        f"--cores {args.cores:g} --how {args.how}`.\n\n"
+        + (f"--cores {args.cores:g}" if args.cores else f"--target-own {args.target_own:g}")
+        + f" --how {args.how}`.\n\n"
         f"| sweeps | named (gpu:{args.gpu} and nothing else) | wrong (something else blamed) | missed |\n|---|---|---|---|\n"
         f"| {c.sweeps} | {c.named} | {c.wrong} | {c.missed} |\n\n"
         f"| sweep | blamed |\n|---|---|\n{rows}\n"

@@ -51,6 +51,10 @@ class ProbeTrace:
         checksum: sum of the layer output over all tokens (fp32), for cross-executor checks.
         ffn_ms: GPU id -> its expert FFN stage per repeat, ms (injected slowdown included),
             for benchmarks that compare a rank's own slowdown with the probe's.
+        ffn_cpu_ms: GPU id -> the CPU time its worker thread spent in that stage, ms (wall
+            over CPU time is how much the rank's own work was stretched).
+        attention_ms: GPU id -> its shared attention step per repeat (all-reduce included),
+            ms; zeros in ``member_only`` mode.
     """
 
     measurement: ProbeMeasurement
@@ -58,6 +62,8 @@ class ProbeTrace:
     experts_computed: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     checksum: float | None = None
     ffn_ms: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
+    ffn_cpu_ms: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
+    attention_ms: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
 
 
 def check_probe(gpus: Sequence[int], n_gpus: int, repeats: int, tokens: int) -> tuple[int, ...]:
@@ -96,7 +102,9 @@ def merge_member_reports(members: tuple[int, ...], reports: Mapping[int, Mapping
     computed = {m: tuple(reports[m]["experts_computed"]) for m in members}
     checksum = sum(reports[m]["checksum"] for m in members)
     ffn = {m: tuple(reports[m]["ffn_ms"]) for m in members}
-    return ProbeTrace(ProbeMeasurement(members, latencies), routed, computed, checksum, ffn)
+    ffn_cpu = {m: tuple(reports[m].get("ffn_cpu_ms", ())) for m in members}
+    attention = {m: tuple(reports[m].get("attention_ms", ())) for m in members}
+    return ProbeTrace(ProbeMeasurement(members, latencies), routed, computed, checksum, ffn, ffn_cpu, attention)
 
 
 def error_trace(members: tuple[int, ...], reason: str) -> ProbeTrace:

@@ -235,7 +235,9 @@ class ProbeWorker:
 
         Returns:
             ``latencies_ms`` (this rank's time per repeat), ``ffn_ms`` (its expert FFN
-            stage per repeat, injected slowdown included), ``attention_ms`` (its attention
+            stage per repeat, injected slowdown included), ``ffn_cpu_ms`` (the CPU time of
+            this rank's thread in that stage, ms: with ``ffn_ms`` it says how far the rank's
+            own work was stretched, e.g. by a CPU quota from outside), ``attention_ms`` (its attention
             share per repeat, injected slowdown included; 0 in ``member_only`` mode),
             ``routed_experts`` (its shard's top-k expert ids, ``(tokens_in_shard, k)`` as
             lists; none for a non-member), ``experts_computed`` (ids of its experts that
@@ -257,6 +259,7 @@ class ProbeWorker:
         rows = torch.arange(shape.tokens).tensor_split(len(members))[members.index(self.rank)] if member else torch.arange(0)
         latencies: list[float] = []
         ffn: list[float] = []
+        ffn_cpu: list[float] = []
         attention: list[float] = []
         trace: dict[str, Any] = {}
         for _ in range(repeats):
@@ -275,9 +278,10 @@ class ProbeWorker:
             self._healthy_s.append(elapsed - trace.pop("extra_s"))
             latencies.append(elapsed * 1e3)
             ffn.append(trace.pop("ffn_ms"))
+            ffn_cpu.append(trace.pop("ffn_cpu_ms"))
             attention.append(attn_s * 1e3)
         trace["checksum"] = float(out.float().sum())
-        return {"latencies_ms": latencies, "ffn_ms": ffn, "attention_ms": attention, **trace}
+        return {"latencies_ms": latencies, "ffn_ms": ffn, "ffn_cpu_ms": ffn_cpu, "attention_ms": attention, **trace}
 
     def _shared_attention(self, embeds: torch.Tensor) -> torch.Tensor:
         """This rank's attention share over all probe tokens, all-reduced over every rank.
@@ -326,7 +330,7 @@ class ProbeWorker:
             {m: x[tok] for m, (tok, _) in picks.items()},
             lambda m: torch.empty(sum(sizes_in[m]), x.shape[1], dtype=x.dtype, device=self.device),
         )
-        t_ffn = time.perf_counter()
+        t_ffn, cpu_ffn = time.perf_counter(), time.thread_time()
         outputs = {m: self._experts_ffn(tokens_in[m], sizes_in[m]) for m in group}  # (r_m, H) each
         self._sync()
         received = sum(t.shape[0] for t in tokens_in.values())
@@ -337,6 +341,7 @@ class ProbeWorker:
         else:
             extra_s = self._extra_compute(tokens_in, time.perf_counter() - t0)
         ffn_ms = (time.perf_counter() - t_ffn) * 1e3
+        ffn_cpu_ms = (time.thread_time() - cpu_ffn) * 1e3  # torch runs one thread here (set_num_threads(1))
         if all_ranks:  # the combine's split sizes: every rank hears from every rank
             self._all_to_all(
                 group,
@@ -356,6 +361,7 @@ class ProbeWorker:
             "routed_experts": experts.tolist(),
             "experts_computed": computed,
             "ffn_ms": ffn_ms,
+            "ffn_cpu_ms": ffn_cpu_ms,
             "extra_s": extra_s,
         }
 

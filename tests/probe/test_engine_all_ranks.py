@@ -155,3 +155,15 @@ def test_ray_actors_in_all_ranks_mode_compute_the_same_layer():
             assert trace.measurement.ok, trace.measurement.error
             assert trace.checksum == pytest.approx(reference_checksum(probe), rel=1e-4, abs=1e-4)
             assert trace.experts_computed == {g: (g,) for g in probe}
+
+
+def test_each_member_reports_the_cpu_time_of_its_ffn_stage(pools):
+    # one torch thread per worker does the FFN, so its thread CPU time is positive and at most
+    # the stage's wall time (the clock of the same stage, measured around the same code)
+    for engine, ex in pools.items():
+        trace = ex.run_traced((0, 2), repeats=2)
+        assert trace.measurement.ok, trace.measurement.error
+        for m in (0, 2):
+            assert len(trace.ffn_cpu_ms[m]) == len(trace.ffn_ms[m]) == 2, engine
+            assert all(0.0 < cpu <= wall * 1.01 + 0.05 for cpu, wall in zip(trace.ffn_cpu_ms[m], trace.ffn_ms[m])), engine
+        assert all(a > 0.0 for a in trace.attention_ms[0]) == (engine is Engine.ALL_RANKS)
