@@ -3,7 +3,7 @@
 #   make lint        ruff check, ruff format --check, the import-layer contract test
 #   make type        mypy over the installed namespace (scripts/typecheck.py; 1-3 min)
 #   make check       lint + type + test (what .ci/run gates on before the slow tier)
-#   make test-fast   the pure algorithms: not slow, not integration (about a minute)
+#   make test-fast   the pure algorithms: not integration, not scale, a quarter of the examples
 #   make test        the default tier (README: everything but @pytest.mark.slow)
 #   make test-slow   the slow tier (real vLLM server on CPU, headless Chromium; see README)
 #   make test-exploratory  measurements on the host, not in CI (an outside cgroup throttle; ~30 min)
@@ -42,7 +42,7 @@ type:
 check: lint type test
 
 test-fast:
-	$(PYTEST) -m "not slow and not integration and not search and not exploratory"
+	HYPOTHESIS_PROFILE=quick $(PYTEST) -m "not slow and not integration and not scale and not search and not exploratory"
 
 test:
 	$(PYTEST)

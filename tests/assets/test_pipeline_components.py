@@ -6,10 +6,13 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from faultsense_pipelines.definitions import ANALYTICS_JOB
 from faultsense_pipelines.ledger import LedgerStore
 from tests.pipeline_helpers import add_replicas, new_defs, sweep
+
+pytestmark = pytest.mark.integration  # real Dagster runs
 
 #: 32 GPUs on 8 named nodes of 4, leaf switches of 2 nodes; node b2's NIC is 1.6x slow.
 NIC_FLEET = """

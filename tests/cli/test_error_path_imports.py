@@ -19,6 +19,8 @@ import pytest
 
 from tests.cli.test_hostile_inputs import FLEETS, SCENARIOS
 
+pytestmark = pytest.mark.integration  # the CLI in fresh subprocesses
+
 #: Runs the console script's ``main`` on argv[1] (JSON), then prints which of the heavy
 #: libraries were imported; the exit status and stderr are the command's own.
 _CHILD = """

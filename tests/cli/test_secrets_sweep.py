@@ -19,8 +19,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from tests.hostile_server import HostileServer, models_card, send_json, send_stream, token_chunk
+
+pytestmark = pytest.mark.integration  # a real CLI sweep in a subprocess against loopback servers
 
 KEY_A = "sk-5d1f0c9b7e3a42c6e8a1"  # shares no 8 characters with a replica or batch name
 KEY_B = "sk-8e2c4a6f1d3b5079c4d2\n"

@@ -66,6 +66,7 @@ def test_a_stored_holey_cover_that_misses_a_pair_is_ignored(tmp_path, monkeypatc
         table.clear_cache()
 
 
+@pytest.mark.scale
 @pytest.mark.parametrize("n", [162, 166, 170])
 def test_td_plans_with_holey_groups_cover_every_pair_within_ten_percent_of_schonheim(n):
     cover = plan_cover(n, 8, "best")

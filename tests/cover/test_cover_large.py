@@ -11,6 +11,8 @@ from faultsense_pipelines.cover import plan_cover, table
 from faultsense_pipelines.cover.rounds import ordered_rounds
 from tests.cover_checks import first_fit_rounds, uncovered
 
+pytestmark = pytest.mark.scale  # every stored large cover, n up to 325
+
 ENTRIES = {(c.k, c.n): c for c in table.read_table(table.table_path("large"), validate=False)}
 STORED = sorted(ENTRIES)
 

@@ -95,6 +95,7 @@ def test_a_resolvable_table_entry_reproduces_from_its_recipe(s: int) -> None:
     assert search_resolvable(s, k, iterations, above) == table.lookup("resolvable", s, k)
 
 
+@pytest.mark.scale
 def test_the_stored_tables_reproduce_what_plan_cover_returns_for_the_tabled_sizes() -> None:
     """A table swapped for its own entries read back plans the same cover (the override path)."""
     from faultsense_pipelines.cover import best

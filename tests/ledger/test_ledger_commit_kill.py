@@ -25,6 +25,8 @@ import pytest
 
 from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, FaultRow, LedgerStore, ProbeRunRow, make_fault_id
 
+pytestmark = pytest.mark.integration  # child processes killed mid-commit
+
 DAY, BATCH, FAILED = "2026-11-30", "faultsense-sim-64-h08", "faultsense-sim-64-h08-failed"
 N_PROBES, N_FAULTS = 5_000, 40  # probe rows large enough that the commit takes a while
 

@@ -74,7 +74,9 @@ def test_added_files_and_read_table_added_in_return_exactly_one_commits_rows(tmp
     written = store.commit(DAY, replace=[batch], probe_runs={batch: probe_rows(4)}, faults={batch: [gpu_row(40), gpu_row(41)]})
     assert written.version == 2 and store.version() == 2
     # deltalake's own view: the files of version 2 that version 1 did not have
-    new = set(DeltaTable(str(tmp_path / "delta"), version=2).file_uris()) - set(DeltaTable(str(tmp_path / "delta"), version=1).file_uris())
+    new = set(DeltaTable(str(tmp_path / "delta"), version=2).file_uris()) - set(
+        DeltaTable(str(tmp_path / "delta"), version=1).file_uris()
+    )
     added = store.added_files(2, FAULT_LEDGER) + store.added_files(2, PROBE_RUNS)
     assert {str(tmp_path / "delta" / rel) for rel in added} == new and len(added) == 2
     _sweeps(store, range(2, 3))  # version 3: a multiple of 3, so the day is compacted (version 4)

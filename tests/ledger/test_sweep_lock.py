@@ -15,6 +15,8 @@ from faultsense_pipelines.ledger import LedgerStore
 from faultsense_pipelines.ledger.lock import ReplicaLocked, lock_path, replica_lock
 from tests.pipeline_helpers import HOUR, write_fleet
 
+pytestmark = pytest.mark.integration  # a second process holds the lock; real Dagster sweeps
+
 FLEET = """
 ledger: {ledger}
 replicas:

@@ -16,6 +16,8 @@ from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.probe.vllm_server import free_port
 from faultsense_pipelines.probes import ProbeExecutor
 
+pytestmark = pytest.mark.integration  # loopback HTTP servers
+
 SECRET = "s3cret-key-do-not-log"
 
 

@@ -21,6 +21,8 @@ import pytest
 from faultsense_pipelines.probe.encoding import probe_experts
 from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 
+pytestmark = pytest.mark.integration  # a loopback HTTP server
+
 
 class FakeVllmServer:
     """Loopback HTTP server answering like vLLM; ``routed`` is what it says the router did."""

@@ -21,6 +21,8 @@ from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.redaction import SecretError, forget_secrets
 from tests.hostile_server import HostileServer, hold, models_card, reset, send, send_json, send_stream, token_chunk
 
+pytestmark = pytest.mark.integration  # loopback HTTP servers and child processes
+
 KEY = "sk-hostile-7f3a9c1e5b2d4f60a8e1"
 ENV = "FS_HOSTILE_KEY"
 DEADLINE = 1.0
