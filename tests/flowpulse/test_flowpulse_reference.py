@@ -54,6 +54,7 @@ def test_reference_inflation_is_the_smallest_factor_that_keeps_the_exponent():
     assert float(reference_load(1.79, 1 / 31, 24.41, dispersion=2.0)) == pytest.approx(4 * 24.41 / (1.79**2 * 31))
 
 
+@pytest.mark.scale  # a Markov-chain evaluation per inflation (seconds each)
 @pytest.mark.parametrize("a", [0.1, 0.2, 0.25])
 def test_divided_by_c_a_the_cusum_keeps_the_budget_of_an_exact_reference(a):
     # 0.25% at 522k packets on a spine port: delta = 1.8, h = 22 (the benchmark's thresholds)
@@ -65,6 +66,7 @@ def test_divided_by_c_a_the_cusum_keeps_the_budget_of_an_exact_reference(a):
     assert _rate_over_reference_error(delta, h, k, 1 + a) > 1.4 * exact
 
 
+@pytest.mark.scale  # replays a full benchmark trial of the 16 x 8 fabric
 def test_the_benchmarks_start_up_false_alarm_is_gone():
     """Down-link case, 522k packets, 1% up, trial 5 of the recorded run (e933fe7): leaf24 -> spine09 from 100.
 
