@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
 
 
 @dataclass
@@ -109,6 +110,16 @@ def send(conn: socket.socket, status: int, body: bytes | str, content_type: str 
 
 def send_json(conn: socket.socket, status: int, payload: object) -> None:
     send(conn, status, json.dumps(payload))
+
+
+def reply_json(handler: BaseHTTPRequestHandler, status: int, payload: object) -> None:
+    """Answer one request of an ``http.server`` stand-in with ``payload`` as a JSON body."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def send_stream(conn: socket.socket, lines: list[str]) -> None:

@@ -26,6 +26,7 @@ from faultsense_pipelines.cli import app
 from faultsense_pipelines.fleet import FleetError, parse_fleet
 from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.resources.executors import executor_options
+from tests.hostile_server import reply_json
 
 HEADER = "X-data-parallel-rank"
 
@@ -71,10 +72,10 @@ class StandInDpServer:
             def do_GET(self):
                 stand_in.gets.append((self.path, self.headers.get(HEADER)))
                 if self.path == "/v1/models":
-                    return stand_in._send(self, 200, {"object": "list", "data": [{"id": "probe", "root": "/srv/probe"}]})
+                    return reply_json(self, 200, {"object": "list", "data": [{"id": "probe", "root": "/srv/probe"}]})
                 if self.path == "/server_info?config_format=json" and stand_in.server_info is not None:
-                    return stand_in._send(self, 200, stand_in.server_info)
-                return stand_in._send(self, 404, {"detail": "Not Found"})
+                    return reply_json(self, 200, stand_in.server_info)
+                return reply_json(self, 404, {"detail": "Not Found"})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -85,11 +86,11 @@ class StandInDpServer:
                     rank = None  # vLLM ignores a value that is not an integer
                 if rank is not None and not 0 <= rank < stand_in.engines:
                     message = f"data_parallel_rank {rank} is out of range [0, {stand_in.engines})."
-                    return stand_in._send(self, 400, {"error": {"message": message, "type": "BadRequestError", "code": 400}})
+                    return reply_json(self, 400, {"error": {"message": message, "type": "BadRequestError", "code": 400}})
                 stand_in.reached.append((raw or "", bool(body.get("stream")), rank))
                 choice = {"index": 0, "text": "t", "logprobs": {"top_logprobs": [{"t": -0.5}]}}
                 if not body.get("stream"):
-                    return stand_in._send(self, 200, {"choices": [choice]})
+                    return reply_json(self, 200, {"choices": [choice]})
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -101,15 +102,6 @@ class StandInDpServer:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @staticmethod
-    def _send(handler, status, payload):
-        data = json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
 
     def close(self):
         self.server.shutdown()

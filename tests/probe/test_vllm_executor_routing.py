@@ -20,6 +20,7 @@ import pytest
 
 from faultsense_pipelines.probe.encoding import probe_experts
 from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
+from tests.hostile_server import reply_json
 
 pytestmark = pytest.mark.integration  # a loopback HTTP server
 
@@ -34,7 +35,7 @@ class FakeVllmServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
-                fake._send(self, {"object": "list", "data": [{"id": "probe", "root": str(root)}]})
+                reply_json(self, 200, {"object": "list", "data": [{"id": "probe", "root": str(root)}]})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -42,7 +43,7 @@ class FakeVllmServer:
                 choice = {"index": 0, "text": "t7", "logprobs": {"top_logprobs": [{"t7": -0.5}]}}
                 if not body.get("stream"):
                     choice["routed_experts"] = fake._encoded()
-                    return fake._send(self, {"choices": [choice], "metrics": {"time_to_first_token_ms": 1.5}})
+                    return reply_json(self, 200, {"choices": [choice], "metrics": {"time_to_first_token_ms": 1.5}})
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -63,15 +64,6 @@ class FakeVllmServer:
         buffer = io.BytesIO()
         np.save(buffer, self.routed)
         return base64.b64encode(buffer.getvalue()).decode()
-
-    @staticmethod
-    def _send(handler, payload):
-        data = json.dumps(payload).encode()
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
 
     def close(self):
         self.server.shutdown()
