@@ -3,8 +3,10 @@
 Wires the pure :func:`~faultsense_pipelines.drilldown.evidence.evidence_drilldown` to a
 :class:`~faultsense_pipelines.probes.ProbeExecutor`: it reads the Phase 1 sweep against a
 time-varying baseline (:func:`~faultsense_pipelines.drilldown.evidence.time_detrended_excess`),
-estimates the noise, measures every Phase 2 test beside a healthy reference probe (order
-alternating, so a linear drift cancels across pairs), and turns the findings into
+estimates the noise, measures every Phase 2 test beside a healthy reference probe (one
+measurement each in turn, ABBA: :func:`~faultsense_pipelines.interleave.measure_pair`, so a
+load burst that begins or ends during the pair moves one round's ratio, not the datum), and
+turns the findings into
 :class:`~faultsense_pipelines.localization.Verdict` rows with a confidence each.
 """
 
@@ -15,11 +17,10 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, phase1_timeline, time_detrended_excess
-from .judge import measure
+from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, phase1_timeline, time_detrended
+from .interleave import measure_pair, paired_log_ratio
 from .localization import Phase1Result, ProbeRecord, Verdict
 from .probes import ProbeExecutor
-from .suspects import probe_latency_ms
 from .topology import ReplicaTopology
 from .vocabulary import Outcome
 
@@ -96,24 +97,19 @@ def run_evidence_phase2(
         raise ValueError("the evidence drill-down needs a Phase 1 sweep with at least one measured probe")
     # the rule's baseline is only a fallback: each probe is read against the probes measured
     # around it, so a sweep the rule called degraded during a load burst is still read
-    excess = time_detrended_excess(latencies, phase1.baseline_ms or statistics.median(measured))
+    detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
+    excess = [statistics.median(math.log(r) for r in rs) if rs else None for rs in detrended]
     if not (math.isfinite(min_slowdown) and min_slowdown > 1.0):
         raise ValueError(f"min_slowdown must be a finite number > 1, got {min_slowdown!r}")
     effect = math.log(min_slowdown)
     units = evidence_units(phase1, excess, effect)
-    model = EvidenceModel(sigma=estimate_sigma(latencies, excess, units), effect=effect, repeats=repeats, confidence=confidence)
+    model = EvidenceModel(sigma=estimate_sigma(detrended, excess, units), effect=effect, repeats=repeats, confidence=confidence)
     records: list[ProbeRecord] = []
 
     def pair(test: tuple[int, ...], reference: tuple[int, ...]) -> float | None:
-        if len(records) % 4 == 0:  # alternate which probe goes first: a linear drift cancels
-            t = measure(executor, test, repeats)
-            r = measure(executor, reference, repeats)
-        else:
-            r = measure(executor, reference, repeats)
-            t = measure(executor, test, repeats)
-        d = None
-        if t.ok and r.ok:
-            d = math.log(probe_latency_ms(t.latencies_ms) / probe_latency_ms(r.latencies_ms))
+        # which probe goes first alternates between pairs too: a linear drift cancels
+        t, r = measure_pair(executor, test, reference, repeats, test_first=len(records) % 4 == 0)
+        d = paired_log_ratio(t.latencies_ms, r.latencies_ms) if t.ok and r.ok else None
         for gpus, m in ((test, t), (reference, r)):
             accused = gpus == test and d is not None and d > effect / 2
             outcome = Outcome.ERROR if not m.ok else (Outcome.FAIL if accused else Outcome.PASS)

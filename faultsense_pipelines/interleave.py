@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from .probes import ExecutorError, ProbeExecutor, ProbeMeasurement
 from .suspects import probe_latency_ms, probe_zone
 
-__all__ = ["detrend_rounds", "judge_against_reference", "measure_rounds", "reference_ratio"]
+__all__ = ["detrend_rounds", "judge_against_reference", "measure_pair", "measure_rounds", "paired_log_ratio", "reference_ratio"]
 
 
 def measure_rounds(executor: ProbeExecutor, probes: Sequence[Sequence[int]], repeats: int) -> list[ProbeMeasurement]:
@@ -72,6 +72,81 @@ def measure_rounds(executor: ProbeExecutor, probes: Sequence[Sequence[int]], rep
     return [
         ProbeMeasurement(tuple(sorted(p)), () if e else tuple(v), error=e) for p, v, e in zip(probes, lat, error, strict=True)
     ]
+
+
+def measure_pair(
+    executor: ProbeExecutor, test: Sequence[int], reference: Sequence[int], repeats: int, *, test_first: bool = True
+) -> tuple[ProbeMeasurement, ProbeMeasurement]:
+    """Measure a test probe and a reference probe one measurement each in turn, ABBA order.
+
+    Round j takes one measurement of each; the round's first probe alternates (``test_first``:
+    test, reference, reference, test, test, ...). A load burst that begins or ends inside the
+    pair then falls between the two measurements of at most one round, and a linear drift
+    cancels over two rounds, so the per-round ratios (:func:`paired_log_ratio`) see it in at
+    most one of ``repeats`` rounds. Taking the test's repeats back to back and then the
+    reference's would put a burst edge between the two probes' medians in about half the
+    positions it can fall.
+
+    Args:
+        executor: runs the probes.
+        test, reference: the two probes' GPU ids.
+        repeats: rounds (>= 1).
+        test_first: whether round 0 measures the test probe first.
+
+    Returns:
+        ``(test, reference)`` measurements, latencies in round order (ms). After the first
+        error of either probe no further round is taken; the probe that failed carries the
+        error and no latency.
+
+    Raises:
+        ValueError: ``repeats < 1``.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    probes = (tuple(test), tuple(reference))
+    lat: tuple[list[float], list[float]] = ([], [])
+    error: list[str | None] = [None, None]
+    for j in range(repeats):
+        order = (0, 1) if (j % 2 == 0) == test_first else (1, 0)
+        for side in order:
+            try:
+                m = executor.run(probes[side], 1)
+            except ExecutorError as exc:
+                error[side] = str(exc) or type(exc).__name__
+            else:
+                if m.ok:
+                    lat[side].extend(m.latencies_ms)
+                else:
+                    error[side] = m.error
+            if error[side] is not None:
+                break
+        if error[0] is not None or error[1] is not None:
+            break
+    t, r = (
+        ProbeMeasurement(tuple(sorted(p)), () if e else tuple(v), error=e) for p, v, e in zip(probes, lat, error, strict=True)
+    )
+    return t, r
+
+
+def paired_log_ratio(test_ms: Sequence[float], reference_ms: Sequence[float]) -> float:
+    """``d``: the median over rounds of ``log(test_j / reference_j)`` (repeats taken in pairs).
+
+    Args:
+        test_ms, reference_ms: one latency per round each (ms, finite and > 0), as
+            :func:`measure_pair` returns them; equal lengths.
+
+    Raises:
+        ValueError: unequal lengths, no round, or a latency that is not finite and > 0.
+
+    A burst (x1.3) over the last rounds shifts one round's ratio only:
+
+    >>> round(paired_log_ratio([10.0, 13.0, 13.0], [10.0, 10.0, 13.0]), 6)
+    0.0
+    """
+    if len(test_ms) != len(reference_ms):
+        raise ValueError(f"paired probes need one latency each per round, got {len(test_ms)} and {len(reference_ms)}")
+    probe_latency_ms(test_ms), probe_latency_ms(reference_ms)  # validates: non-empty, finite, > 0
+    return float(statistics.median(math.log(t / r) for t, r in zip(test_ms, reference_ms, strict=True)))
 
 
 def detrend_rounds(latencies_ms: Sequence[Sequence[float]]) -> list[list[float]]:

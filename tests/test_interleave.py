@@ -13,11 +13,18 @@ import pytest
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.faults import GpuFault
-from faultsense_pipelines.interleave import detrend_rounds, judge_against_reference, measure_rounds, reference_ratio
+from faultsense_pipelines.interleave import (
+    detrend_rounds,
+    judge_against_reference,
+    measure_pair,
+    measure_rounds,
+    paired_log_ratio,
+    reference_ratio,
+)
 from faultsense_pipelines.localize import localize as _localize
 from faultsense_pipelines.localize import run_phase1
 from faultsense_pipelines.localize import run_phase2 as _run_phase2
-from faultsense_pipelines.probes import ProbeMeasurement
+from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 from faultsense_pipelines.simulator import SimulatedReplica
 from faultsense_pipelines.suspects import RobustRule
 from faultsense_pipelines.vocabulary import DrilldownMethod
@@ -116,3 +123,54 @@ def test_a_sweep_judged_degraded_under_a_burst_is_measured_once_more_before_givi
     assert len(ex.calls) >= 36 and all(len(r.latencies_ms) == 6 for r in p1.records)
     assert not p1.replica_degraded and p1.remeasured >= 6
     assert list(p1.suspect_probes) == [i for i, p in enumerate(cover.probes) if 2 in p]
+
+
+def test_a_pair_is_measured_one_measurement_each_in_turn_abba():
+    ex = FakeLoadedExecutor(SimulatedReplica(8))
+    measure_pair(ex, (0, 1), (2, 3), 3)
+    assert [g for g, _ in ex.calls] == [(0, 1), (2, 3), (2, 3), (0, 1), (0, 1), (2, 3)]
+    ex = FakeLoadedExecutor(SimulatedReplica(8))
+    measure_pair(ex, (0, 1), (2, 3), 2, test_first=False)
+    assert [g for g, _ in ex.calls] == [(2, 3), (0, 1), (0, 1), (2, 3)]
+    assert {r for _, r in ex.calls} == {1}
+
+
+def test_a_burst_beginning_inside_a_pair_moves_one_rounds_ratio_not_the_datum():
+    # the load doubles from call 2 on. ABBA: test at calls 0, 3, 4 -> 20, 40, 40 ms; reference
+    # at 1, 2, 5 -> 20, 40, 40 ms (the simulator's healthy probe is 20 ms): ratios 1, 1, 1
+    test, ref = measure_pair(FakeLoadedExecutor(SimulatedReplica(8), burst={2, 3, 4, 5}), (0, 1), (2, 3), 3)
+    assert test.latencies_ms == (20.0, 40.0, 40.0) and ref.latencies_ms == (20.0, 40.0, 40.0)
+    assert paired_log_ratio(test.latencies_ms, ref.latencies_ms) == 0.0
+    # back to back (test x3, then reference x3) the same burst reads as the test probe 2x fast
+    ex = FakeLoadedExecutor(SimulatedReplica(8), burst={2, 3, 4, 5})
+    back_to_back = [ex.run((0, 1), 1).latencies_ms[0] for _ in range(3)], [ex.run((2, 3), 1).latencies_ms[0] for _ in range(3)]
+    assert reference_ratio(*back_to_back) == 0.5
+
+
+class _FailsOn(FakeLoadedExecutor):
+    def __init__(self, replica, bad):
+        super().__init__(replica)
+        self.bad = bad
+
+    def run(self, gpus, repeats=1):
+        if tuple(gpus) == self.bad:
+            self.calls.append((tuple(gpus), repeats))
+            raise ExecutorError("worker 2 is gone")
+        return super().run(gpus, repeats)
+
+
+def test_a_pair_stops_at_the_first_error_and_the_failed_probe_carries_it():
+    ex = _FailsOn(SimulatedReplica(8), bad=(2, 3))
+    test, ref = measure_pair(ex, (0, 1), (2, 3), 3)
+    assert len(ex.calls) == 2  # test, then the reference fails: no further round
+    assert test.ok and test.latencies_ms == (20.0,)
+    assert not ref.ok and ref.error == "worker 2 is gone" and ref.latencies_ms == ()
+
+
+def test_paired_ratio_needs_one_latency_of_each_per_round():
+    with pytest.raises(ValueError, match="one latency each per round"):
+        paired_log_ratio([10.0, 11.0], [10.0])
+    with pytest.raises(ValueError):
+        paired_log_ratio([10.0], [0.0])
+    with pytest.raises(ValueError, match="repeats must be >= 1"):
+        measure_pair(FakeLoadedExecutor(SimulatedReplica(8)), (0, 1), (2, 3), 0)

@@ -55,6 +55,7 @@ __all__ = [
     "evidence_drilldown",
     "measurement_order",
     "phase1_timeline",
+    "time_detrended",
     "time_detrended_excess",
 ]
 
@@ -635,28 +636,29 @@ def phase1_timeline(latencies: Sequence[Sequence[float]]) -> list[tuple[int, flo
     return [(i, math.log(latencies[i][j])) for i, j in measurement_order(latencies) if latencies[i][j] > 0]
 
 
-def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: float, window: int = 9) -> list[float | None]:
-    """Per probe, ``x = log(latency / baseline at the time it was measured)``.
+def time_detrended(latencies: Sequence[Sequence[float]], baseline_ms: float, window: int = 9) -> list[list[float]]:
+    """Every measurement over the baseline at the time it was taken: ``latency / baseline``.
 
     Phase 1 measures every probe once per round, round after round (``latencies[i][j]`` is
-    probe i's j-th repeat). The baseline at a measurement is a low quantile
-    (:data:`BASELINE_QUANTILE`) of the ``window`` measurements around it in that order, so a
-    load burst or drift lifts the baseline, not the probes it hit; a slow probe among healthy
-    neighbours stays slow, even where slow probes fill half the window. ``x`` is the median
-    of the probe's repeats; ``None`` for a probe with no latency.
+    probe i's j-th repeat; :func:`measurement_order`). The baseline at a measurement is a low
+    quantile (:data:`BASELINE_QUANTILE`) of the ``window`` measurements around it in that
+    order, so a load burst or drift lifts the baseline, not the probes it hit; a slow probe
+    among healthy neighbours stays slow, even where slow probes fill half the window.
 
     Args:
-        latencies: per probe, its latencies in ms (empty on error).
+        latencies: per probe, its latencies in ms (empty on error), all > 0.
         baseline_ms: fallback baseline (ms) when too few neighbours were measured.
-        window: measurements in the moving median (odd, >= 3).
+        window: measurements in the moving window (odd, >= 3).
 
-    A slow probe among healthy ones stays slow (0.693 = log 2); a burst that lifts the last
-    eight measurements by 30% lifts the baseline instead, but for its first measurement, at
-    the window's edge:
+    Returns:
+        Per probe, one ratio (dimensionless, > 0) per latency, in repeat order.
 
-    >>> lat = [[10.0]] * 6 + [[20.0]] + [[10.0]] * 2 + [[13.0]] * 8
-    >>> [round(x, 3) + 0.0 for x in time_detrended_excess(lat, 10.0, 5)]
-    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.693, 0.0, -0.058, 0.204, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    Three probes, the second 2x slow, in two rounds with the load 1.3x higher in the second:
+    the slow probe reads 2x in both; where the window straddles the step it mixes the two
+    levels (probe 2's first and probe 0's second ratio):
+
+    >>> [[round(r, 2) for r in row] for row in time_detrended([[10.0, 13.0], [20.0, 26.0], [10.0, 13.0]], 10.0, 3)]
+    [[1.0, 1.1], [2.0, 2.0], [0.85, 1.0]]
     """
     order = measurement_order(latencies)
     values = [latencies[i][j] for i, j in order]
@@ -666,8 +668,25 @@ def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: flo
         lo = max(0, min(t - half, len(values) - window))  # the window shifts inward at the ends
         here = values[lo : lo + window]
         local = _low_quantile(here) if len(here) >= 3 else baseline_ms
-        per_probe[i].append(math.log(values[t] / local))
-    return [statistics.median(xs) if xs else None for xs in per_probe]
+        per_probe[i].append(values[t] / local)
+    return per_probe
+
+
+def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: float, window: int = 9) -> list[float | None]:
+    """Per probe, ``x = log(latency / baseline at the time it was measured)``: the median over
+    its repeats of :func:`time_detrended`'s ratios, in log space; ``None`` for a probe with no
+    latency. Arguments as :func:`time_detrended`.
+
+    A slow probe among healthy ones stays slow (0.693 = log 2); a burst that lifts the last
+    eight measurements by 30% lifts the baseline instead, but for its first measurement, at
+    the window's edge:
+
+    >>> lat = [[10.0]] * 6 + [[20.0]] + [[10.0]] * 2 + [[13.0]] * 8
+    >>> [round(x, 3) + 0.0 for x in time_detrended_excess(lat, 10.0, 5)]
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.693, 0.0, -0.058, 0.204, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    """
+    detrended = time_detrended(latencies, baseline_ms, window)
+    return [statistics.median(math.log(r) for r in rs) if rs else None for rs in detrended]
 
 
 def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float | None], suspects: Sequence[int]) -> float:
@@ -678,6 +697,18 @@ def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float 
     time-detrended excess of the probes that are not suspect (divided back to one
     measurement). Either alone can be too small: a replica of a few probes, or a sweep of one
     repeat.
+
+    Pass the repeats as :func:`time_detrended` ratios: a probe's repeats are taken rounds
+    apart, so raw latencies would count the load's drift and bursts between rounds as noise,
+    while a paired Phase 2 test (its two probes measured side by side) cancels them.
+
+    Args:
+        latencies: per probe, its repeats (ms, or ratios to the baseline; all > 0 count).
+        excess: per probe, the time-detrended excess (:func:`time_detrended_excess`).
+        suspects: indices of the probes left out of the second estimate.
+
+    Returns:
+        The noise scale in log space (>= 0).
 
     >>> round(estimate_sigma([[10.0, 10.5, 9.5]] * 8, [0.0] * 8, []), 3)
     0.089
