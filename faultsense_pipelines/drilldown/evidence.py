@@ -216,6 +216,7 @@ class _State:
     confirmed_shared: list[Component] = field(default_factory=list)
     # GPUs under a confirmed or unresolved shared component: masked (never blamed alone), never pads
     shared_gpus: set[int] = field(default_factory=set)
+    failure: str = ""  # why the last paired test could not be measured
 
     def known_bad(self, gpus: set[int] | frozenset[int]) -> bool:
         """True when a probe over ``gpus`` holds a fault already found (it is slow regardless)."""
@@ -251,15 +252,20 @@ class _State:
         usable.sort(key=lambda g: any(self._suspect_link(g, s) for s in test_set))
         need = size - len(test_set)
         if len(usable) < need:
+            self.failure = f"too few healthy GPUs to pad {sorted(test_set)} to {size}"
             return None
         pads = self._spread(usable[: max(2 * size, need + 4)], usable, need)
         test = tuple(sorted(test_set | set(pads)))
         reference = self._reference(size, pool)
         if reference is None:
+            self.failure = f"too few healthy GPUs for a reference probe of {size}"
             return None
         self.pairs += 1
         d = self.pair(test, reference)
-        return None if d is None else (frozenset(test), d)
+        if d is None:
+            self.failure = f"probe {list(test)} or its reference {list(reference)} could not be measured"
+            return None
+        return frozenset(test), d
 
     def _spread(self, preferred: Sequence[int], pool: Sequence[int], count: int) -> list[int]:
         """``count`` GPUs drawn at random from ``preferred`` (then the rest of ``pool``) with no
@@ -378,9 +384,17 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 errors += 1
                 if errors >= 3:
                     state.inconclusive_gpus.add(g)
+                    state.gpu_llr[g] = llr
                     state.findings.append(
                         EvidenceFinding(
-                            ComponentKind.GPU, g, None, Status.INCONCLUSIVE, None, None, len(tests) + errors, "probes failed"
+                            ComponentKind.GPU,
+                            g,
+                            None,
+                            Status.INCONCLUSIVE,
+                            1.0 / (1.0 + math.exp(-llr)),
+                            _slowdown(ds, m.effect),
+                            len(tests) + errors,
+                            f"probes failed: {state.failure}",
                         )
                     )
                     break
@@ -418,6 +432,7 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 break
             if len(tests) >= m.max_pairs:
                 state.inconclusive_gpus.add(g)
+                state.gpu_llr[g] = llr
                 conf = 1.0 / (1.0 + math.exp(-llr))
                 seen = _slowdown(ds, m.effect)
                 reason = (
@@ -488,8 +503,8 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
     """Localize the fault(s) of one suspect Phase 1 probe; True when it was a false alarm."""
     m = state.model
     members = [g for g in probe if g not in state.confirmed_gpus and g not in state.shared_gpus]
-    if any(g in state.inconclusive_gpus for g in probe):
-        return False
+    if any(g in state.inconclusive_gpus and state.gpu_llr.get(g, 0.0) > 0.0 for g in probe):
+        return False  # a GPU left inconclusive but leaning faulty explains the probe as well as anything
     t = state.topology
     if t is not None and any(t.holds(c, probe) for c in state.confirmed_shared):
         return False  # a NIC, NVSwitch or switch explains it; its other GPUs have probes of their own
@@ -507,6 +522,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
         return True
     none_prior = 0.9 if explained else 0.5
     tests: list[tuple[frozenset[int], float]] = []
+    errors = 0
     found = False
     prior_evidence: dict[_Hyp, float] = {}
     while True:
@@ -559,7 +575,27 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
         subset = _split(state, members, hyps, post)
         test = state.measure(set(subset))
         if test is None:
-            return False
+            errors += 1
+            if errors >= 3:
+                kind = ComponentKind.GPU if len(best) == 1 else ComponentKind.LINK
+                peer = None if len(best) == 1 else best[1]
+                reason = f"probes failed: {state.failure}"
+                if any(f.kind == kind and f.gpu == best[0] and f.peer_gpu == peer for f in state.findings):
+                    return False  # already open with its own reason (the GPU stage's)
+                state.findings.append(
+                    EvidenceFinding(
+                        kind,
+                        best[0],
+                        peer,
+                        Status.INCONCLUSIVE,
+                        post[best],
+                        _slowdown(accused, m.effect),
+                        len(tests) + errors,
+                        reason,
+                    )
+                )
+                return False
+            continue
         tests.append(test)
 
 
@@ -591,6 +627,9 @@ def _confirm(
 ) -> None:
     slowdown = _slowdown(accused, state.model.effect)
     if len(h) == 1:
+        if h[0] in state.inconclusive_gpus:  # the GPU stage left it open; the unit's tests settled it
+            state.inconclusive_gpus.discard(h[0])
+            state.findings = [f for f in state.findings if not (f.kind == ComponentKind.GPU and f.gpu == h[0])]
         state.confirmed_gpus.add(h[0])
         state.findings.append(
             EvidenceFinding(ComponentKind.GPU, h[0], None, Status.CONFIRMED, conf, slowdown, used, evidence=evidence)

@@ -202,3 +202,47 @@ def test_the_ledger_rows_of_an_evidence_sweep_carry_its_confidence():
     confirmed = [r for r in rows if r.status == "confirmed"]
     assert [r.component for r in confirmed] == ["gpu:9"]
     assert confirmed[0].confidence == next(v.confidence for v in loc.verdicts if v.status == "confirmed") >= 0.999
+
+
+def test_a_gpu_left_inconclusive_leaning_healthy_does_not_hide_a_slow_link_beside_it():
+    """GPU 6 shares the slow link's Phase 1 probe and looks a little slow in Phase 1 (a second
+    probe of it reads 0.6 x the effect), so the GPU stage tests it; its own tests accuse it in
+    4 of 24 (every 5th), which leaves it inconclusive at log-likelihood ratio 4 x 2.75 - 20 x
+    0.69 = -2.8 (confidence 0.06). The probe's link must still be searched and confirmed."""
+    calls: list = []
+    base, slowdown = _noise_free_oracle({(3, 9): 1.5}, calls)
+    model = EvidenceModel(sigma=0.02, effect=math.log(1.2))
+    alone: list = []
+
+    def pair(test, reference):
+        d = base(test, reference)
+        if 6 in test and not set(test) & {3, 9, 12}:  # GPU 6 tested alone, padded
+            alone.append(test)
+            if len(alone) % 5 == 0:
+                return model.effect
+        return d
+
+    phase1 = _phase1(16, 4, slowdown)
+    suspects = [i for i, (_, x) in enumerate(phase1) if x > 0]
+    assert [phase1[i][0] for i in suspects] == [(3, 6, 9, 12)]
+    other = next(i for i, (p, _) in enumerate(phase1) if 6 in p and not set(p) & {3, 9})
+    phase1[other] = (phase1[other][0], 0.6 * model.effect)
+    found = {(f.kind, f.gpu, f.peer_gpu): f for f in evidence_drilldown(16, 4, phase1, suspects, pair, model).findings}
+    assert found[("gpu", 6, None)].status == "inconclusive" and len(alone) == 24
+    assert found[("gpu", 6, None)].confidence == pytest.approx(1 / (1 + math.exp(2.8)), abs=0.01)
+    assert found[("link", 3, 9)].status == "confirmed" and found[("link", 3, 9)].confidence >= 0.999
+    assert len(found) == 2
+
+
+def test_a_gpu_whose_tests_cannot_be_measured_is_inconclusive_with_a_confidence_and_the_reason():
+    """Every paired test fails (a dead worker): no evidence either way, so the confidence is the
+    prior odds 1:1 (0.5), and the reason says what failed."""
+    calls: list = []
+    _, slowdown = _noise_free_oracle({(5,): 2.0}, calls)
+    phase1 = _phase1(16, 4, slowdown)
+    suspects = [i for i, (_, x) in enumerate(phase1) if x > 0]
+    result = evidence_drilldown(16, 4, phase1, suspects, lambda t, r: None, EvidenceModel(sigma=0.02, effect=math.log(1.2)))
+    (f,) = [f for f in result.findings if f.gpu == 5]
+    assert (f.kind, f.status, f.confidence) == ("gpu", "inconclusive", 0.5)
+    assert f.reason.startswith("probes failed: probe [") and "could not be measured" in f.reason
+    assert not [g for g in result.findings if g.status == "confirmed"]
