@@ -267,6 +267,30 @@ class _State:
             return None
         return frozenset(test), d
 
+    def control(self, test: frozenset[int], g: int, avoid: frozenset[int] = frozenset()) -> float | None:
+        """``d`` of the *control* of an accusing test of ``g``: the same pads with ``g`` swapped
+        for a healthy GPU, against a fresh reference; ``None`` if it could not be measured.
+
+        A slow ``g`` slows its test, not the control; a fault the pads carry between them (a
+        NIC, a switch or a slow GPU among them that the search has not found) slows both.
+        """
+        pads = test - {g}
+        options = [q for q in self.pool(set(test)) if q not in avoid and not self._closes_known(set(pads), q)]
+        if not options:
+            self.failure = f"no healthy GPU to swap for GPU {g} in a control of {sorted(test)}"
+            return None
+        swap = self.rng.choice(options[: max(4, len(options) // 4)])
+        probe = tuple(sorted(pads | {swap}))
+        reference = self._reference(len(probe), self.pool(set(probe) | {g}))
+        if reference is None:
+            self.failure = f"too few healthy GPUs for a reference probe of {len(probe)}"
+            return None
+        self.pairs += 1
+        d = self.pair(probe, reference)
+        if d is None:
+            self.failure = f"probe {list(probe)} or its reference {list(reference)} could not be measured"
+        return d
+
     def _spread(self, preferred: Sequence[int], pool: Sequence[int], count: int) -> list[int]:
         """``count`` GPUs drawn at random from ``preferred`` (then the rest of ``pool``) with no
         suspect link among them; where too few exist (tiny replicas, where every GPU shares a
@@ -373,7 +397,7 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
     for g in candidates:
         if g in state.confirmed_gpus or g in state.healthy_gpus:
             continue
-        llr, errors = 0.0, 0
+        llr, errors, controls = 0.0, 0, 0
         ds: list[float] = []  # the pairs' d, of the tests without an avoided pad
         tests: list[tuple[frozenset[int], float]] = []
         avoid: set[int] = set()  # pads no further test of g holds
@@ -399,6 +423,37 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                     )
                     break
                 continue
+            if test[1] > m.effect / 2 and len(test[0]) > 1:
+                # an accusing test counts once its control (the same pads, g swapped for a
+                # healthy GPU) is not slow too: otherwise the pads carry the fault between them
+                control = state.control(test[0], g, frozenset(avoid))
+                controls += 1
+                if control is None or control > m.effect / 2:
+                    avoid |= test[0] - {g}
+                    errors += control is None
+                    if errors >= 3 or len(tests) + controls >= 2 * m.max_pairs:
+                        state.inconclusive_gpus.add(g)
+                        state.gpu_llr[g] = llr
+                        reason = (
+                            f"probes failed: {state.failure}"
+                            if errors >= 3
+                            else f"its pads' controls were slow too in {controls} paired tests"
+                        )
+                        conf = 1.0 / (1.0 + math.exp(-llr))
+                        state.findings.append(
+                            EvidenceFinding(
+                                ComponentKind.GPU,
+                                g,
+                                None,
+                                Status.INCONCLUSIVE,
+                                conf,
+                                _slowdown(ds, m.effect),
+                                len(tests) + controls,
+                                reason,
+                            )
+                        )
+                        break
+                    continue
             tests.append(test)
             # pairs padded with a pad that explains the accusations (a slow link (g, pad) would
             # accuse g in each of them) tell "g slow" from "link (g, pad) slow" not at all
@@ -422,7 +477,14 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 accusing = tuple(tuple(sorted(gpus)) for gpus, d in clean if d > m.effect / 2)
                 state.findings.append(
                     EvidenceFinding(
-                        ComponentKind.GPU, g, None, Status.CONFIRMED, conf, _slowdown(ds, m.effect), len(tests), evidence=accusing
+                        ComponentKind.GPU,
+                        g,
+                        None,
+                        Status.CONFIRMED,
+                        conf,
+                        _slowdown(ds, m.effect),
+                        len(tests) + controls,
+                        evidence=accusing,
                     )
                 )
                 break
