@@ -256,16 +256,21 @@ class _State:
             return None
         pads = self._spread(usable[: max(2 * size, need + 4)], usable, need)
         test = tuple(sorted(test_set | set(pads)))
-        reference = self._reference(size, pool)
+        d = self._against_reference(test, pool)
+        return None if d is None else (frozenset(test), d)
+
+    def _against_reference(self, probe: tuple[int, ...], pool: Sequence[int]) -> float | None:
+        """``d`` of ``probe`` against a reference drawn from ``pool``; ``None`` (and
+        :attr:`failure` says why) when no reference fits or the oracle could not measure."""
+        reference = self._reference(len(probe), pool)
         if reference is None:
-            self.failure = f"too few healthy GPUs for a reference probe of {size}"
+            self.failure = f"too few healthy GPUs for a reference probe of {len(probe)}"
             return None
         self.pairs += 1
-        d = self.pair(test, reference)
+        d = self.pair(probe, reference)
         if d is None:
-            self.failure = f"probe {list(test)} or its reference {list(reference)} could not be measured"
-            return None
-        return frozenset(test), d
+            self.failure = f"probe {list(probe)} or its reference {list(reference)} could not be measured"
+        return d
 
     def control(self, test: frozenset[int], g: int, avoid: frozenset[int] = frozenset()) -> float | None:
         """``d`` of the *control* of an accusing test of ``g``: the same pads with ``g`` swapped
@@ -281,15 +286,7 @@ class _State:
             return None
         swap = self.rng.choice(options[: max(4, len(options) // 4)])
         probe = tuple(sorted(pads | {swap}))
-        reference = self._reference(len(probe), self.pool(set(probe) | {g}))
-        if reference is None:
-            self.failure = f"too few healthy GPUs for a reference probe of {len(probe)}"
-            return None
-        self.pairs += 1
-        d = self.pair(probe, reference)
-        if d is None:
-            self.failure = f"probe {list(probe)} or its reference {list(reference)} could not be measured"
-        return d
+        return self._against_reference(probe, self.pool(set(probe) | {g}))
 
     def _spread(self, preferred: Sequence[int], pool: Sequence[int], count: int) -> list[int]:
         """``count`` GPUs drawn at random from ``preferred`` (then the rest of ``pool``) with no
