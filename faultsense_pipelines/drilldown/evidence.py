@@ -489,7 +489,10 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 state.healthy_gpus.add(g)
                 state.gpu_llr[g] = llr
                 break
-            if len(tests) >= m.max_pairs:
+            if len(tests) >= m.max_pairs and not (llr >= m.blame_llr / 2 and len(tests) < 2 * m.max_pairs):
+                # halfway to a blame at the budget (an intermittent GPU slow in a quarter of its
+                # tests): measure on, up to twice the budget; a sequential test's error bounds
+                # hold for any horizon, so the extension adds no false blames beyond them
                 state.inconclusive_gpus.add(g)
                 state.gpu_llr[g] = llr
                 conf = 1.0 / (1.0 + math.exp(-llr))
@@ -619,7 +622,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
             continue
         if post[()] >= m.clear_confidence:
             return not explained and not found
-        if len(tests) >= m.max_pairs:
+        if len(tests) >= m.max_pairs and not (post[best] >= 0.9 and len(tests) < 2 * m.max_pairs):
             conf = post[best]
             if conf >= 0.5:
                 reason = f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
