@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -63,3 +68,48 @@ def skipped_steps(result: dg.ExecuteInProcessResult) -> set[str]:
 def new_defs(tmp_path: Path, text: str = SMALL_FLEET) -> tuple[dg.Definitions, Path]:
     path, ledger = write_fleet(tmp_path, text)
     return build_definitions(path), ledger
+
+
+def stop_process_group(
+    proc: subprocess.Popen,
+    *,
+    term_s: float = 30,
+    kill_s: float = 10,
+    interrupt_s: float | None = None,
+    poll_s: float = 0.5,
+) -> bool:
+    """Stop ``proc`` and every process of its process group (started with
+    ``start_new_session=True``, so the group id is ``proc.pid``).
+
+    Sends SIGTERM to the group and waits up to ``term_s`` seconds for the whole group to be
+    gone, then SIGKILL and up to ``kill_s`` seconds. With ``interrupt_s``, first SIGINT to the
+    leader alone (``dagster dev``'s clean shutdown, which stops its own children) and up to
+    ``interrupt_s`` seconds. The group counts as gone when ``os.killpg(pgid, 0)`` raises
+    :class:`ProcessLookupError`; ``proc`` is polled (reaped) every ``poll_s`` seconds, since a
+    zombie leader keeps the group alive.
+
+    Returns whether the group is gone. Raises nothing for a process that already exited.
+    """
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        proc.poll()
+        return True
+    steps: list[tuple[signal.Signals, float]] = [(signal.SIGTERM, term_s), (signal.SIGKILL, kill_s)]
+    if interrupt_s is not None:
+        steps.insert(0, (signal.SIGINT, interrupt_s))
+    for sig, wait_s in steps:
+        with contextlib.suppress(ProcessLookupError):
+            if sig == signal.SIGINT:
+                os.kill(proc.pid, sig)
+            else:
+                os.killpg(pgid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            proc.poll()
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return True
+            time.sleep(poll_s)
+    return False

@@ -12,10 +12,8 @@ fleet view through the same queue. 206 s on the busy 2-core machine.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from faultsense_pipelines.cli.home import ensure_home, open_instance
-from tests.pipeline_helpers import write_fleet
+from tests.pipeline_helpers import stop_process_group, write_fleet
 
 pytestmark = pytest.mark.slow
 
@@ -38,23 +36,6 @@ FAULTS = {"sim-faulty": ["gpu:5", "link:1-9"], "sim-healthy": []}
 
 def _bin(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
-
-
-def _stop_group(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL, to the daemon's process group (its code server and run workers)."""
-    with contextlib.suppress(ProcessLookupError):
-        pgid = os.getpgid(proc.pid)
-        for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, sig)
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline:
-                proc.poll()
-                try:
-                    os.killpg(pgid, 0)
-                except ProcessLookupError:
-                    return
-                time.sleep(0.5)
 
 
 @pytest.fixture
@@ -143,7 +124,7 @@ def test_queued_sweeps_of_one_replica_never_overlap_and_of_two_replicas_do(tmp_p
                         ev["RUN_SUCCESS"],
                     )
         finally:
-            _stop_group(daemon)
+            stop_process_group(daemon, term_s=30, kill_s=10)
 
     # one replica: its second sweep was launched only after its first had ended
     for replica in REPLICAS:

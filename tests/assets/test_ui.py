@@ -6,11 +6,9 @@ Needs Chromium: ``scripts/install-chromium.sh`` (Debian ``chromium``).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +17,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.pipeline_helpers import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -59,22 +59,6 @@ def _render(chromium: str, url: str, *extra: str) -> subprocess.CompletedProcess
     return subprocess.run([chromium, *CHROMIUM_FLAGS, *extra, url], capture_output=True, text=True, timeout=180)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGINT (dagster dev's clean shutdown), then SIGTERM and SIGKILL to its own process group."""
-    pgid = os.getpgid(proc.pid)
-    for sig, wait_s in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        with contextlib.suppress(ProcessLookupError):
-            (os.kill if sig == signal.SIGINT else os.killpg)(proc.pid if sig == signal.SIGINT else pgid, sig)
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            proc.poll()
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     """``faultsense ui`` (``dagster dev`` on a fresh persistent instance) on a free port; yields
@@ -107,7 +91,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
             time.sleep(1)
         yield base, ledger
     finally:
-        _stop(proc)
+        stop_process_group(proc, interrupt_s=30, term_s=10, kill_s=5)
         log.close()
     with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)  # every process dagster dev started is gone

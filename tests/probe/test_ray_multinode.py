@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.pipeline_helpers import stop_process_group
 
 pytestmark = pytest.mark.slow
 
@@ -53,24 +54,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL, to a ``ray start --block`` process group (its raylet, GCS,
-    agents and the actors' worker processes)."""
-    with contextlib.suppress(ProcessLookupError):
-        pgid = os.getpgid(proc.pid)
-        for sig, wait_s in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, sig)
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline:
-                proc.poll()
-                try:
-                    os.killpg(pgid, 0)
-                except ProcessLookupError:
-                    return
-                time.sleep(0.3)
 
 
 class Cluster:
@@ -116,7 +99,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         with contextlib.suppress(Exception):
             ray.shutdown()
         for proc in reversed(nodes.values()):
-            _kill_group(proc)
+            stop_process_group(proc, term_s=15, kill_s=10, poll_s=0.3)
         for log in logs:
             log.close()
         shutil.rmtree(temp, ignore_errors=True)
