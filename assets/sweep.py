@@ -49,8 +49,9 @@ class SweepConfig(dg.Config):
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
         drilldown_method: ``evidence`` (default: paired, weighed tests with a confidence on
             every verdict), ``adaptive`` (halving; trusts each probe's pass or fail) or
-            ``paper`` (Algorithm 2). Give the same value to both ops (``phase1_probe_run``
-            commits a suspect-free sweep itself only for the binary ones).
+            ``paper`` (Algorithm 2). Both ops must have the same value (``phase1_probe_run``
+            commits a suspect-free sweep itself only for the binary ones); a run that gives
+            them different values is refused before any probe runs.
         recheck: adaptive drill-down only: re-check the links hidden behind a slow GPU or
             link (exact, the default). False spends about (n-1)/(k-1) fewer Phase 2 probes
             per slow GPU but can miss a slow link hidden there; the Phase 2 metadata counts
@@ -68,6 +69,28 @@ def _replica(fleet: FleetResource, name: str) -> Replica:
         return fleet.replica(name)
     except (KeyError, FleetError) as exc:
         raise dg.Failure(description=str(exc).strip("'\"")) from None
+
+
+def _check_same_drilldown(context: dg.AssetExecutionContext, config: SweepConfig) -> None:
+    """Refuse a run whose two sweep ops name different drill-downs, before any probe runs.
+
+    ``phase1_probe_run`` commits a suspect-free sweep itself only for the binary drill-downs,
+    and ``phase2_drilldown`` skips only then; with different values a partition would be
+    committed twice, or not at all (left with its previous sweep).
+
+    Raises:
+        dagster.Failure: naming both run-config fields and their values (cut to 40 characters).
+    """
+    selection = context.run.asset_selection  # empty or None: the whole job
+    if selection and dg.AssetKey("phase2_drilldown") not in selection:
+        return
+    ops = (context.run.run_config or {}).get("ops") or {}
+    other = (((ops.get("phase2_drilldown") or {}).get("config")) or {}).get("drilldown_method", DEFAULT_DRILLDOWN.value)
+    if other != config.drilldown_method:
+        raise dg.Failure(
+            description=f"ops.phase2_drilldown.config.drilldown_method {str(other)[:40]!r} differs from "
+            f"ops.phase1_probe_run.config.drilldown_method {config.drilldown_method[:40]!r}: give both ops the same value"
+        )
 
 
 def _repeats(config: SweepConfig, replica: Replica) -> int:
@@ -107,6 +130,7 @@ def phase1_probe_run(
     probe_executors: ProbeExecutorResource,
     ledger: LedgerResource,
 ) -> dg.Output[Phase1Result]:
+    _check_same_drilldown(context, config)
     key = sweep_key(context)
     replica = _replica(fleet, key.replica)
     repeats = _repeats(config, replica)

@@ -11,7 +11,7 @@ import pyarrow.compute
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.definitions import ANALYTICS_JOB, COVER_JOB
+from faultsense_pipelines.definitions import ANALYTICS_JOB, COVER_JOB, SWEEP_JOB
 from faultsense_pipelines.ledger import LedgerStore
 from tests.pipeline_helpers import HOUR, HOURS, add_replicas, new_defs, skipped_steps, sweep
 
@@ -81,6 +81,35 @@ def test_a_healthy_replica_skips_phase2_and_writes_an_empty_fault_batch(tmp_path
     ledger_event = instance.get_latest_materialization_event(dg.AssetKey("fault_ledger"))
     assert ledger_event.asset_materialization.partition == dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"})
     assert ledger_event.asset_materialization.metadata["rows"].value == 0
+
+
+@pytest.mark.parametrize(("phase1", "phase2"), [("evidence", "adaptive"), ("adaptive", None)])
+def test_a_run_whose_two_ops_name_different_drilldowns_is_refused_before_any_probe(
+    tmp_path: Path, instance, phase1, phase2
+) -> None:
+    """Phase 1 commits a suspect-free sweep itself only for the binary drill-downs and Phase 2
+    skips only then: with different values (here also one left at the default, evidence) a
+    healthy partition would be committed twice or not at all."""
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    ops = {"phase1_probe_run": {"config": {"drilldown_method": phase1}}}
+    if phase2 is not None:
+        ops["phase2_drilldown"] = {"config": {"drilldown_method": phase2}}
+    result = defs.resolve_job_def(SWEEP_JOB).execute_in_process(
+        instance=instance,
+        partition_key=dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"}),
+        run_config={"ops": ops},
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "phase1_probe_run"
+    message = failure.step_failure_data.user_failure_data.description
+    assert message == (
+        f"ops.phase2_drilldown.config.drilldown_method {phase2 or 'evidence'!r} differs from "
+        f"ops.phase1_probe_run.config.drilldown_method {phase1!r}: give both ops the same value"
+    )
+    assert LedgerStore(str(ledger)).version() is None or LedgerStore(str(ledger)).read_probe_runs().empty
 
 
 def test_with_the_default_drilldown_a_healthy_replica_writes_no_fault_row_in_one_commit(tmp_path: Path, instance) -> None:
