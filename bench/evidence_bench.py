@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
+import subprocess
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from faultsense_pipelines.cover import plan_cover
@@ -42,7 +45,7 @@ PRODUCTION = {
     "burst_height": 0.3,
     "burst_length": 15,
 }
-SHAPES = ((32, 4), (64, 8), (128, 8), (256, 8))
+SHAPES = ((32, 4), (64, 8), (128, 8), (256, 8), (300, 4), (300, 8))
 FAMILIES = ("healthy", "gpu", "link", "mixed2", "mixed4", "intermittent", "spillover")
 
 
@@ -119,6 +122,13 @@ def main() -> None:
     stats: dict[tuple[str, str], Counter] = defaultdict(Counter)
     reliability: Counter = Counter()
     t0 = time.time()
+    load_at_start = os.getloadavg()[0]
+    # the code this process imported: the commit at its start (a commit landing mid-run is not in it)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "faultsense_pipelines"], capture_output=True, text=True, check=False
+    ).stdout
+    commit += "+uncommitted" if dirty.strip() else ""
     for n, k in SHAPES:
         cover = plan_cover(n, k)
         for family in families:
@@ -199,7 +209,10 @@ def main() -> None:
         n_b, r_b = reliability[(b, "n")], reliability[(b, "right")]
         lines.append(f"| {b} | {n_b} | {r_b} | {r_b / n_b:.3f} |" if n_b else f"| {b} | 0 | 0 | - |")
     lines.append("")
-    lines.append(f"Wall time: {time.time() - t0:.0f} s.")
+    lines.append(
+        f"Wall time: {time.time() - t0:.0f} s; finished {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at commit {commit or '?'}, "
+        f"load average {load_at_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end (a shared machine)."
+    )
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
