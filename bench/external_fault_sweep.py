@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,13 +76,14 @@ def sweep_counts(
     cores: float | None = None,
     how: str = "auto",
     tokens: int | None = None,
+    intermediate: int | None = None,
     progress: Callable[[int, tuple[str, ...]], None] | None = None,
     target_own: float = 2.0,
 ) -> SweepCounts:
     """Run ``sweeps`` evidence-weighted localizations with ``gpu`` throttled from outside
     (quota ``cores``, or calibrated to an own slowdown of ``target_own`` when ``None``);
     ``progress(i, blamed)`` is called after each sweep."""
-    layer = {} if tokens is None else {"tokens": tokens}
+    layer = {"tokens": tokens, "intermediate": intermediate}  # None: the executor's default
     named = wrong = missed = 0
     blamed: list[tuple[str, ...]] = []
     cover = plan_cover(N, K)
@@ -110,6 +112,14 @@ def sweep_counts(
     return SweepCounts(sweeps, named, wrong, missed, own, used, tuple(blamed), own_wall, cores, own_after)
 
 
+def _commit() -> str:
+    """The short hash of this checkout's HEAD, or ``unknown``."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweeps", type=int, default=10)
@@ -118,6 +128,7 @@ def main() -> None:
     ap.add_argument("--target-own", type=float, default=2.0, help="calibrate the quota to this own slowdown")
     ap.add_argument("--how", default="auto", choices=["auto", "cgroup", "stop"])
     ap.add_argument("--tokens", type=int, default=None, help="tokens per probe (default: the executor's)")
+    ap.add_argument("--intermediate", type=int, default=None, help="expert FFN width (default: the executor's)")
     ap.add_argument("--out", type=Path, default=RESULTS / "external_fault.md")
     args = ap.parse_args()
     started, load, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0], time.monotonic()
@@ -127,16 +138,18 @@ def main() -> None:
         args.cores,
         args.how,
         args.tokens,
+        args.intermediate,
         lambda i, b: print(f"sweep {i}: {', '.join(b) or '-'}", flush=True),
         args.target_own,
     )
     minutes = (time.monotonic() - t0) / 60
     rows = "\n".join(f"| {i + 1} | {', '.join(b) or '-'} |" for i, b in enumerate(c.blamed))
     text = (
-        "# A rank throttled from outside, `all_ranks` mode, evidence drill-down (`bench/external_fault_sweep.py`)\n\n"
+        "\n## A rank throttled from outside, `all_ranks` mode, evidence drill-down (`bench/external_fault_sweep.py`)\n\n"
         f"Measured {started} on this project's 2-core CPU machine (load average {load:.1f} at the start, shared "
-        f"with other work), {minutes:.1f} min: `LocalExecutor(8, 4, engine='all_ranks')`, default tokens"
-        f"{'' if args.tokens is None else f' overridden to {args.tokens}'}, OLMoE expert shapes, bf16; GPU {args.gpu}'s "
+        f"with other work), {minutes:.1f} min, commit {_commit()}: `LocalExecutor(8, 4, engine='all_ranks')`, "
+        f"tokens {args.tokens or 'default'}, expert FFN width {args.intermediate or 'default'} (hidden 2048), bf16; "
+        f"GPU {args.gpu}'s "
         f"worker throttled by {c.throttle}"
         + (
             f" (CPU quota {c.cores:.3g} of a core, "
@@ -149,13 +162,17 @@ def main() -> None:
         f"Each sweep: Phase 1 on the best cover, repeats {REPEATS}, then `drilldown_method: evidence`.\n"
         f"Command: `.venv/bin/python -m bench.external_fault_sweep --sweeps {args.sweeps} --gpu {args.gpu} "
         + (f"--cores {args.cores:g}" if args.cores else f"--target-own {args.target_own:g}")
-        + f" --how {args.how}`.\n\n"
+        + f" --how {args.how}"
+        + (f" --tokens {args.tokens}" if args.tokens else "")
+        + (f" --intermediate {args.intermediate}" if args.intermediate else "")
+        + "` (under `nice -n 19`).\n\n"
         f"| sweeps | named (gpu:{args.gpu} and nothing else) | wrong (something else blamed) | missed |\n|---|---|---|---|\n"
         f"| {c.sweeps} | {c.named} | {c.wrong} | {c.missed} |\n\n"
         f"| sweep | blamed |\n|---|---|\n{rows}\n"
     )
     print(text)
-    args.out.write_text(text)
+    with args.out.open("a") as out:  # earlier runs stay
+        out.write(text)
 
 
 if __name__ == "__main__":

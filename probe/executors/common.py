@@ -23,6 +23,7 @@ from .injection import Injection, parse_injections, worker_injections
 from .moe_worker import LayerShape
 
 __all__ = [
+    "DEFAULT_INTERMEDIATE",
     "DEFAULT_TOKENS",
     "ProbeTrace",
     "WorkerPoolExecutor",
@@ -37,6 +38,13 @@ __all__ = [
 #: probe. ``all_ranks``: 128, where a throttled rank's own expert work stood out most against
 #: the work every rank does per forward in ``bench/results/ep_contrast.md``.
 DEFAULT_TOKENS: Mapping[Engine, int] = {Engine.MEMBER_ONLY: 64, Engine.ALL_RANKS: 128}
+
+#: Expert FFN width ``I`` by engine when the caller gives none. ``member_only``: 1024,
+#: OLMoE-1B-7B's. ``all_ranks``: 2048. Every rank's shared step (attention share, all-reduce,
+#: the all-rank split-size exchanges) does not grow with ``I`` while a member's expert FFN does,
+#: so a wider expert raises the member-only share of a forward, and with it how far a slow
+#: rank's own probes stand out from the others (``bench/results/ep_contrast.md``).
+DEFAULT_INTERMEDIATE: Mapping[Engine, int] = {Engine.MEMBER_ONLY: 1024, Engine.ALL_RANKS: 2048}
 
 
 @dataclass(frozen=True)
@@ -143,13 +151,16 @@ class WorkerPoolExecutor:
         topology: ReplicaTopology | None = None,
     ) -> None:
         """Validate the arguments every pool takes (``ValueError`` naming the bad one); a
-        ``layer["tokens"]`` of ``None`` becomes the engine's :data:`DEFAULT_TOKENS`."""
+        ``layer["tokens"]`` of ``None`` becomes the engine's :data:`DEFAULT_TOKENS`, a
+        ``layer["intermediate"]`` of ``None`` its :data:`DEFAULT_INTERMEDIATE`."""
         if topology is not None and topology.gpus != gpus:
             raise ValueError(f"topology is of {topology.gpus} GPUs, the pool of {gpus}")
         self.topology = topology
         self.engine = Engine.parse(engine, "engine")
         if layer.get("tokens") is None:
             layer = {**layer, "tokens": DEFAULT_TOKENS[self.engine]}
+        if layer.get("intermediate") is None:
+            layer = {**layer, "intermediate": DEFAULT_INTERMEDIATE[self.engine]}
         if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not probe_size >= 1:
             raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
         self.shape = LayerShape(gpus, **layer)

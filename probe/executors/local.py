@@ -159,7 +159,9 @@ class LocalExecutor(WorkerPoolExecutor):
         inject: faults, e.g. ``[{"gpu": 2, "slowdown": 3.0}, {"link": [0, 5], "delay_ms": 2.0}]``.
         tokens: tokens per probe (split over the members), ``>= probe_size``; default
             :data:`~.common.DEFAULT_TOKENS` of the engine (64 ``member_only``, 128 ``all_ranks``).
-        hidden, intermediate: layer sizes (OLMoE-1B-7B: 2048, 1024).
+        hidden: model hidden size (OLMoE-1B-7B: 2048).
+        intermediate: expert FFN width; default :data:`~.common.DEFAULT_INTERMEDIATE` of the
+            engine (1024, OLMoE-1B-7B's, ``member_only``; 2048 ``all_ranks``).
         experts_per_gpu: experts each GPU hosts.
         dtype: ``"bfloat16"`` (default), ``"float16"`` or ``"float32"``.
         backend: ``"gloo"`` or ``"nccl"``; default NCCL when ``n`` CUDA devices exist, else gloo.
@@ -190,7 +192,7 @@ class LocalExecutor(WorkerPoolExecutor):
         inject: Iterable[Mapping[str, Any] | Injection] = (),
         tokens: int | None = None,
         hidden: int = 2048,
-        intermediate: int = 1024,
+        intermediate: int | None = None,
         experts_per_gpu: int = 1,
         dtype: str = "bfloat16",
         backend: str | None = None,

@@ -114,7 +114,7 @@ class RayExecutor(WorkerPoolExecutor):
         cpus_per_actor: float = 1,
         tokens: int | None = None,
         hidden: int = 2048,
-        intermediate: int = 1024,
+        intermediate: int | None = None,
         experts_per_gpu: int = 1,
         dtype: str = "bfloat16",
         seed: int = 0,
