@@ -167,3 +167,13 @@ def test_each_member_reports_the_cpu_time_of_its_ffn_stage(pools):
             assert len(trace.ffn_cpu_ms[m]) == len(trace.ffn_ms[m]) == 2, engine
             assert all(0.0 < cpu <= wall * 1.01 + 0.05 for cpu, wall in zip(trace.ffn_cpu_ms[m], trace.ffn_ms[m])), engine
         assert all(a > 0.0 for a in trace.attention_ms[0]) == (engine is Engine.ALL_RANKS)
+
+
+@pytest.mark.parametrize(("engine", "width"), [("member_only", 1024), ("all_ranks", 2048)])
+def test_the_expert_width_defaults_by_engine(engine, width):
+    # 1024: OLMoE-1B-7B's expert intermediate size (the paper's probe); 2048: the all_ranks
+    # width chosen in bench/results/ep_contrast.md. An explicit width always wins.
+    with LocalExecutor(2, 2, engine=engine, hidden=64, tokens=4) as ex:
+        assert ex.shape.intermediate == width
+    with LocalExecutor(2, 2, engine=engine, hidden=64, intermediate=32, tokens=4) as ex:
+        assert ex.shape.intermediate == 32
