@@ -33,7 +33,7 @@ from pathlib import Path
 from bench.ep_contrast_bench import calibrate_quota, own_stretch
 from bench.outside_throttle import throttle
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.localize import localize
+from faultsense_pipelines.localize import Localization, localize
 from faultsense_pipelines.probe.executors.local import LocalExecutor
 
 N, K, REPEATS = 8, 4, 5
@@ -54,6 +54,27 @@ class SweepCounts:
     own_wall: float = float("nan")  # FFN-stage wall time throttled / healthy
     cores: float | None = None  # the cgroup quota, CPUs
     own_after: float = float("nan")  # own slowdown measured again after the sweeps
+    ends: tuple[str, ...] = ()  # per sweep, what Phase 1 and the verdict on the GPU were (:func:`sweep_end`)
+
+
+def sweep_end(loc: Localization, gpu: int) -> str:
+    """One line on how a sweep ended for ``gpu``: Phase 1's suspects (of the cover's probes,
+    and how many of them hold ``gpu``), whether the sweep was judged ``replica_degraded`` or
+    anchored, the slowest suspect's latency over the baseline, and the verdict on ``gpu``
+    (status, confidence, reason) or ``no verdict``."""
+    p1 = loc.phase1
+    suspects = [p1.records[i] for i in p1.suspect_probes]
+    holding = sum(gpu in r.gpus for r in suspects)
+    lat = [r.latency_ms for r in suspects if r.latency_ms is not None]
+    worst = f", worst {max(lat) / p1.baseline_ms:.2f}x baseline" if lat and p1.baseline_ms else ""
+    flags = "".join([", degraded" if p1.replica_degraded else "", ", anchored" if p1.anchored else ""])
+    line = f"phase 1: {len(suspects)} of {len(p1.records)} suspect, {holding} hold gpu:{gpu}{worst}{flags}"
+    mine = [v for v in loc.verdicts if v.gpu == gpu and v.peer_gpu is None and v.shared is None]
+    if not mine:
+        return f"{line}; gpu:{gpu} no verdict"
+    v = mine[0]
+    conf = "" if v.confidence is None else f" p={v.confidence:.2f}"
+    return f"{line}; gpu:{gpu} {v.status}{conf}" + (f" ({v.reason})" if v.reason else "")
 
 
 def _probe_of(gpu: int) -> tuple[int, ...]:
@@ -77,15 +98,16 @@ def sweep_counts(
     how: str = "auto",
     tokens: int | None = None,
     intermediate: int | None = None,
-    progress: Callable[[int, tuple[str, ...]], None] | None = None,
+    progress: Callable[[int, tuple[str, ...], str], None] | None = None,
     target_own: float = 2.0,
 ) -> SweepCounts:
     """Run ``sweeps`` evidence-weighted localizations with ``gpu`` throttled from outside
     (quota ``cores``, or calibrated to an own slowdown of ``target_own`` when ``None``);
-    ``progress(i, blamed)`` is called after each sweep."""
+    ``progress(i, blamed, end)`` is called after each sweep (``end``: :func:`sweep_end`)."""
     layer = {"tokens": tokens, "intermediate": intermediate}  # None: the executor's default
     named = wrong = missed = 0
     blamed: list[tuple[str, ...]] = []
+    ends: list[str] = []
     cover = plan_cover(N, K)
     probe = _probe_of(gpu)
     with LocalExecutor(N, K, engine="all_ranks", timeout_s=300, start_timeout_s=600, **layer) as ex:
@@ -99,8 +121,9 @@ def sweep_counts(
                 loc = localize(ex, cover, repeats=REPEATS, method="evidence")
                 names = tuple([f"gpu:{g}" for g in loc.faulty_gpus] + [f"link:{a}-{b}" for a, b in loc.faulty_links])
                 blamed.append(names)
+                ends.append(sweep_end(loc, gpu))
                 if progress is not None:
-                    progress(len(blamed), names)
+                    progress(len(blamed), names, ends[-1])
                 if names == (f"gpu:{gpu}",):
                     named += 1
                 elif names:
@@ -109,7 +132,7 @@ def sweep_counts(
                     missed += 1
             own_after = own_stretch(ex, gpu, probe)
         own_after /= own_stretch(ex, gpu, probe)
-    return SweepCounts(sweeps, named, wrong, missed, own, used, tuple(blamed), own_wall, cores, own_after)
+    return SweepCounts(sweeps, named, wrong, missed, own, used, tuple(blamed), own_wall, cores, own_after, tuple(ends))
 
 
 def _commit() -> str:
@@ -139,11 +162,11 @@ def main() -> None:
         args.how,
         args.tokens,
         args.intermediate,
-        lambda i, b: print(f"sweep {i}: {', '.join(b) or '-'}", flush=True),
+        lambda i, b, h: print(f"sweep {i}: {', '.join(b) or '-'} | {h}", flush=True),
         args.target_own,
     )
     minutes = (time.monotonic() - t0) / 60
-    rows = "\n".join(f"| {i + 1} | {', '.join(b) or '-'} |" for i, b in enumerate(c.blamed))
+    rows = "\n".join(f"| {i + 1} | {', '.join(b) or '-'} | {h} |" for i, (b, h) in enumerate(zip(c.blamed, c.ends, strict=True)))
     text = (
         "\n## A rank throttled from outside, `all_ranks` mode, evidence drill-down (`bench/external_fault_sweep.py`)\n\n"
         f"Measured {started} on this project's 2-core CPU machine (load average {load:.1f} at the start, shared "
@@ -168,7 +191,7 @@ def main() -> None:
         + "` (under `nice -n 19`).\n\n"
         f"| sweeps | named (gpu:{args.gpu} and nothing else) | wrong (something else blamed) | missed |\n|---|---|---|---|\n"
         f"| {c.sweeps} | {c.named} | {c.wrong} | {c.missed} |\n\n"
-        f"| sweep | blamed |\n|---|---|\n{rows}\n"
+        f"| sweep | blamed | how it ended |\n|---|---|---|\n{rows}\n"
     )
     print(text)
     with args.out.open("a") as out:  # earlier runs stay
