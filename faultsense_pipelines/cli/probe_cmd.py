@@ -115,7 +115,10 @@ def serve(
     python: Annotated[str, typer.Option("--python", help="Python of the vLLM environment.")] = "python3",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the command instead of starting vLLM.")] = False,
 ) -> None:
-    """Build or reuse the probe checkpoint and start vLLM on it (or print the command)."""
+    """Build or reuse the probe checkpoint and start vLLM on it (or print the command).
+
+    DP = gpus / T > 1: set the replica's vllm.data_parallel_size to DP; the vllm executor pins each probe with X-data-parallel-rank.
+    """
     import os
 
     from faultsense_pipelines.probe.checkpoint import read_checkpoint_info
@@ -162,7 +165,10 @@ def serve(
         + (f", expert parallelism over {gpus} ranks (FaultSense GPU g = EP rank g)" if plan.expert_parallel else "")
     )
     if plan.data_parallel > 1:
-        typer.echo(f"note: vLLM picks the DP engine per request; pin a probe with the header '{DP_RANK_HEADER}: <rank>'")
+        typer.echo(
+            f"note: vLLM picks the DP engine per request; give the fleet's replica vllm.data_parallel_size: "
+            f"{plan.data_parallel} and the vllm executor pins each probe with the header '{DP_RANK_HEADER}: <rank>'"
+        )
     if dry_run:
         typer.echo(plan.shell())
         return
