@@ -225,25 +225,30 @@ def detection_trials(trials: int, *, early: bool = False, down: tuple = (), rate
     reference would learn from) and ``EARLY_HORIZON`` iterations are simulated; else at ``START``.
     ``down``: marked down links (the analytic shares then depend on the traffic: the default model
     takes a traffic pattern's shares where the counts single them out, ``learned-only`` always
-    learns); the lossy link carries ring traffic (:func:`_carries_ring_traffic`).
+    learns); the lossy link carries ring traffic (:func:`_carries_ring_traffic`). Every trial of
+    every cell draws its link and seed, so the cells of ``rates`` and ``buffers`` get the same
+    trials as in a run of all of them.
     """
     rows = []
     rng = np.random.default_rng(2026 + 7 * early + len(down))
-    for gib in buffers:
+    for gib in BUFFERS_GIB:
         collective = RingAllReduce(channels=8, buffer_bytes=gib * 2**30)
-        for rate in rates:
+        for rate in RATES:
             for direction in ("down", "up"):
                 for trial in range(trials):
                     leaf, spine = int(rng.integers(LEAVES)), int(rng.integers(SPINES))
                     while not _carries_ring_traffic(leaf, spine, direction, down):
                         leaf, spine = int(rng.integers(LEAVES)), int(rng.integers(SPINES))
                     start = int(rng.integers(EARLY_STARTS)) if early else START
+                    seed = int(rng.integers(2**31))
+                    if gib not in buffers or rate not in rates:
+                        continue
                     topo = fat_tree(LEAVES, SPINES, HOSTS, down=down)
                     counters = simulate(
                         topo,
                         start + (EARLY_HORIZON if early else HORIZON),
                         collective=collective,
-                        seed=int(rng.integers(2**31)),
+                        seed=seed,
                         lossy=[LossyLink(leaf, spine, rate, direction, start)],
                     )
                     ingress = simulated_ingress(counters)
@@ -411,12 +416,13 @@ TABLES = {"detection": "detection", "single": "single_switch", "healthy": "healt
 CASE_NAMES = {"steady": "steady", "early": "early", "down": "down links"}
 
 
-def _merge(fresh: pd.DataFrame, cases: list[str], parts: list[str], label: str) -> pd.DataFrame:
+def _merge(fresh: pd.DataFrame, cases: list[str], parts: list[str], label: str, buffers=BUFFERS_GIB, rates=RATES) -> pd.DataFrame:
     """``fresh`` rows (labelled ``run=label``) plus the recorded CSV's rows that this run did not redo.
 
-    A recorded detection row is kept when its case was not run, any other table's rows when that
+    A recorded detection row is kept when its cell (case, buffer, rate) was not run, any other table's rows when that
     part was not run; rows recorded before runs were labelled get ``run="e933fe7"`` (the full run
-    of 2 Dec 2026 that bench/results/flowpulse.md recorded until then).
+    of 2 Dec 2026 that bench/results/flowpulse.md recorded until then). A recorded run's own row
+    (its wall and CPU seconds) is kept while any of its rows is.
     """
     path = RESULTS / "flowpulse.csv"
     fresh = fresh.assign(run=label)
@@ -425,14 +431,17 @@ def _merge(fresh: pd.DataFrame, cases: list[str], parts: list[str], label: str) 
     old = pd.read_csv(path)
     if "run" not in old.columns:
         old["run"] = "e933fe7"
-    old = old[old["table"] != "run"]
+    runs, old = old[old["table"] == "run"], old[old["table"] != "run"]
     redone = {CASE_NAMES[c] for c in cases} if "detection" in parts else set()
+    cell_redone = old["case"].isin(redone) & old["buffer_gib"].isin(buffers) & old["rate"].isin(rates)
     keep = np.where(
         old["table"] == "detection",
-        ~old["case"].isin(redone),
+        ~cell_redone,
         ~old["table"].isin([TABLES[p] for p in parts]),
     )
-    return pd.concat([old[keep], fresh], ignore_index=True)
+    kept = old[keep]
+    runs = runs[runs["run"].isin(set(kept["run"])) & (runs["run"] != label)]  # the runs whose rows are kept
+    return pd.concat([runs, kept, fresh], ignore_index=True)
 
 
 def main() -> None:
@@ -443,22 +452,37 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=100, help="single-leaf trials per cell")
     parser.add_argument("--cases", default="steady,early,down", help="detection cases to run (steady, early, down)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"parts to run ({', '.join(PARTS)})")
-    parser.add_argument("--merge", action="store_true", help="keep the recorded rows of cases and parts not run")
+    parser.add_argument("--merge", action="store_true", help="keep the recorded rows of cells and parts not run")
+    parser.add_argument("--buffers", default=",".join(map(str, BUFFERS_GIB)), help="detection buffers (GiB) to run")
+    parser.add_argument("--rates", default=",".join(map(str, RATES)), help="detection loss rates to run")
     args = parser.parse_args()
     trials_n, healthy_n = (3, 2000) if args.quick else (args.trials, args.healthy)
     cases = [c for c in args.cases.split(",") if c]
     parts = [p for p in args.parts.split(",") if p]
-    if not set(cases) <= set(CASES) or not set(parts) <= set(PARTS):
-        parser.error(f"--cases from {sorted(CASES)}, --parts from {list(PARTS)}")
+    buffers = tuple(int(b) for b in args.buffers.split(",") if b)
+    rates = tuple(float(r) for r in args.rates.split(",") if r)
+    if (
+        not set(cases) <= set(CASES)
+        or not set(parts) <= set(PARTS)
+        or not set(buffers) <= set(BUFFERS_GIB)
+        or not set(rates) <= set(RATES)
+    ):
+        parser.error(
+            f"--cases from {sorted(CASES)}, --parts from {list(PARTS)}, --buffers from {BUFFERS_GIB}, --rates from {RATES}"
+        )
     size = "--quick" if args.quick else f"--trials {trials_n} --healthy {healthy_n} --single {args.single}"
     label = f"{size} --cases {args.cases} --parts {args.parts}"
+    if buffers != BUFFERS_GIB or rates != RATES:
+        label += f" --buffers {args.buffers} --rates {args.rates}"
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     oracle = oracle_table()
     empty = pd.DataFrame()
     summary = empty
     if "detection" in parts and cases:
-        trials = pd.concat([detection_trials(trials_n, **CASES[c]) for c in cases], ignore_index=True)
+        trials = pd.concat(
+            [detection_trials(trials_n, **CASES[c], rates=rates, buffers=buffers) for c in cases], ignore_index=True
+        )
         summary = _summary(trials, oracle)
     single = single_switch_trials(30 if args.quick else args.single, oracle) if "single" in parts else empty
     healthy = healthy_run(healthy_n) if "healthy" in parts else empty
@@ -480,23 +504,27 @@ def main() -> None:
         ],
         ignore_index=True,
     )
-    out = _merge(fresh, cases, parts, label) if args.merge else fresh.assign(run=label)
+    out = _merge(fresh, cases, parts, label, buffers, rates) if args.merge else fresh.assign(run=label)
     runs = out[out["table"] == "run"][["run", "wall_s", "cpu_s"]]
     out.to_csv(RESULTS / "flowpulse.csv", index=False)
-    summary = out[out["table"] == "detection"].dropna(axis=1, how="all")
-    single = out[out["table"] == "single_switch"].dropna(axis=1, how="all")
-    healthy = out[out["table"] == "healthy"].dropna(axis=1, how="all")
-    speed = out[out["table"] == "file_scan"].dropna(axis=1, how="all")
-    for frame in (summary, single, healthy, speed):
-        frame.drop(columns=["table"], inplace=True)
+    summary, single, healthy, speed = (
+        out[out["table"] == name].dropna(axis=1, how="all").drop(columns=["table"])
+        for name in ("detection", "single_switch", "healthy", "file_scan")
+    )
     summary = summary.sort_values(["case", "buffer_gib", "direction", "model", "rate"], ignore_index=True)
     md = [
         "# FlowPulse benchmark",
         "",
         f"Fabric: {LEAVES} leaves x {SPINES} spines x {HOSTS} hosts per leaf, ring all-reduce over 8 channels, "
         "per-packet spraying, 4 KiB packets. Runs (`.venv/bin/python -m bench.flowpulse_bench ...`; column `run` "
-        "says which produced each row; `e933fe7`: the earlier full run, `--trials 10 --healthy 10000`, 3,671 s "
-        "wall, before the start-up rule and the ring cross-check): "
+        "says which produced each row"
+        + (
+            "; `e933fe7`: the earlier full run, `--trials 10 --healthy 10000`, 3,671 s wall, before the start-up "
+            "rule and the ring cross-check"
+            if (out["run"] == "e933fe7").any()
+            else ""
+        )
+        + "): "
         + "; ".join(f"`{r.run}` ({r.wall_s:.0f} s wall, {r.cpu_s:.0f} s CPU)" for r in runs.itertuples())
         + " on this shared 2-core machine.",
         f"Cases: `steady` (loss from iteration {START}, {HORIZON} lossy iterations simulated), `early` (loss from "
