@@ -40,6 +40,7 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..topology import Component, ReplicaTopology
 from ..vocabulary import ComponentKind, Status
@@ -231,7 +232,8 @@ class _State:
         ok = [g for g in range(self.n) if g not in bad]
         return sorted(ok, key=lambda g: (self.gpu_evidence[g] + self.gpu_llr.get(g, 0.0), g))
 
-    def _suspect_link(self, a: int, b: int) -> bool:
+    def suspect_link(self, a: int, b: int) -> bool:
+        """Whether GPUs ``a`` and ``b`` share a suspect Phase 1 probe."""
         return (min(a, b), max(a, b)) in self.suspect_pairs
 
     def measure(self, test_set: set[int], avoid: frozenset[int] = frozenset()) -> tuple[frozenset[int], float] | None:
@@ -249,7 +251,7 @@ class _State:
         pool = self.pool(test_set)
         usable = [g for g in pool if g not in avoid and not self._closes_known(test_set, g)]
         # stable sort: GPUs without a suspect link to the test set first, then the healthiest
-        usable.sort(key=lambda g: any(self._suspect_link(g, s) for s in test_set))
+        usable.sort(key=lambda g: any(self.suspect_link(g, s) for s in test_set))
         need = size - len(test_set)
         if len(usable) < need:
             self.failure = f"too few healthy GPUs to pad {sorted(test_set)} to {size}"
@@ -272,21 +274,28 @@ class _State:
             self.failure = f"probe {list(probe)} or its reference {list(reference)} could not be measured"
         return d
 
-    def control(self, test: frozenset[int], g: int, avoid: frozenset[int] = frozenset()) -> float | None:
-        """``d`` of the *control* of an accusing test of ``g``: the same pads with ``g`` swapped
-        for a healthy GPU, against a fresh reference; ``None`` if it could not be measured.
+    def control(self, test: frozenset[int], g: int, avoid: frozenset[int] = frozenset()) -> tuple[bool, float | None]:
+        """The *control* of an accusing test of ``g``: the same pads with ``g`` swapped for a
+        healthy GPU, against a fresh reference.
 
         A slow ``g`` slows its test, not the control; a fault the pads carry between them (a
         NIC, a switch or a slow GPU among them that the search has not found) slows both.
+
+        Returns:
+            ``(formed, d)``: ``formed`` is False where the replica has too few healthy GPUs
+            left for a swap and a disjoint reference (tiny replicas: n = 8, k = 4); ``d`` is
+            ``None`` when the control was formed but could not be measured.
         """
         pads = test - {g}
         options = [q for q in self.pool(set(test)) if q not in avoid and not self._closes_known(set(pads), q)]
         if not options:
-            self.failure = f"no healthy GPU to swap for GPU {g} in a control of {sorted(test)}"
-            return None
+            return False, None
         swap = self.rng.choice(options[: max(4, len(options) // 4)])
         probe = tuple(sorted(pads | {swap}))
-        return self._against_reference(probe, self.pool(set(probe) | {g}))
+        pool = self.pool(set(probe) | {g})
+        if len(pool) < len(probe):
+            return False, None
+        return True, self._against_reference(probe, pool)
 
     def _spread(self, preferred: Sequence[int], pool: Sequence[int], count: int) -> list[int]:
         """``count`` GPUs drawn at random from ``preferred`` (then the rest of ``pool``) with no
@@ -298,7 +307,7 @@ class _State:
         for g in order + [g for g in pool if g not in preferred]:
             if len(chosen) == count:
                 break
-            if not any(self._suspect_link(g, c) for c in chosen):
+            if not any(self.suspect_link(g, c) for c in chosen):
                 chosen.append(g)
         if len(chosen) < count:
             left = [g for g in order if g not in chosen]
@@ -423,9 +432,9 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
             if test[1] > m.effect / 2 and len(test[0]) > 1:
                 # an accusing test counts once its control (the same pads, g swapped for a
                 # healthy GPU) is not slow too: otherwise the pads carry the fault between them
-                control = state.control(test[0], g, frozenset(avoid))
-                controls += 1
-                if control is None or control > m.effect / 2:
+                formed, control = state.control(test[0], g, frozenset(avoid))
+                controls += formed
+                if formed and (control is None or control > m.effect / 2):
                     avoid |= test[0] - {g}
                     errors += control is None
                     if errors >= 3 or len(tests) + controls >= 2 * m.max_pairs:
@@ -466,6 +475,10 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 pad = _pad_carries(m, g, clean)
                 if pad is not None:  # most of the accusation rides on one pad: measure without it
                     avoid.add(pad)
+                    continue
+                two = _two_pads_explain(m, g, clean, partial(state.suspect_link, g))
+                if two:  # slow links to two pads explain the accusations: their pairs stop counting
+                    explained |= set(two)
                     continue
             accused = _accusing(ds, m.effect)
             if llr >= m.blame_llr and len(accused) >= m.min_accusing and _shows_effect(accused, m.effect):
@@ -520,6 +533,43 @@ def _pad_carries(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int],
         if sum(m.llr(d, duty=m.gpu_duty) for d in rest) < m.blame_llr / 2 or len(_accusing(rest, m.effect)) < m.min_accusing:
             return p
     return None
+
+
+def _two_pads_carry(
+    m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]], linked: Callable[[int], bool]
+) -> tuple[int, ...]:
+    """Two pads, both ``linked`` to ``g``, without whose pairs too little evidence against
+    ``g`` is left (as :func:`_pad_carries`); ``()`` if there are none. Leave-two-pads-out:
+    the unit stage does not confirm ``g`` while they carry it (:func:`_two_pads_explain`)."""
+    pads = sorted({p for gpus, d in tests if d > m.effect / 2 for p in gpus if p != g and linked(p)})
+    for i, p in enumerate(pads):
+        for q in pads[i + 1 :]:
+            rest = [d for gpus, d in tests if p not in gpus and q not in gpus]
+            if sum(m.llr(d, duty=m.gpu_duty) for d in rest) < m.blame_llr / 2 or len(_accusing(rest, m.effect)) < m.min_accusing:
+                return (p, q)
+    return ()
+
+
+def _two_pads_explain(
+    m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]], linked: Callable[[int], bool]
+) -> tuple[int, ...]:
+    """Two pads, both ``linked`` to ``g`` (sharing a suspect Phase 1 probe with it), such that
+    every accusing pair of ``g`` holds one of them and two or more pairs holding neither accuse
+    nothing; ``()`` if there are none.
+
+    Slow links from ``g`` to two GPUs accuse ``g`` in every pair holding either, which looks
+    like a GPU slow in part of its pairs (tiny replicas pad with such GPUs); a slow ``g`` would
+    have slowed the pairs without them too.
+    """
+    accusing = [gpus for gpus, d in tests if d > m.effect / 2]
+    near = sorted({p for gpus in accusing for p in gpus if p != g and linked(p)})
+    for i, p in enumerate(near):
+        for q in near[i + 1 :]:
+            if all(p in gpus or q in gpus for gpus in accusing):
+                rest = [d for gpus, d in tests if p not in gpus and q not in gpus]
+                if len(rest) >= 2 and not _accusing(rest, m.effect):
+                    return (p, q)
+    return ()
 
 
 def _shared_pads(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]]) -> tuple[set[int], set[int]]:
@@ -605,7 +655,14 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
         post = {h: math.exp(v - top) / total for h, v in logw.items()}
         best = max(hyps, key=lambda h: post[h])
         accused = [d for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2]
-        if post[best] >= m.confidence and len(accused) >= m.min_accusing and _shows_effect(accused, m.effect):
+        # a GPU whose accusing tests one or two pads linked to it carry (its slow links to them,
+        # in a tiny replica that must pad with such GPUs) is not confirmed: the tests go on
+        carrying = (
+            _two_pads_carry(m, best[0], [t for t in tests if best[0] in t[0]], partial(state.suspect_link, best[0]))
+            if len(best) == 1
+            else ()
+        )
+        if post[best] >= m.confidence and len(accused) >= m.min_accusing and _shows_effect(accused, m.effect) and not carrying:
             accusing = tuple(tuple(sorted(gpus)) for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2)
             _confirm(state, best, post[best], accused, len(tests), accusing)
             found = True
@@ -626,6 +683,11 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
             conf = post[best]
             if conf >= 0.5:
                 reason = f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
+                if carrying:
+                    reason = (
+                        f"accused only in tests that also held GPU {' or '.join(map(str, carrying))}: "
+                        f"slow links to {'them' if len(carrying) > 1 else 'it'} explain the tests as well"
+                    )
                 kind = ComponentKind.GPU if len(best) == 1 else ComponentKind.LINK
                 peer = None if len(best) == 1 else best[1]
                 state.findings.append(

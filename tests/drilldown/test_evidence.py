@@ -246,3 +246,18 @@ def test_a_gpu_whose_tests_cannot_be_measured_is_inconclusive_with_a_confidence_
     assert (f.kind, f.status, f.confidence) == ("gpu", "inconclusive", 0.5)
     assert f.reason.startswith("probes failed: probe [") and "could not be measured" in f.reason
     assert not [g for g in result.findings if g.status == "confirmed"]
+
+
+def test_a_tiny_replica_confirms_its_slow_gpu_where_no_control_can_be_formed():
+    """n = 8, k = 4: a control of GPU 2's test (its 3 pads and a swapped GPU) leaves 3 GPUs,
+    too few for a disjoint reference; the accusing tests then count as they are, and GPU 2 is
+    confirmed in the GPU stage from its own pairs alone (the stage's pairs all hold it)."""
+    calls: list = []
+    pair, slowdown = _noise_free_oracle({(2,): 3.0}, calls)
+    phase1 = _phase1(8, 4, slowdown)
+    suspects = [i for i, (_, x) in enumerate(phase1) if x > 0]
+    result = evidence_drilldown(8, 4, phase1, suspects, pair, EvidenceModel(sigma=0.02, effect=math.log(2.0)))
+    confirmed = [f for f in result.findings if f.status == "confirmed"]
+    assert [(f.kind, f.gpu) for f in confirmed] == [("gpu", 2)]
+    used = confirmed[0].tests_used
+    assert used >= 3 and all(2 in test for test, _ in calls[:used])  # no control among them
