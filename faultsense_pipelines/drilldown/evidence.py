@@ -218,6 +218,7 @@ class _State:
     # GPUs under a confirmed or unresolved shared component: masked (never blamed alone), never pads
     shared_gpus: set[int] = field(default_factory=set)
     failure: str = ""  # why the last paired test could not be measured
+    _neighbours: dict[int, set[int]] | None = None  # GPU -> GPUs it shares a suspect pair with
 
     def known_bad(self, gpus: set[int] | frozenset[int]) -> bool:
         """True when a probe over ``gpus`` holds a fault already found (it is slow regardless)."""
@@ -251,7 +252,8 @@ class _State:
         pool = self.pool(test_set)
         usable = [g for g in pool if g not in avoid and not self._closes_known(test_set, g)]
         # stable sort: GPUs without a suspect link to the test set first, then the healthiest
-        usable.sort(key=lambda g: any(self.suspect_link(g, s) for s in test_set))
+        linked = self.linked(test_set)
+        usable.sort(key=lambda g: g in linked)
         need = size - len(test_set)
         if len(usable) < need:
             self.failure = f"too few healthy GPUs to pad {sorted(test_set)} to {size}"
@@ -318,6 +320,16 @@ class _State:
         """``size`` GPUs with no suspect link among them, drawn from the healthiest of ``pool``."""
         chosen = self._spread(pool[: max(3 * size, size + 6)], pool, size)
         return tuple(sorted(chosen)) if len(chosen) == size else None
+
+    def linked(self, gpus: set[int] | frozenset[int]) -> set[int]:
+        """The GPUs ``g`` with ``suspect_link(g, s)`` for some ``s`` in ``gpus``: one set union
+        over the suspect pairs' adjacency (built once) instead of a pair look-up per GPU."""
+        if self._neighbours is None:
+            self._neighbours = {}
+            for a, b in self.suspect_pairs:
+                self._neighbours.setdefault(a, set()).add(b)
+                self._neighbours.setdefault(b, set()).add(a)
+        return set().union(*(self._neighbours.get(s, ()) for s in gpus))
 
     def _closes_known(self, test_set: set[int], g: int) -> bool:
         return any((a == g and b in test_set) or (b == g and a in test_set) for a, b in self.confirmed_links)
@@ -881,7 +893,8 @@ def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float 
     est = 0.0
     if within:
         est = 1.4826 * statistics.median(within) * math.sqrt(repeats / max(1, repeats - 1))
-    between = [x for i, x in enumerate(excess) if x is not None and i not in set(suspects)]
+    left_out = set(suspects)  # built once: a set per probe costs O(probes x suspects)
+    between = [x for i, x in enumerate(excess) if x is not None and i not in left_out]
     if len(between) >= 5:
         center = statistics.median(between)
         spread = 1.4826 * statistics.median(abs(x - center) for x in between)
