@@ -2,7 +2,8 @@
 
 One row per replica size: a simulated replica with two faults (a slow GPU, x1.5, and a slow
 link, x1.6; lognormal noise sigma 0.02, seed 1) is planned cold (``plan_cover``, the ``best``
-method) and localized (``localize``: Phase 1 + adaptive Phase 2), each size in a fresh
+method) and localized (``localize``: Phase 1 + Phase 2 by the drill-down ``faultsense simulate`` uses
+by default, :data:`~faultsense_pipelines.vocabulary.DEFAULT_DRILLDOWN`, or ``--drilldown``), each size in a fresh
 process so that caches are cold and the peak RSS is that size's own. Columns: CPU seconds of
 planning and of localization (``time.process_time``, not wall time: the machine is shared),
 the process's peak RSS, probes against Schönheim's bound, rounds of GPU-disjoint probes, and
@@ -16,6 +17,7 @@ measures what raising them would cost.
     .venv/bin/python -m bench.scale_bench                    # all sizes (16,384 takes minutes)
     .venv/bin/python -m bench.scale_bench --sizes 256 1024   # a subset
     .venv/bin/python -m bench.scale_bench --sizes 16384 --merge   # one size into the last table
+    .venv/bin/python -m bench.scale_bench --sizes 4096 --drilldown adaptive --merge   # another Phase 2
 
 Writes bench/results/scale.md (and scale.csv).
 """
@@ -39,8 +41,9 @@ K = 8
 BASE_MS = 20.0  # the simulator's healthy probe latency (simulator.DEFAULT_BASE_MS)
 
 
-def one(n: int, k: int = K) -> dict[str, object]:
-    """Plan and localize one replica of ``n`` GPUs in this process; the row as a dict."""
+def one(n: int, k: int = K, drilldown: str | None = None) -> dict[str, object]:
+    """Plan and localize one replica of ``n`` GPUs in this process with the drill-down
+    ``drilldown`` (``None``: the CLI's default); the row as a dict."""
     import faultsense_pipelines.cover as cover
     import faultsense_pipelines.cover.bounds as bounds
 
@@ -50,6 +53,9 @@ def one(n: int, k: int = K) -> dict[str, object]:
     from faultsense_pipelines.faults import GpuFault, LinkFault
     from faultsense_pipelines.localize import localize
     from faultsense_pipelines.simulator import SimulatedReplica
+    from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
+
+    method = DrilldownMethod(drilldown) if drilldown is not None else DEFAULT_DRILLDOWN
 
     start = time.process_time()
     source = best_cover_source(n, k)  # plans (memoised), so plan_cover below only schedules
@@ -58,12 +64,13 @@ def one(n: int, k: int = K) -> dict[str, object]:
     gpu, link = n // 3, (5, n - 7)
     replica = SimulatedReplica(n, [GpuFault(gpu, 1.5), LinkFault(link, 1.6)], noise_sigma=0.02, seed=1, base_ms=BASE_MS)
     start = time.process_time()
-    result = localize(replica, plan)
+    result = localize(replica, plan, method=method)
     found = result.to_dict()
     loc_s = time.process_time() - start
     return {
         "n": n,
         "k": k,
+        "drilldown": str(method),
         "probes": len(plan.probes),
         "schonheim": plan.lower_bound,
         "probes_over_L": len(plan.probes) / plan.lower_bound,
@@ -80,21 +87,24 @@ def one(n: int, k: int = K) -> dict[str, object]:
     }
 
 
-def run(sizes: tuple[int, ...], timeout_s: float) -> pd.DataFrame:
+def run(sizes: tuple[int, ...], timeout_s: float, drilldown: str | None = None) -> pd.DataFrame:
     """Each size in its own process (cold caches, its own peak RSS); a size that runs past
     ``timeout_s`` or fails is reported as such."""
+    from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN
+
+    name = drilldown or str(DEFAULT_DRILLDOWN)
     rows = []
     for n in sizes:
-        cmd = [sys.executable, "-m", "bench.scale_bench", "--one", str(n)]
+        cmd = [sys.executable, "-m", "bench.scale_bench", "--one", str(n), *(["--drilldown", drilldown] if drilldown else [])]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=Path(__file__).resolve().parents[1])
         except subprocess.TimeoutExpired:
             print(f"n={n}: over {timeout_s:.0f} s wall, skipped", flush=True)
-            rows.append({"n": n, "k": K, "source": f"timed out after {timeout_s:.0f} s wall"})
+            rows.append({"n": n, "k": K, "drilldown": name, "source": f"timed out after {timeout_s:.0f} s wall"})
             continue
         if done.returncode != 0:
             print(f"n={n}: failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}", flush=True)
-            rows.append({"n": n, "k": K, "source": f"failed: exit {done.returncode}"})
+            rows.append({"n": n, "k": K, "drilldown": name, "source": f"failed: exit {done.returncode}"})
             continue
         row = json.loads(done.stdout.strip().splitlines()[-1])
         print(
@@ -114,6 +124,7 @@ def write(table: pd.DataFrame) -> None:
         c
         for c in (
             "n",
+            "drilldown",
             "probes",
             "schonheim",
             "probes_over_L",
@@ -150,15 +161,19 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per size")
     parser.add_argument("--merge", action="store_true", help="replace only these sizes' rows in scale.csv")
+    parser.add_argument("--drilldown", help="Phase 2 method (default: the CLI's, DEFAULT_DRILLDOWN)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child: one size, one JSON row
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(one(args.one)))
+        print(json.dumps(one(args.one, drilldown=args.drilldown)))
         return
-    table = run(tuple(args.sizes), args.timeout)
+    table = run(tuple(args.sizes), args.timeout, args.drilldown)
     if args.merge and (RESULTS / "scale.csv").exists():  # keep the other sizes' rows of the last run
         old = pd.read_csv(RESULTS / "scale.csv")
-        table = pd.concat([old[~old["n"].isin(table["n"])], table]).sort_values("n", kind="stable")
+        if "drilldown" not in old.columns:  # rows from before the column: measured with the adaptive default
+            old["drilldown"] = "adaptive"
+        keep = ~old.set_index(["n", "drilldown"]).index.isin(table.set_index(["n", "drilldown"]).index)
+        table = pd.concat([old[keep], table]).sort_values(["n", "drilldown"], kind="stable")
     print(table.to_string(index=False))
     write(table)
 
