@@ -547,21 +547,6 @@ def _pad_carries(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int],
     return None
 
 
-def _two_pads_carry(
-    m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]], linked: Callable[[int], bool]
-) -> tuple[int, ...]:
-    """Two pads, both ``linked`` to ``g``, without whose pairs too little evidence against
-    ``g`` is left (as :func:`_pad_carries`); ``()`` if there are none. Leave-two-pads-out:
-    the unit stage does not confirm ``g`` while they carry it (:func:`_two_pads_explain`)."""
-    pads = sorted({p for gpus, d in tests if d > m.effect / 2 for p in gpus if p != g and linked(p)})
-    for i, p in enumerate(pads):
-        for q in pads[i + 1 :]:
-            rest = [d for gpus, d in tests if p not in gpus and q not in gpus]
-            if sum(m.llr(d, duty=m.gpu_duty) for d in rest) < m.blame_llr / 2 or len(_accusing(rest, m.effect)) < m.min_accusing:
-                return (p, q)
-    return ()
-
-
 def _two_pads_explain(
     m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]], linked: Callable[[int], bool]
 ) -> tuple[int, ...]:
@@ -667,10 +652,11 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
         post = {h: math.exp(v - top) / total for h, v in logw.items()}
         best = max(hyps, key=lambda h: post[h])
         accused = [d for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2]
-        # a GPU whose accusing tests one or two pads linked to it carry (its slow links to them,
-        # in a tiny replica that must pad with such GPUs) is not confirmed: the tests go on
+        # a GPU whose accusing tests two GPUs linked to it explain (its slow links to them: every
+        # accusing test holds one, two or more tests without both accuse nothing) is not
+        # confirmed: the tests go on
         carrying = (
-            _two_pads_carry(m, best[0], [t for t in tests if best[0] in t[0]], partial(state.suspect_link, best[0]))
+            _two_pads_explain(m, best[0], [t for t in tests if best[0] in t[0]], partial(state.suspect_link, best[0]))
             if len(best) == 1
             else ()
         )
