@@ -16,6 +16,7 @@ partition's ``-failed`` batch and a failed step naming the cause; an interrupted
 """
 
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 
@@ -84,8 +85,10 @@ def _check_same_drilldown(context: dg.AssetExecutionContext, config: SweepConfig
     selection = context.run.asset_selection  # empty or None: the whole job
     if selection and dg.AssetKey("phase2_drilldown") not in selection:
         return
-    ops = (context.run.run_config or {}).get("ops") or {}
-    other = (((ops.get("phase2_drilldown") or {}).get("config")) or {}).get("drilldown_method", DEFAULT_DRILLDOWN.value)
+    run_config: dict[str, Any] = dict(context.run.run_config or {})
+    ops: dict[str, Any] = run_config.get("ops") or {}
+    phase2: dict[str, Any] = (ops.get("phase2_drilldown") or {}).get("config") or {}
+    other = phase2.get("drilldown_method", DEFAULT_DRILLDOWN.value)
     if other != config.drilldown_method:
         raise dg.Failure(
             description=f"ops.phase2_drilldown.config.drilldown_method {str(other)[:40]!r} differs from "
