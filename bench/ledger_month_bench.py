@@ -1,7 +1,8 @@
 """The 200-replica month: one replica's hourly sweep (with its asset checks) in the first hour
 of a ledger's first day and in the last hour of its 30th day.
 
-The points and the measurement are those of :mod:`bench.ledger_scale_bench`: a real
+The points are those of :mod:`bench.ledger_scale_bench`, the measurement that of
+:mod:`bench.ledger_common`: a real
 ``faultsense_sweep`` run of ``sim-64`` (Phase 1, drill-down, ``fault_ledger``, three asset
 checks) and the day's analytics, in fresh processes, median CPU seconds (user + system) and
 the largest peak RSS. The difference is how the month is generated, so that 200 replicas fit
@@ -23,7 +24,7 @@ minute on the shared machine, so 200 replicas' 4,600 sweeps of a day did not fin
 A real sweep writes up to three files (Phase 1 probes, Phase 2 probes, faults); a generated
 one writes two (probes, faults).
 
-Run: ``nice -n 10 .venv/bin/python -m bench.ledger_month_bench --replicas 200 --reps 2``. It
+Run: ``nice -n 19 .venv/bin/python -m bench.ledger_month_bench --replicas 200 --reps 3``. It
 prints a table and writes bench/results/ledger_month.md.
 """
 
@@ -38,7 +39,7 @@ import uuid
 from datetime import date, timedelta
 from pathlib import Path
 
-from bench.ledger_scale_bench import FLEET, MEASURED, TODAY, _copies, _cpu, _point, _template, results_table, write_text
+from bench.ledger_common import FLEET, MEASURED, TODAY, copies, cpu_s, point, results_table, template_sweep, write_text
 from faultsense_pipelines.ledger import COMPACT_EVERY
 
 PARTITION_COLUMNS = ("dataset", "date")
@@ -106,7 +107,7 @@ def generate_today(ledger: str, template, names: list[str], hours: int = 23) -> 
     from faultsense_pipelines.ledger import COMPACT_EVERY, LedgerStore
 
     order = [(name, hour) for hour in range(hours) for name in names]
-    first, batches = _copies(template, TODAY, order[:1])
+    first, batches = copies(template, TODAY, order[:1])
     store = LedgerStore(ledger, compact_every=0)
     store.commit_tables(TODAY, batches, first, operation="generated")  # creates the table
     table_dir = f"{ledger}/delta"
@@ -115,7 +116,7 @@ def generate_today(ledger: str, template, names: list[str], hours: int = 23) -> 
     for start in range(1, len(order), COMPACT_EVERY):
         actions = []
         for name, hour in order[start : start + COMPACT_EVERY]:
-            data, _ = _copies(template, TODAY, [(name, hour)])
+            data, _ = copies(template, TODAY, [(name, hour)])
             actions += _add_sweep_files(table_dir, data)
         table.create_write_transaction(
             actions,
@@ -126,9 +127,9 @@ def generate_today(ledger: str, template, names: list[str], hours: int = 23) -> 
         )
         table.update_incremental()
         if start + COMPACT_EVERY < len(order):  # the last chunk stays small files: the worst moment
-            t = _cpu()
+            t = cpu_s()
             store.compact_day(TODAY)
-            cpu.append(_cpu() - t)
+            cpu.append(cpu_s() - t)
     return {"sweeps": len(order), "compactions": len(cpu), "compact_cpu_s": cpu}
 
 
@@ -147,10 +148,10 @@ def main() -> None:
         Path(tmp).mkdir(parents=True, exist_ok=True)
         fleet, ledger, scratch = f"{tmp}/fleet.yaml", f"{tmp}/ledger", f"{tmp}/scratch"
         Path(fleet).write_text(FLEET.format(ledger=ledger))
-        template = _template(fleet, f"{tmp}/template")
+        template = template_sweep(fleet, f"{tmp}/template")
         names = [MEASURED] + [f"fleet-{i:03d}" for i in range(1, args.replicas)]
         print(f"template sweep: {template.num_rows} rows; {args.replicas} replicas x {args.days} days", flush=True)
-        rows = [_point("first hour", fleet, f"{tmp}/empty", scratch, f"{TODAY}-00:00", args.reps)]
+        rows = [point("first hour", fleet, f"{tmp}/empty", scratch, f"{TODAY}-00:00", args.reps)]
 
         t = time.time()
         today = generate_today(ledger, template, names)
@@ -161,17 +162,17 @@ def main() -> None:
         }
         generated["today_s"] = time.time() - t
         print(f"today: {today['sweeps']} sweeps, {today['compactions']} compactions in {generated['today_s']:.0f} s", flush=True)
-        rows.append(_point("last hour, day 1", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps))
+        rows.append(point("last hour, day 1", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps))
 
         store = LedgerStore(ledger)
         t = time.time()
         for back in range(1, args.days):  # history: one commit per (compacted) day
             day = (date.fromisoformat(TODAY) - timedelta(days=back)).isoformat()
-            data, batches = _copies(template, day, [(n, h) for n in names for h in range(24)])
+            data, batches = copies(template, day, [(n, h) for n in names for h in range(24)])
             store.commit_tables(day, batches, data, operation="generated")
         generated["history_s"] = time.time() - t
         print(f"history: {args.days - 1} days in {generated['history_s']:.0f} s", flush=True)
-        rows.append(_point(f"last hour, day {args.days}", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps))
+        rows.append(point(f"last hour, day {args.days}", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps))
     write_results(rows, args, template.num_rows, generated, time.time() - started)
 
 
