@@ -17,7 +17,14 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from .drilldown.evidence import EvidenceModel, estimate_sigma, evidence_drilldown, phase1_timeline, time_detrended
+from .drilldown.evidence import (
+    EvidenceModel,
+    detrended_excess,
+    estimate_sigma,
+    evidence_drilldown,
+    phase1_timeline,
+    time_detrended,
+)
 from .interleave import measure_pair, paired_log_ratio
 from .localization import Phase1Result, ProbeRecord, Verdict
 from .probes import ProbeExecutor
@@ -98,7 +105,7 @@ def run_evidence_phase2(
     # the rule's baseline is only a fallback: each probe is read against the probes measured
     # around it, so a sweep the rule called degraded during a load burst is still read
     detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
-    excess = [statistics.median(math.log(r) for r in rs) if rs else None for rs in detrended]
+    excess = detrended_excess(detrended)
     if not (math.isfinite(min_slowdown) and min_slowdown > 1.0):
         raise ValueError(f"min_slowdown must be a finite number > 1, got {min_slowdown!r}")
     effect = math.log(min_slowdown)

@@ -58,20 +58,23 @@ def measure_rounds(executor: ProbeExecutor, probes: Sequence[Sequence[int]], rep
                     error[i] = m.error
             continue
         for i, probe in enumerate(probes):
-            if error[i] is not None:
-                continue
-            try:
-                m = executor.run(probe, 1)
-            except ExecutorError as exc:
-                error[i] = str(exc) or type(exc).__name__
-                continue
-            if not m.ok:
-                error[i] = m.error
-                continue
-            lat[i].extend(m.latencies_ms)
+            if error[i] is None:
+                error[i] = _measure_once(executor, probe, lat[i])
     return [
         ProbeMeasurement(tuple(sorted(p)), () if e else tuple(v), error=e) for p, v, e in zip(probes, lat, error, strict=True)
     ]
+
+
+def _measure_once(executor: ProbeExecutor, probe: Sequence[int], into: list[float]) -> str | None:
+    """One measurement of ``probe`` appended to ``into`` (ms); the error instead, if any."""
+    try:
+        m = executor.run(probe, 1)
+    except ExecutorError as exc:
+        return str(exc) or type(exc).__name__
+    if not m.ok:
+        return m.error
+    into.extend(m.latencies_ms)
+    return None
 
 
 def measure_pair(
@@ -109,15 +112,7 @@ def measure_pair(
     for j in range(repeats):
         order = (0, 1) if (j % 2 == 0) == test_first else (1, 0)
         for side in order:
-            try:
-                m = executor.run(probes[side], 1)
-            except ExecutorError as exc:
-                error[side] = str(exc) or type(exc).__name__
-            else:
-                if m.ok:
-                    lat[side].extend(m.latencies_ms)
-                else:
-                    error[side] = m.error
+            error[side] = _measure_once(executor, probes[side], lat[side])
             if error[side] is not None:
                 break
         if error[0] is not None or error[1] is not None:

@@ -52,6 +52,7 @@ __all__ = [
     "EvidenceModel",
     "EvidenceResult",
     "PairOracle",
+    "detrended_excess",
     "estimate_sigma",
     "evidence_drilldown",
     "measurement_order",
@@ -425,20 +426,7 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
             if test is None:
                 errors += 1
                 if errors >= 3:
-                    state.inconclusive_gpus.add(g)
-                    state.gpu_llr[g] = llr
-                    state.findings.append(
-                        EvidenceFinding(
-                            ComponentKind.GPU,
-                            g,
-                            None,
-                            Status.INCONCLUSIVE,
-                            1.0 / (1.0 + math.exp(-llr)),
-                            _slowdown(ds, m.effect),
-                            len(tests) + errors,
-                            f"probes failed: {state.failure}",
-                        )
-                    )
+                    _open_gpu(state, g, llr, _slowdown(ds, m.effect), len(tests) + errors, f"probes failed: {state.failure}")
                     break
                 continue
             if test[1] > m.effect / 2 and len(test[0]) > 1:
@@ -450,26 +438,12 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                     avoid |= test[0] - {g}
                     errors += control is None
                     if errors >= 3 or len(tests) + controls >= 2 * m.max_pairs:
-                        state.inconclusive_gpus.add(g)
-                        state.gpu_llr[g] = llr
                         reason = (
                             f"probes failed: {state.failure}"
                             if errors >= 3
                             else f"its pads' controls were slow too in {controls} paired tests"
                         )
-                        conf = 1.0 / (1.0 + math.exp(-llr))
-                        state.findings.append(
-                            EvidenceFinding(
-                                ComponentKind.GPU,
-                                g,
-                                None,
-                                Status.INCONCLUSIVE,
-                                conf,
-                                _slowdown(ds, m.effect),
-                                len(tests) + controls,
-                                reason,
-                            )
-                        )
+                        _open_gpu(state, g, llr, _slowdown(ds, m.effect), len(tests) + controls, reason)
                         break
                     continue
             tests.append(test)
@@ -495,7 +469,7 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
             accused = _accusing(ds, m.effect)
             if llr >= m.blame_llr and len(accused) >= m.min_accusing and _shows_effect(accused, m.effect):
                 state.confirmed_gpus.add(g)
-                conf = 1.0 / (1.0 + math.exp(-llr))
+                conf = _logistic(llr)
                 accusing = tuple(tuple(sorted(gpus)) for gpus, d in clean if d > m.effect / 2)
                 state.findings.append(
                     EvidenceFinding(
@@ -518,20 +492,36 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 # halfway to a blame at the budget (an intermittent GPU slow in a quarter of its
                 # tests): measure on, up to twice the budget; a sequential test's error bounds
                 # hold for any horizon, so the extension adds no false blames beyond them
-                state.inconclusive_gpus.add(g)
-                state.gpu_llr[g] = llr
-                conf = 1.0 / (1.0 + math.exp(-llr))
                 seen = _slowdown(ds, m.effect)
                 reason = (
                     f"slow {seen:.2f}x in {len(accused)} of {len(tests)} paired tests, short of the "
                     f"{math.exp(m.effect):.2f}x a fault needs"
                     if llr >= m.blame_llr and seen is not None and not _shows_effect(accused, m.effect)
-                    else f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
+                    else f"{len(tests)} paired tests left the evidence at confidence {confidence_text(_logistic(llr))}"
                 )
-                state.findings.append(
-                    EvidenceFinding(ComponentKind.GPU, g, None, Status.INCONCLUSIVE, conf, seen, len(tests), reason)
-                )
+                _open_gpu(state, g, llr, seen, len(tests), reason)
                 break
+
+
+def _logistic(llr: float) -> float:
+    """Posterior of a hypothesis at prior odds 1 from its log-likelihood ratio."""
+    return 1.0 / (1.0 + math.exp(-llr))
+
+
+def _leave_open(state: _State, h: _Hyp, conf: float, seen: float | None, used: int, reason: str) -> None:
+    """Record GPU or link hypothesis ``h`` as ``inconclusive``: its posterior ``conf``, the
+    accusing pairs' slowdown ``seen``, the paired tests ``used`` and why it stays open."""
+    kind = ComponentKind.GPU if len(h) == 1 else ComponentKind.LINK
+    peer = None if len(h) == 1 else h[1]
+    state.findings.append(EvidenceFinding(kind, h[0], peer, Status.INCONCLUSIVE, conf, seen, used, reason))
+
+
+def _open_gpu(state: _State, g: int, llr: float, seen: float | None, used: int, reason: str) -> None:
+    """End the GPU stage's test of ``g`` unsettled: it keeps its evidence ``llr`` (its units
+    read it) and is left :func:`_leave_open` at the posterior that evidence gives."""
+    state.inconclusive_gpus.add(g)
+    state.gpu_llr[g] = llr
+    _leave_open(state, (g,), _logistic(llr), seen, used, reason)
 
 
 def _pad_carries(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]]) -> int | None:
@@ -686,13 +676,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
                         f"accused only in tests that also held GPU {' or '.join(map(str, carrying))}: "
                         f"slow links to {'them' if len(carrying) > 1 else 'it'} explain the tests as well"
                     )
-                kind = ComponentKind.GPU if len(best) == 1 else ComponentKind.LINK
-                peer = None if len(best) == 1 else best[1]
-                state.findings.append(
-                    EvidenceFinding(
-                        kind, best[0], peer, Status.INCONCLUSIVE, conf, _slowdown(accused, m.effect), len(tests), reason
-                    )
-                )
+                _leave_open(state, best, conf, _slowdown(accused, m.effect), len(tests), reason)
             return False
         subset = _split(state, members, hyps, post)
         test = state.measure(set(subset))
@@ -701,21 +685,16 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[
             if errors >= 3:
                 kind = ComponentKind.GPU if len(best) == 1 else ComponentKind.LINK
                 peer = None if len(best) == 1 else best[1]
-                reason = f"probes failed: {state.failure}"
-                if any(f.kind == kind and f.gpu == best[0] and f.peer_gpu == peer for f in state.findings):
-                    return False  # already open with its own reason (the GPU stage's)
-                state.findings.append(
-                    EvidenceFinding(
-                        kind,
-                        best[0],
-                        peer,
-                        Status.INCONCLUSIVE,
+                if not any(f.kind == kind and f.gpu == best[0] and f.peer_gpu == peer for f in state.findings):
+                    # else already open with its own reason (the GPU stage's)
+                    _leave_open(
+                        state,
+                        best,
                         post[best],
                         _slowdown(accused, m.effect),
                         len(tests) + errors,
-                        reason,
+                        f"probes failed: {state.failure}",
                     )
-                )
                 return False
             continue
         tests.append(test)
@@ -846,7 +825,15 @@ def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: flo
     >>> [round(x, 3) + 0.0 for x in time_detrended_excess(lat, 10.0, 5)]
     [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.693, 0.0, -0.058, 0.204, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     """
-    detrended = time_detrended(latencies, baseline_ms, window)
+    return detrended_excess(time_detrended(latencies, baseline_ms, window))
+
+
+def detrended_excess(detrended: Sequence[Sequence[float]]) -> list[float | None]:
+    """Per probe, the median log of its :func:`time_detrended` ratios; ``None`` where it has none.
+
+    >>> [None if x is None else round(x, 3) for x in detrended_excess([[1.0, 2.0, 2.0], []])]
+    [0.693, None]
+    """
     return [statistics.median(math.log(r) for r in rs) if rs else None for rs in detrended]
 
 
