@@ -8,10 +8,17 @@ created with a ``dagster.yaml`` (:data:`INSTANCE_YAML`) that sets the run queue 
 community" dialog (``nux``) and telemetry. A ``dagster.yaml`` already there is left as it is.
 Run history, schedules, sensors and backfills live in its SQLite storage, so they outlive
 ``faultsense ui`` restarts, and CLI sweeps appear in the UI.
+
+Dagster's SQLite storages create their tables on first open without guarding against another
+process doing the same, so two ``faultsense sweep`` processes started at once on a fresh
+folder would fail ("table runs already exists"). :func:`open_instance` therefore opens the
+instance under an exclusive ``flock`` on :data:`INIT_LOCK` in the folder; once open, runs of
+both processes proceed concurrently.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,10 +26,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import dagster as dg
 
-__all__ = ["DEFAULT_HOME", "INSTANCE_YAML", "MAX_CONCURRENT_RUNS", "dagster_home", "ensure_home", "open_instance"]
+__all__ = ["DEFAULT_HOME", "INIT_LOCK", "INSTANCE_YAML", "MAX_CONCURRENT_RUNS", "dagster_home", "ensure_home", "open_instance"]
 
 #: The instance folder when ``$DAGSTER_HOME`` is not set (relative to the current directory).
 DEFAULT_HOME = Path(".faultsense") / "dagster"
+#: The lock file (in the instance folder) held while an instance is opened.
+INIT_LOCK = ".faultsense-open.lock"
 #: Runs the queue starts at once (sweeps of different replicas, analytics).
 MAX_CONCURRENT_RUNS = 4
 
@@ -78,12 +87,20 @@ _CLI_OVERRIDES = {"compute_logs": {"module": "dagster._core.storage.noop_compute
 def open_instance(home: Path | None = None) -> dg.DagsterInstance:
     """The persistent Dagster instance in ``home`` (default :func:`dagster_home`), created if
     needed, as ``faultsense sweep`` uses it (runs, events and assets recorded; no compute-log
-    capture).
+    capture). Opening is serialized across processes by an exclusive lock on
+    ``home/``:data:`INIT_LOCK` (blocks while another process opens the same folder).
 
     Raises:
-        ValueError: the folder cannot be created.
+        ValueError: the folder cannot be created or the lock file cannot be opened.
     """
     import dagster as dg
     from dagster._core.instance.ref import InstanceRef
 
-    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(ensure_home(home)), overrides=_CLI_OVERRIDES))
+    home = ensure_home(home)
+    try:
+        lock = (home / INIT_LOCK).open("a")
+    except OSError as exc:
+        raise ValueError(f"DAGSTER_HOME {home} lock file cannot be opened: {exc.strerror or exc}") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=_CLI_OVERRIDES))

@@ -42,10 +42,11 @@ def register(app: typer.Typer) -> None:
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER, else the fleet's)."),
     ) -> None:
         """Start the Dagster UI on the persistent instance (.faultsense/dagster or $DAGSTER_HOME); SIGTERM stops it."""
-        from .home import ensure_home
+        from .home import ensure_home, open_instance
 
         try:
             home = ensure_home()
+            open_instance(home).dispose()  # storage tables created under the lock, not raced by a sweep
         except ValueError as exc:
             fail(str(exc))
         env = {**os.environ, "DAGSTER_HOME": str(home)}

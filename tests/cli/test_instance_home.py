@@ -116,3 +116,33 @@ def test_faultsense_ui_started_in_the_background_stops_with_its_children_on_sigt
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+
+
+_OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from faultsense_pipelines.cli.home import open_instance
+start = float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))  # all children open at the same wall-clock instant
+with open_instance(Path(sys.argv[1])) as instance:
+    print(instance.get_runs_count())
+"""
+
+
+def test_processes_opening_a_fresh_home_at_once_all_succeed(tmp_path: Path) -> None:
+    """Dagster's SQLite storages create their tables without a guard; without the open lock,
+    four processes opening one fresh folder at once fail with "table runs already exists" or
+    an alembic_version UNIQUE error (3 of 3 trials of 6 processes before the lock)."""
+    home = tmp_path / "fresh"
+    start = time.time() + 8.0  # past the children's import of dagster on a loaded 2-core machine
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_AT_ONCE, str(home), str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for _ in range(4)
+    ]
+    outs = [proc.communicate(timeout=240)[0].decode() for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0, 0], "\n".join(o[-800:] for o in outs)
+    assert [o.strip().splitlines()[-1] for o in outs] == ["0"] * 4
