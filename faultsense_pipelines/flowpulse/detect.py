@@ -19,7 +19,10 @@ of an excursion; averaged over b it multiplies the false-alarm rate by exp(a h),
 delta^2 (:func:`reference_load`). The log-likelihood ratio is divided by c(a) = (1 - sqrt(1 -
 4a)) / (2a), which restores the budget (:func:`reference_inflation`), and a CUSUM runs only once
 a <= 1/4, where such a c exists: k >= 8 h / delta^2 reference rows, 4 at 7.2 standard deviations an
-iteration, 16 at 3.6, 61 at 1.8, 241 at 0.9. Expected counts are scaled by the median, over the
+iteration, 16 at 3.6, 61 at 1.8, 241 at 0.9. A leaf's ports from spines with identical live
+columns have equal shares whatever the traffic, so their learned references can be pooled
+(:func:`pooled_shares`): |G| ports pooled count as |G| times the packets, and the 241 rows at
+0.9 become 4 in a class of 62. Expected counts are scaled by the median, over the
 switch's ports, of observed over expected (:func:`common_scale`), so that one sender's surplus,
 which lowers every other port alike, is not taken for losses. The onset is the likelihood-ratio
 change point (:func:`change_point`), and the pooled counts from there on give the loss estimate.
@@ -46,6 +49,7 @@ __all__ = [
     "excursion_starts",
     "first_alarms",
     "overshoot_nu",
+    "pooled_shares",
     "reference_inflation",
     "reference_load",
 ]
@@ -485,6 +489,70 @@ def excursion_starts(statistic: np.ndarray) -> np.ndarray:
     return out
 
 
+def pooled_shares(packets: np.ndarray, starts: np.ndarray, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Shares learned from rows [0, starts[t, j]) of each port, pooled over its class of symmetric ports.
+
+    Port j's reference share at row t is the packets that the ports of j's class G(j) received in
+    rows [0, k), k = starts[t, j], over |G(j)| times the switch's packets in those rows: the
+    maximum-likelihood share when every port of the class has the same share (a leaf's ports from
+    spines with identical live columns, :func:`faultsense_pipelines.flowpulse.model.symmetric_spines`).
+    The class's count over M packets is binomial with mean M |G| pi, so the pooled share's
+    variance is pi (1 - |G| pi) / (|G| M), at most pi (1 - pi) / (|G| M): it is as good as a
+    single port's share learned from |G| M packets, and that is the reference size returned (the
+    bound, conservative by (1 - pi) / (1 - |G| pi)) for :func:`reference_load`. A lossy port of the
+    class weighs 1/|G| in its classmates' references: it lowers them by p/|G|, which makes the
+    classmates look no shorter, and a loss present from the first row still stands out of its
+    own pooled reference by p (1 - 1/|G|).
+
+    Args:
+        packets: (T, P) packets per iteration and port.
+        starts: (T, P) int, the row where each port's reference ends (exclusive), 0 <= k <= T.
+        groups: (P,) int class labels (None: every port alone, the plain learned shares). A
+            port that never carried a packet pools with no other.
+
+    Returns:
+        ``(shares, reference_packets)``, both (T, P): the pooled shares (0 where nothing was
+        learned yet) and the packets |G(j)| M they count as.
+
+    Examples:
+        Ports 0 and 1 form a class, port 2 is alone; references of rows [0, 2) for row 2:
+
+        >>> x = np.array([[30, 10, 60], [50, 30, 20], [40, 40, 20]])
+        >>> s, m = pooled_shares(x, np.full((3, 3), 2), np.array([0, 0, 1]))
+        >>> s[2].tolist(), m[2].tolist()
+        ([0.3, 0.3, 0.4], [400.0, 400.0, 200.0])
+    """
+    x = np.asarray(packets, dtype=float)
+    starts = np.asarray(starts)
+    if x.ndim != 2 or starts.shape != x.shape:
+        raise ValueError(f"packets and starts must be (T, P) alike, got {x.shape} and {starts.shape}")
+    return _pooled_at(_class_cumulative(x, groups), starts)
+
+
+def _class_cumulative(x: np.ndarray, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(T+1, P) packets of each port's class in rows [0, k), (T+1,) the switch's, (P,) class sizes."""
+    ports = x.shape[1]
+    pooled = np.vstack([np.zeros((1, ports)), np.cumsum(x, axis=0)])  # pooled[k] = rows 0..k-1
+    if groups is None:
+        return pooled, pooled.sum(axis=1), np.ones(ports)
+    labels = np.asarray(groups).astype(np.int64)
+    if labels.shape != (ports,):
+        raise ValueError(f"groups must be ({ports},), got {labels.shape}")
+    silent = x.sum(axis=0) == 0  # a port that never carried a packet pools with no other
+    labels = np.where(silent, labels.max(initial=0) + 1 + np.arange(ports), labels)
+    same = (labels[:, None] == labels[None, :]).astype(float)  # (P, P): j pools the ports of its class
+    return pooled @ same, pooled.sum(axis=1), same.sum(axis=0)
+
+
+def _pooled_at(cumulative: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled shares and reference packets (:func:`pooled_shares`) at ``starts`` (T, P)."""
+    class_pooled, pooled_n, size = cumulative
+    ref = pooled_n[starts]
+    cols = np.arange(class_pooled.shape[1])[None, :]
+    shares = np.divide(class_pooled[starts, cols], ref * size, out=np.zeros(starts.shape), where=ref > 0)
+    return shares, ref * size
+
+
 def detect_switch_learned(
     packets: np.ndarray,
     *,
@@ -495,6 +563,7 @@ def detect_switch_learned(
     min_reference: int = 2,
     max_freeze: int | None = None,
     passes: int = 4,
+    groups: np.ndarray | None = None,
 ) -> list[PortAlarm]:
     """Judge one switch against shares learned from its own past that never take in a deviation under test.
 
@@ -521,6 +590,10 @@ def detect_switch_learned(
         max_freeze: rows an excursion may hold the reference frozen (None: no limit); after that
             its rows join the reference (a slow drift of the norm is eventually learned).
         passes: fixed-point passes (>= 1).
+        groups: (P,) class labels of ports whose shares are equal (a leaf's ports from spines
+            with identical live columns); each port's reference pools its class
+            (:func:`pooled_shares`), so it counts |G| times the packets and a CUSUM runs from
+            8 h / (|G| delta^2) rows instead of 8 h / delta^2. None: every port learns alone.
 
     Returns:
         One :class:`PortAlarm` per flagged port, by port index; ``start`` is the change point
@@ -539,6 +612,16 @@ def detect_switch_learned(
         >>> [(a.port, a.start, a.alarm, round(a.loss_estimate, 3)) for a in detect_switch_learned(x)]
         [(3, 6, 6, 0.02)]
 
+        The same loss from row 0: each port's own past holds nothing else, so alone it is
+        "normal"; pooled over the four symmetric ports the reference is 1/4, and the loss is
+        flagged at row 2, the first with a reference (``min_reference``), dated 0:
+
+        >>> x[:] = [251_256, 251_256, 251_256, 246_232]
+        >>> detect_switch_learned(x)
+        []
+        >>> [(a.port, a.start, a.alarm, round(a.loss_estimate, 3)) for a in detect_switch_learned(x, groups=np.zeros(4))]
+        [(3, 0, 2, 0.02)]
+
     References:
         T. L. Lai, "Sequential changepoint detection in quality control and dynamical
         systems", J. R. Stat. Soc. B 57, 1995.
@@ -554,12 +637,10 @@ def detect_switch_learned(
         raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")
     if min_reference < 1 or passes < 1:
         raise ValueError(f"min_reference and passes must be >= 1, got {min_reference}, {passes}")
-    t_rows, ports = x.shape
+    t_rows = x.shape[0]
     n = x.sum(axis=1, keepdims=True)
-    pooled = np.vstack([np.zeros((1, ports)), np.cumsum(x, axis=0)])  # pooled[k] = rows 0..k-1
-    pooled_n = pooled.sum(axis=1)
     rows = np.arange(t_rows)[:, None]
-    cols = np.arange(ports)[None, :]
+    cumulative = _class_cumulative(x, groups)
     m = len(design_losses)
     h0 = math.log(m / false_alarm_rate)
     best: dict[int, PortAlarm] = {}
@@ -568,8 +649,7 @@ def detect_switch_learned(
         for _ in range(passes):
             if max_freeze is not None:
                 starts = np.maximum(starts, rows - max_freeze)
-            ref = pooled_n[starts]
-            shares = np.divide(pooled[starts, cols], ref, out=np.zeros_like(x), where=ref > 0)
+            shares, ref = _pooled_at(cumulative, starts)
             shares = np.where(starts >= min_reference, shares, 0.0)
             scaled = np.minimum(shares * common_scale(x, shares), 1.0)
             stat, h = _design_cusum(x, n, scaled, loss, h0, np.maximum(ref, 1.0), dispersion, false_alarm_rate, m, threshold)

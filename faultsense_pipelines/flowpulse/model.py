@@ -23,6 +23,7 @@ __all__ = [
     "loss_from_shares",
     "share_under_loss",
     "spray_shares",
+    "symmetric_spines",
 ]
 
 
@@ -61,6 +62,41 @@ def spray_shares(live: np.ndarray, traffic: np.ndarray | None = None) -> tuple[n
     n_paths = paths.sum(axis=2, keepdims=True)
     flow = np.where(n_paths > 0, traffic[:, :, None] * paths / np.maximum(n_paths, 1), 0.0)
     return _normalize(flow.sum(axis=0)), _normalize(flow.sum(axis=1).T)
+
+
+def symmetric_spines(live: np.ndarray) -> np.ndarray:
+    """Classes of spines with identical live columns: every leaf gets equal shares from them, whatever the traffic.
+
+    Under spraying a packet from leaf a to leaf b picks a spine uniformly among the n(a, b)
+    spines live to both, so leaf b's ingress from spine s is sum_a T[a, b] live[a, s] live[b, s]
+    / n(a, b) (:func:`spray_shares`). Two spines whose columns of ``live`` are equal enter every
+    term alike, so leaf b's expected shares from them are equal for any traffic matrix T: the
+    temporal symmetry FlowPulse (HotNets '25; ../shared/PAPERS.md section 3) builds on, here
+    without a traffic model. A leaf's learned references of such ports can be pooled
+    (:func:`faultsense_pipelines.flowpulse.detect.pooled_shares`). Spines have no such classes of
+    ports: a spine's share from leaf a follows leaf a's traffic, which the topology does not give.
+
+    Args:
+        live: (L, S) bool, True where the leaf-spine link is up (and carries traffic).
+
+    Returns:
+        (S,) int64 class labels 0, 1, ..., numbered by each class's first spine.
+
+    Examples:
+        Spine 2 misses leaf 1, so it is in a class of its own; spines 0, 1 and 3 reach both leaves:
+
+        >>> symmetric_spines(np.array([[True, True, True, True], [True, True, False, True]])).tolist()
+        [0, 0, 1, 0]
+
+    Notes:
+        O(L S log S) time.
+    """
+    live = np.asarray(live, dtype=bool)
+    if live.ndim != 2:
+        raise ValueError(f"live must be (L, S), got {live.shape}")
+    _, first, labels = np.unique(live.T, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))  # renumber the classes by their first spine
+    return order[labels.ravel()].astype(np.int64)
 
 
 def _normalize(volume: np.ndarray) -> np.ndarray:

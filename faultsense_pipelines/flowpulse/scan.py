@@ -6,7 +6,9 @@ traffic pattern) or, by default, learned: the analytic shares of the one traffic
 or ring; one where they agree) that the switch's own counts fit (:func:`cross_checked_shares`,
 :func:`analytic_fits`; an exact reference, so a loss present from the first iteration is found),
 otherwise shares learned from the switch's past that never take in a deviation under test
-(:func:`detect.detect_switch_learned`).
+(:func:`detect.detect_switch_learned`); a leaf pools the learned shares of its ports from spines
+with identical live columns (:func:`model.symmetric_spines`, :func:`symmetric_classes`), which
+the spraying model makes equal whatever the traffic.
 A port that never carried a packet is treated as down whatever the topology says. A flagged
 ingress port names the link it sits on (the switch, the port, the peer at the other end).
 
@@ -32,10 +34,21 @@ from faultsense_pipelines.flowpulse.model import (
     learned_dispersion,
     learned_shares,
     spray_shares,
+    symmetric_spines,
 )
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["LinkFault", "ScanConfig", "analytic_fits", "cross_checked_shares", "drop_echoes", "scan", "scan_ingress"]
+__all__ = [
+    "LinkFault",
+    "ScanConfig",
+    "analytic_fits",
+    "cross_checked_shares",
+    "drop_echoes",
+    "live_links",
+    "scan",
+    "scan_ingress",
+    "symmetric_classes",
+]
 
 Model = Literal["learned", "analytic"]
 CHECK_SIGMAS = 5.0  # pooled residual, in standard errors, at which the analytic shares are refused
@@ -68,6 +81,9 @@ class ScanConfig:
             counts single them out (:func:`cross_checked_shares`); False: always learn.
         echo_slack: iterations by which the deviation spans ([first, detected]) of a spine alarm
             and of a leaf alarm behind it may miss each other and still be one loss.
+        pool: a leaf's learned references pool its ports from spines with identical live
+            columns (:func:`symmetric_classes`; a class whose counts do not fit equal shares is
+            split); False: every port learns alone.
     """
 
     model: Model = "learned"
@@ -80,6 +96,7 @@ class ScanConfig:
     threshold: float | None = None
     echo_slack: int = 50
     cross_check: bool = True
+    pool: bool = True
 
     def __post_init__(self) -> None:
         if self.model not in ("learned", "analytic"):
@@ -224,7 +241,86 @@ def cross_checked_shares(packets: np.ndarray, candidates: list[np.ndarray], disp
     return fits[0] if len(fits) == 1 else None
 
 
-def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[str, dict[tuple[str, str], float]]) -> list[LinkFault]:
+def live_links(topology: FabricTopology, ingress: list[SwitchIngress]) -> np.ndarray:
+    """(L, S) bool: the topology's live links less those whose receiving port, where reported, never carried a packet.
+
+    A link the topology marks up but whose receiving end (either direction) counted no packet in
+    any iteration is down in fact (:func:`scan_ingress` treats such a port as down too); a link
+    neither end of which reports stays as the topology says.
+
+    Examples:
+        >>> from faultsense_pipelines.flowpulse.topology import fat_tree
+        >>> topo = fat_tree(2, 2, 1)
+        >>> leaf = SwitchIngress("leaf00", np.arange(2), ("up00", "up01"), ("spine00", "spine01"),
+        ...                      np.array([True, True]), np.array([[10, 0], [12, 0]]))
+        >>> live_links(topo, [leaf]).tolist()
+        [[True, False], [True, True]]
+    """
+    live = topology.live_matrix().copy()
+    leaf_index = {name: i for i, name in enumerate(topology.leaves)}
+    spine_index = {name: j for j, name in enumerate(topology.spines)}
+    for ing in ingress:
+        silent = np.asarray(ing.packets).sum(axis=0) == 0
+        for p in np.flatnonzero(silent | ~ing.up):
+            pair = (ing.switch, ing.peers[p]) if ing.switch in leaf_index else (ing.peers[p], ing.switch)
+            if pair[0] in leaf_index and pair[1] in spine_index:
+                live[leaf_index[pair[0]], spine_index[pair[1]]] = False
+    return live
+
+
+def symmetric_classes(packets: np.ndarray, labels: np.ndarray, dispersion: float = 1.0) -> np.ndarray:
+    """Port classes kept where the counts fit equal shares within the class; a class that does not is split.
+
+    Each class of two or more ports is checked as :func:`analytic_fits` checks a model: given the
+    class's packets, port j's count pooled over all iterations is binomial with share 1/|G| under
+    the symmetry; no port may stand ``CHECK_SIGMAS`` standard errors above it and at most one (a
+    lossy port) below. A class that fails (hashing that is not uniform, a down link that neither
+    end reports) is split into single ports, which learn alone. As with the analytic cross-check
+    (:func:`cross_checked_shares`), the check sees a share error of 5 / sqrt(T) standard deviations
+    an iteration over T iterations; a smaller one would reach the CUSUMs.
+
+    Args:
+        packets: (T, P) packets per iteration and port.
+        labels: (P,) int class labels (:func:`model.symmetric_spines` of each port's peer).
+        dispersion: variance over binomial (>= 1).
+
+    Returns:
+        (P,) labels, the failing classes' ports given labels of their own.
+
+    Examples:
+        Ports 0-2 alike; port 3, in the same class, carries 20% more:
+
+        >>> x = np.array([[1000, 1000, 1000, 1200], [1000, 1010, 990, 1200]])
+        >>> symmetric_classes(x, np.array([0, 0, 0, 0])).tolist()
+        [1, 2, 3, 4]
+        >>> symmetric_classes(x, np.array([0, 0, 0, 1])).tolist()
+        [0, 0, 0, 1]
+    """
+    x = np.asarray(packets, dtype=float)
+    out = np.asarray(labels).astype(np.int64).copy()
+    fresh = int(out.max(initial=0)) + 1
+    for label in np.unique(out):
+        cols = np.flatnonzero(out == label)
+        if len(cols) < 2 or analytic_fits(x[:, cols], np.full(len(cols), 1.0 / len(cols)), dispersion):
+            continue
+        out[cols] = fresh + np.arange(len(cols))
+        fresh += len(cols)
+    return out
+
+
+def _leaf_classes(ing: SwitchIngress, spine_class: dict[str, int]) -> np.ndarray | None:
+    """(P,) class labels of a leaf's ports (its peers' spine classes), None for a spine."""
+    if not ing.peers or not all(p in spine_class for p in ing.peers):
+        return None
+    return np.array([spine_class[p] for p in ing.peers], dtype=np.int64)
+
+
+def _judge(
+    ing: SwitchIngress,
+    config: ScanConfig,
+    analytic: dict[str, dict[tuple[str, str], float]],
+    classes: np.ndarray | None = None,
+) -> list[LinkFault]:
     packets = np.where(ing.up, ing.packets, 0)  # a down link is expected to carry nothing
     live = ing.up & (packets.sum(axis=0) > 0)  # nor does a link that never carried a packet
     packets = np.where(live, packets, 0)
@@ -240,8 +336,14 @@ def _judge(ing: SwitchIngress, config: ScanConfig, analytic: dict[str, dict[tupl
     if fitted is not None:  # one traffic pattern's analytic shares agree with the counts: an exact reference
         alarms = detect_switch(packets, fitted, **_test_settings(config), dispersion=disp)
     else:
+        groups = symmetric_classes(packets, classes, disp) if config.pool and classes is not None else None
         alarms = detect_switch_learned(
-            packets, **_test_settings(config), dispersion=disp, min_reference=MIN_REFERENCE, max_freeze=config.lag
+            packets,
+            **_test_settings(config),
+            dispersion=disp,
+            min_reference=MIN_REFERENCE,
+            max_freeze=config.lag,
+            groups=groups,
         )
     return _faults(ing, alarms)
 
@@ -316,7 +418,8 @@ def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config:
         O(T * P) per switch for the CUSUM.
     """
     analytic = {t: _analytic_shares(topology, t) for t in ("uniform", "ring")}
-    faults = [f for ing in ingress for f in _judge(ing, config, analytic)]
+    spine_class = dict(zip(topology.spines, map(int, symmetric_spines(live_links(topology, ingress))), strict=True))
+    faults = [f for ing in ingress for f in _judge(ing, config, analytic, _leaf_classes(ing, spine_class))]
     reporting = {ing.switch for ing in ingress}
     faults = [
         f if f.peer in reporting else replace(f, peer_observed=False) for f in drop_echoes(faults, reporting, config.echo_slack)
