@@ -53,6 +53,7 @@ __all__ = [
 Model = Literal["learned", "analytic"]
 CHECK_SIGMAS = 5.0  # pooled residual, in standard errors, at which the analytic shares are refused
 MIN_REFERENCE = 2  # iterations a learned reference needs before any CUSUM may run
+ECHO_SIGMAS = 4.0  # a spine port's deficit, in standard errors, that explains a leaf's alarm behind it
 
 
 @dataclass(frozen=True)
@@ -403,6 +404,67 @@ def drop_echoes(faults: list[LinkFault], reporting: set[str], slack: int = 50) -
     return [f for f in faults if f.peer not in reporting or not any(_explains(u, f, slack) for u in by_switch.get(f.peer, []))]
 
 
+def upstream_origin(echo: LinkFault, sender: SwitchIngress, sigmas: float = ECHO_SIGMAS) -> LinkFault | None:
+    """The sender's ingress port whose deficit, from the echo's onset to its alarm, explains ``echo``; None if none does.
+
+    A loss on leaf a -> spine s thins what s forwards to the next leaf b, and b's port from s
+    flags it; when the spine's own CUSUMs did not (its references learned per port are slower
+    than the leaf's pooled ones), the spine's counters are asked after the fact. For each of the
+    sender's live ports j not facing the echo's switch, the share of rows before the onset k is
+    compared with rows [k, alarm]: z_j = (s E_j - X_j) / sqrt(s E_j (1 - pi_j) (1 + N_post / N_pre)),
+    pi_j = X_pre_j / N_pre, E_j = N_post pi_j, s the median of X_j / E_j over the ports (the common
+    scale); the variance adds the reference's own (two-sample). The port with the largest z
+    explains the echo when z >= ``sigmas`` and its loss is at least half the echo's (an echo
+    carries at most the upstream loss). The test uses no row after the alarm; the loss estimate,
+    as the detector's (:func:`detect.change_point`), pools every row from the onset on, relative
+    to the median port. With no row before the onset (a loss from the first iteration) nothing
+    can be said, and the leaf's alarm stands.
+
+    Args:
+        echo: a leaf's fault on a port from ``sender``.
+        sender: the sending spine's ingress.
+        sigmas: the cut (> 0); 4 keeps a healthy spine's 32 ports below ~1e-3 per echo.
+
+    Returns:
+        The fault on the sender's port (first and detected iteration as the echo's), or None.
+    """
+    its = np.asarray(sender.iterations)
+    x = np.where(sender.up, np.asarray(sender.packets, dtype=float), 0.0)
+    pre = x[its < echo.first_iteration].sum(axis=0)
+    post = x[(its >= echo.first_iteration) & (its <= echo.detected_iteration)].sum(axis=0)
+    n_pre, n_post = pre.sum(), post.sum()
+    judged = (pre > 0) & np.array([p != echo.switch for p in sender.peers])
+    if n_pre <= 0 or n_post <= 0 or judged.sum() < 2:
+        return None
+    pi = pre / n_pre
+    expected = n_post * pi
+    scale = float(np.median(post[judged] / expected[judged]))
+    var = scale * expected * (1 - pi) * (1 + n_post / n_pre)
+    z = np.where(judged, np.divide(scale * expected - post, np.sqrt(var), out=np.zeros_like(var), where=var > 0), -np.inf)
+    j = int(np.argmax(z))
+    after = x[its >= echo.first_iteration].sum(axis=0)  # the loss estimate pools every row from the onset on
+    ratio = np.divide(after, after.sum() * pi, out=np.zeros_like(after), where=pi > 0)
+    loss = 1 - ratio[j] / float(np.median(ratio[judged]))
+    if z[j] < sigmas or loss < 0.5 * echo.loss_estimate:
+        return None
+    return LinkFault(
+        sender.switch, sender.ports[j], sender.peers[j], echo.first_iteration, echo.detected_iteration, round(float(loss), 6)
+    )
+
+
+def _trace_echoes(faults: list[LinkFault], ingress: list[SwitchIngress], topology: FabricTopology) -> list[LinkFault]:
+    """Each leaf fault on a port from a reporting spine that flagged nothing: its upstream origin where one explains it."""
+    by_switch = {ing.switch: ing for ing in ingress}
+    flagged = {f.switch for f in faults}
+    spines = set(topology.spines)
+    out = []
+    for f in faults:
+        sender = by_switch.get(f.peer)
+        origin = upstream_origin(f, sender) if f.peer in spines and sender is not None and f.peer not in flagged else None
+        out.append(origin if origin is not None and origin not in out else f)
+    return list(dict.fromkeys(out))
+
+
 def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config: ScanConfig = ScanConfig()) -> list[LinkFault]:
     """Judge every switch of ``ingress`` locally, drop echoes, and name the lossy links.
 
@@ -420,6 +482,8 @@ def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config:
     analytic = {t: _analytic_shares(topology, t) for t in ("uniform", "ring")}
     spine_class = dict(zip(topology.spines, map(int, symmetric_spines(live_links(topology, ingress))), strict=True))
     faults = [f for ing in ingress for f in _judge(ing, config, analytic, _leaf_classes(ing, spine_class))]
+    if config.pool:  # pooled leaves can be quicker than their spines: trace their alarms upstream
+        faults = _trace_echoes(faults, ingress, topology)
     reporting = {ing.switch for ing in ingress}
     faults = [
         f if f.peer in reporting else replace(f, peer_observed=False) for f in drop_echoes(faults, reporting, config.echo_slack)
