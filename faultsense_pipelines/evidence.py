@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
 
 from .drilldown.evidence import (
     EvidenceModel,
@@ -55,8 +57,9 @@ def evidence_units(phase1: Phase1Result, excess: Sequence[float | None], effect:
     Returns:
         Indices into ``phase1.records``, ascending.
     """
-    probes = [r.gpus for r in phase1.records]
-    share = max(Counter(g for p in probes for g in set(p)).values(), default=0) / max(1, len(probes))
+    probes = [r.gpus for r in phase1.records]  # sorted, distinct GPU ids (ProbeRecord)
+    counts = np.bincount(np.fromiter(chain.from_iterable(probes), dtype=np.int64), minlength=1)
+    share = int(counts.max()) / max(1, len(probes))
     flag = effect / 2 if share >= 0.5 else effect
     flagged = set(phase1.suspect_probes) | {i for i, x in enumerate(excess) if x is not None and x >= flag}
     return sorted(i for i in flagged if (x := excess[i]) is not None and x >= effect / 2)
@@ -132,7 +135,7 @@ def run_evidence_phase2(
         model,
         seed=seed,
         topology=topology,
-        timeline=phase1_timeline(latencies),
+        timeline=phase1_timeline(latencies) if topology is not None and topology.nodes > 1 else (),
     )
     verdicts = tuple(
         Verdict(

@@ -72,7 +72,8 @@ class ProbeRecord:
     outcome: Outcome
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "outcome", Outcome.parse(self.outcome, "outcome"))
+        if type(self.outcome) is not Outcome:  # a plain word: stored as its member
+            object.__setattr__(self, "outcome", Outcome.parse(self.outcome, "outcome"))
 
     @property
     def latency_ms(self) -> float | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -147,11 +148,8 @@ class SimulatedReplica:
             ValueError: as :meth:`run`, for the first probe it would fail on.
         """
         sets = [sorted(set(p)) for p in probes]
-        if (
-            repeats < 1
-            or not all(sets)
-            or not all(isinstance(g, int | np.integer) and not isinstance(g, bool) for s in sets for g in s)
-        ):
+        kinds = set(map(type, chain.from_iterable(sets)))  # one pass in C; bools are ints but not ids
+        if repeats < 1 or not all(sets) or not all(issubclass(t, int | np.integer) and t is not bool for t in kinds):
             return [self.run(p, repeats) for p in probes]  # the first bad probe raises as run does
         if sets and (min(s[0] for s in sets) < 0 or max(s[-1] for s in sets) >= self.gpus):
             return [self.run(p, repeats) for p in probes]
@@ -159,7 +157,7 @@ class SimulatedReplica:
             return [self.run(p, repeats) for p in probes]
         slowdown = np.ones(len(sets))
         if self._slow:
-            touched = self.topology.holds_matrix([c for c, _ in self._slow], sets)  # (probes, faults)
+            touched = self.topology.holds_matrix_sorted([c for c, _ in self._slow], sets)  # (probes, faults)
             for j, (_, slow) in enumerate(self._slow):
                 slowdown[touched[:, j]] = np.maximum(slowdown[touched[:, j]], slow)
         mean = self.base_ms * slowdown

@@ -344,7 +344,11 @@ class ReplicaTopology:
             The probes are one (P, k) array of GPU ids (padded with the id n), so memory is
             O(P k), not O(P n): each component is a lookup table over the n GPUs.
         """
-        rows = [sorted(set(p)) for p in probes]
+        return self.holds_matrix_sorted(components, [sorted(set(p)) for p in probes])
+
+    def holds_matrix_sorted(self, components: Sequence[Component], rows: Sequence[Sequence[int]]) -> np.ndarray:
+        """:meth:`holds_matrix` of probes given as ascending lists of distinct GPU ids (``rows``),
+        which it does not check."""
         ids_of = np.full((len(rows), max((len(r) for r in rows), default=0) or 1), self.gpus, dtype=np.int64)
         by_size: dict[int, list[int]] = {}
         for i, r in enumerate(rows):

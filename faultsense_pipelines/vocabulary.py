@@ -58,6 +58,8 @@ class Vocabulary(StrEnum):
         Raises:
             ValueError: ``"<what> must be one of a, b, got 'x'"`` for any other value.
         """
+        if type(value) is cls:  # already a member: the common case, one type check
+            return value
         if isinstance(value, str) and value in cls._value2member_map_:
             return cls(value)
         raise ValueError(f"{what} must be one of {', '.join(cls.values())}, got {value!r}")

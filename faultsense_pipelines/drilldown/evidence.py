@@ -41,6 +41,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import chain
+
+import numpy as np
 
 from ..topology import Component, ReplicaTopology
 from ..vocabulary import ComponentKind, Status
@@ -52,6 +55,7 @@ __all__ = [
     "EvidenceModel",
     "EvidenceResult",
     "PairOracle",
+    "ProbeIndex",
     "detrended_excess",
     "estimate_sigma",
     "evidence_drilldown",
@@ -73,6 +77,10 @@ _STALL_WIDTH = 2.0 * math.log(4.0)
 
 def _t_pdf(z: float) -> float:
     return float(_T_NORM * (1.0 + z * z / _T_DF) ** (-(_T_DF + 1) / 2))
+
+
+def _t_pdf_array(z: np.ndarray) -> np.ndarray:
+    return np.asarray(_T_NORM * (1.0 + z * z / _T_DF) ** (-(_T_DF + 1) / 2))
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,22 @@ class EvidenceModel:
         p1 = duty * p_slow + (1.0 - duty) * p0
         return max(-self.clip, min(self.clip, math.log(p1 / p0)))
 
+    def llr_array(self, d: np.ndarray, duty: float = 1.0, scale: float | None = None) -> np.ndarray:
+        """:meth:`llr` of every datum of ``d`` (shape ``(m,)``, log latency ratios) at once;
+        shape ``(m,)``, equal to :meth:`llr` element by element up to rounding.
+
+        >>> m = EvidenceModel(sigma=0.02, effect=math.log(1.2))
+        >>> [round(float(v), 2) for v in m.llr_array(np.array([0.0, math.log(2.0)]))]
+        [-2.75, 2.75]
+        """
+        s = self.pair_scale if scale is None else scale
+        u = self.stall_share / _STALL_WIDTH
+        d = np.asarray(d, dtype=float)
+        p0 = (1.0 - self.stall_share) * _t_pdf_array(d / s) / s + u
+        p_slow = (1.0 - self.stall_share) * _t_pdf_array(np.maximum(0.0, self.effect - d) / s) / s + u
+        p1 = duty * p_slow + (1.0 - duty) * p0
+        return np.clip(np.log(p1 / p0), -self.clip, self.clip)
+
 
 @dataclass(frozen=True)
 class EvidenceFinding:
@@ -197,6 +221,63 @@ class EvidenceResult:
 _Hyp = tuple[int, ...]  # (g,) a GPU, (a, b) a link, () "none"
 
 
+@dataclass(frozen=True)
+class ProbeIndex:
+    """The measured Phase 1 probes as arrays: which GPUs each holds and which probes hold
+    each GPU (compressed sparse rows), so per-GPU sums are one ``bincount`` and the probes
+    holding a link one intersection of two sorted arrays.
+
+    Attributes:
+        n: GPUs in the replica.
+        flat: every probe's GPUs, probe after probe; shape ``(m,)``, ``m`` = summed probe sizes.
+        owner: beside each entry of ``flat``, its probe's index; shape ``(m,)``, ascending.
+        x: per probe, its datum (log latency over the baseline); shape ``(P,)``.
+        by_gpu: probe indices grouped by GPU, ascending within a GPU; shape ``(m,)``.
+        starts: GPU ``g``'s probes are ``by_gpu[starts[g]:starts[g + 1]]``; shape ``(n + 1,)``.
+    """
+
+    n: int
+    flat: np.ndarray
+    owner: np.ndarray
+    x: np.ndarray
+    by_gpu: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def build(cls, n: int, probes: Sequence[tuple[Sequence[int], float]]) -> ProbeIndex:
+        """Index ``probes`` (``(GPUs, datum)`` each) of a replica of ``n`` GPUs.
+
+        Raises:
+            ValueError: a GPU id outside ``0..n-1`` (naming the first probe holding one).
+        """
+        sizes = np.fromiter((len(p) for p, _ in probes), dtype=np.int64, count=len(probes))
+        flat = np.fromiter(chain.from_iterable(p for p, _ in probes), dtype=np.int64, count=int(sizes.sum()))
+        owner = np.repeat(np.arange(len(probes), dtype=np.int64), sizes)
+        outside = np.flatnonzero((flat < 0) | (flat >= n))
+        if len(outside):
+            raise ValueError(f"probe {list(probes[int(owner[outside[0]])][0])} names a GPU outside 0..{n - 1}")
+        order = np.argsort(flat, kind="stable")  # stable: a GPU's probes stay ascending
+        starts = np.searchsorted(flat[order], np.arange(n + 1))
+        x = np.fromiter((v for _, v in probes), dtype=float, count=len(probes))
+        return cls(n, flat, owner, x, owner[order], starts)
+
+    def holding(self, gpus: Sequence[int]) -> np.ndarray:
+        """Indices of the probes holding every GPU of ``gpus`` (one or more), ascending."""
+        out = self.by_gpu[self.starts[gpus[0]] : self.starts[gpus[0] + 1]]
+        for g in gpus[1:]:
+            out = np.intersect1d(out, self.by_gpu[self.starts[g] : self.starts[g + 1]], assume_unique=True)
+        return out
+
+    def summed(self, m: EvidenceModel, bad: np.ndarray | None = None) -> np.ndarray:
+        """Per GPU (shape ``(n,)``), the summed intermittent-GPU log-likelihood ratio
+        (:meth:`EvidenceModel.llr`, duty ``gpu_duty``, one probe's scale) of the probes
+        holding it, leaving out those marked ``bad`` (shape ``(P,)``)."""
+        llr = m.llr_array(self.x, duty=m.gpu_duty, scale=m.pair_scale / math.sqrt(2.0))
+        if bad is not None:
+            llr = np.where(bad, 0.0, llr)
+        return np.bincount(self.flat, weights=llr[self.owner], minlength=self.n)
+
+
 @dataclass
 class _State:
     n: int
@@ -206,7 +287,7 @@ class _State:
     rng: random.Random
     gpu_evidence: list[float]
     suspect_pairs: set[tuple[int, int]]
-    by_gpu: list[set[int]]  # GPU -> indices of the measured Phase 1 probes holding it
+    index: ProbeIndex  # the measured Phase 1 probes
     confirmed_gpus: set[int] = field(default_factory=set)
     confirmed_links: set[tuple[int, int]] = field(default_factory=set)
     healthy_gpus: set[int] = field(default_factory=set)
@@ -220,6 +301,14 @@ class _State:
     shared_gpus: set[int] = field(default_factory=set)
     failure: str = ""  # why the last paired test could not be measured
     _neighbours: dict[int, set[int]] | None = None  # GPU -> GPUs it shares a suspect pair with
+    # the healthiest-first padding order and the key of the state it was sorted for (:meth:`pool`)
+    _pool_order: tuple[object, list[int]] | None = None
+    # per GPU, its single-GPU Phase 1 evidence and the known faults it was summed for (:func:`_phase1_evidence`)
+    _phase1_sums: tuple[object, np.ndarray] | None = None
+
+    def known_key(self) -> tuple[frozenset[int], frozenset[tuple[int, int]], int]:
+        """What :meth:`known_bad` depends on: the confirmed GPUs, links and shared components."""
+        return frozenset(self.confirmed_gpus), frozenset(self.confirmed_links), len(self.confirmed_shared)
 
     def known_bad(self, gpus: set[int] | frozenset[int]) -> bool:
         """True when a probe over ``gpus`` holds a fault already found (it is slow regardless)."""
@@ -229,10 +318,17 @@ class _State:
         return t is not None and any(t.holds(c, gpus) for c in self.confirmed_shared)
 
     def pool(self, exclude: set[int]) -> list[int]:
-        """GPUs to pad with, healthiest first: exonerated, then by Phase 1 evidence."""
-        bad = self.confirmed_gpus | self.inconclusive_gpus | self.shared_gpus | exclude
-        ok = [g for g in range(self.n) if g not in bad]
-        return sorted(ok, key=lambda g: (self.gpu_evidence[g] + self.gpu_llr.get(g, 0.0), g))
+        """GPUs to pad with, healthiest first: exonerated, then by Phase 1 evidence.
+
+        The order is sorted once per state of the evidence (the GPUs left out, the paired
+        evidence, the Phase 1 evidence) and filtered per call: O(n) instead of O(n log n).
+        """
+        bad = self.confirmed_gpus | self.inconclusive_gpus | self.shared_gpus
+        key = (frozenset(bad), frozenset(self.gpu_llr.items()), id(self.gpu_evidence))
+        if self._pool_order is None or self._pool_order[0] != key:
+            ok = [g for g in range(self.n) if g not in bad]
+            self._pool_order = (key, sorted(ok, key=lambda g: (self.gpu_evidence[g] + self.gpu_llr.get(g, 0.0), g)))
+        return [g for g in self._pool_order[1] if g not in exclude]
 
     def suspect_link(self, a: int, b: int) -> bool:
         """Whether GPUs ``a`` and ``b`` share a suspect Phase 1 probe."""
@@ -251,10 +347,11 @@ class _State:
         """
         size = min(self.k, self.n)
         pool = self.pool(test_set)
-        usable = [g for g in pool if g not in avoid and not self._closes_known(test_set, g)]
-        # stable sort: GPUs without a suspect link to the test set first, then the healthiest
+        closing = self._closing(test_set)
+        usable = [g for g in pool if g not in avoid and g not in closing]
+        # GPUs without a suspect link to the test set first, then the healthiest (a stable partition)
         linked = self.linked(test_set)
-        usable.sort(key=lambda g: g in linked)
+        usable = [g for g in usable if g not in linked] + [g for g in usable if g in linked]
         need = size - len(test_set)
         if len(usable) < need:
             self.failure = f"too few healthy GPUs to pad {sorted(test_set)} to {size}"
@@ -290,7 +387,8 @@ class _State:
             ``None`` when the control was formed but could not be measured.
         """
         pads = test - {g}
-        options = [q for q in self.pool(set(test)) if q not in avoid and not self._closes_known(set(pads), q)]
+        closing = self._closing(set(pads))
+        options = [q for q in self.pool(set(test)) if q not in avoid and q not in closing]
         if not options:
             return False, None
         swap = self.rng.choice(options[: max(4, len(options) // 4)])
@@ -307,7 +405,8 @@ class _State:
         order = list(preferred)
         self.rng.shuffle(order)
         chosen: list[int] = []
-        for g in order + [g for g in pool if g not in preferred]:
+        first = set(order)
+        for g in chain(order, (g for g in pool if g not in first)):
             if len(chosen) == count:
                 break
             if not any(self.suspect_link(g, c) for c in chosen):
@@ -332,15 +431,16 @@ class _State:
                 self._neighbours.setdefault(b, set()).add(a)
         return set().union(*(self._neighbours.get(s, ()) for s in gpus))
 
-    def _closes_known(self, test_set: set[int], g: int) -> bool:
-        return any((a == g and b in test_set) or (b == g and a in test_set) for a, b in self.confirmed_links)
+    def _closing(self, test_set: set[int]) -> set[int]:
+        """The GPUs that would close a confirmed slow link with one of ``test_set``."""
+        return {b for a, b in self.confirmed_links if a in test_set} | {a for a, b in self.confirmed_links if b in test_set}
 
 
 def _shared(
     state: _State,
     probes: Sequence[frozenset[int]],
     timeline: Sequence[tuple[int, float]],
-    measured: Sequence[tuple[frozenset[int], float]],
+    measured: Sequence[tuple[Sequence[int], float]],
     suspects: Sequence[int],
 ) -> None:
     """The shared stage; then each GPU's Phase 1 evidence is recounted without the probes a
@@ -374,19 +474,14 @@ def _shared(
             )
         )
     if out.confirmed:
-        state.gpu_evidence = _gpu_evidence(m, state.n, [(p, x) for p, x in measured if not state.known_bad(p)])
+        explained = np.fromiter((state.known_bad(frozenset(p)) for p, _ in measured), dtype=bool, count=len(measured))
+        state.gpu_evidence = _gpu_evidence(m, state.index, explained)
 
 
-def _gpu_evidence(model: EvidenceModel, n: int, measured: Sequence[tuple[frozenset[int], float]]) -> list[float]:
+def _gpu_evidence(model: EvidenceModel, index: ProbeIndex, explained: np.ndarray | None = None) -> list[float]:
     """Per GPU, the summed Phase 1 log-likelihood ratio (intermittent-GPU mixture) of the
-    measured probes holding it."""
-    scale1 = model.pair_scale / math.sqrt(2.0)
-    evidence = [0.0] * n
-    for members, x in measured:
-        contribution = model.llr(x, duty=model.gpu_duty, scale=scale1)
-        for g in members:
-            evidence[g] += contribution
-    return evidence
+    measured probes holding it, less those ``explained`` (shape ``(P,)``) by a known fault."""
+    return [float(v) for v in index.summed(model, explained)]
 
 
 def _accusing(ds: Sequence[float], effect: float) -> list[float]:
@@ -583,22 +678,46 @@ def _shared_pads(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int],
     return shared, explaining
 
 
-def _phase1_evidence(state: _State, h: _Hyp, phase1: Sequence[tuple[frozenset[int], float]]) -> float:
+def _phase1_evidence(state: _State, h: _Hyp, phase1: Sequence[tuple[Sequence[int], float]]) -> float:
     """Summed Phase 1 log-likelihood ratio for hypothesis ``h`` over the probes holding it
-    (probes a known fault explains carry none)."""
+    (probes a known fault explains carry none).
+
+    A GPU's sum reads every probe holding it (about ``(n - 1) / (k - 1)``), and a sweep's
+    units ask for nearly every GPU, so the single-GPU sums of all GPUs are computed at once
+    (:func:`_single_gpu_sums`) and kept until a fault is found; a link's probes are few.
+    """
+    if len(h) == 1:
+        key = state.known_key()
+        if state._phase1_sums is None or state._phase1_sums[0] != key:
+            state._phase1_sums = (key, state.index.summed(state.model, _explained(state, phase1)))
+        return state.gpu_llr.get(h[0], 0.0) + float(state._phase1_sums[1][h[0]])
     m = state.model
-    duty = m.gpu_duty if len(h) == 1 else 1.0
     scale = m.pair_scale / math.sqrt(2.0)
-    holding = set.intersection(*(state.by_gpu[g] for g in h))
-    paired = state.gpu_llr.get(h[0], 0.0) if len(h) == 1 else 0.0
-    return paired + sum(m.llr(phase1[i][1], duty=duty, scale=scale) for i in holding if not state.known_bad(phase1[i][0]))
+    holding = state.index.holding(h).tolist()
+    return sum(m.llr(phase1[i][1], scale=scale) for i in holding if not state.known_bad(frozenset(phase1[i][0])))
+
+
+def _explained(state: _State, phase1: Sequence[tuple[Sequence[int], float]]) -> np.ndarray:
+    """Per measured Phase 1 probe (shape ``(P,)``), whether a known fault explains it
+    (:meth:`_State.known_bad`), from the probe index rather than probe by probe."""
+    index = state.index
+    bad = np.zeros(len(index.x), dtype=bool)
+    if state.confirmed_gpus:
+        bad[index.owner[np.isin(index.flat, list(state.confirmed_gpus))]] = True
+    for link in state.confirmed_links:
+        bad[index.holding(link)] = True
+    t = state.topology
+    if t is not None and state.confirmed_shared:  # a path through the component: probe by probe
+        held = (any(t.holds(c, frozenset(p)) for c in state.confirmed_shared) for p, _ in phase1)
+        bad |= np.fromiter(held, dtype=bool, count=len(bad))
+    return bad
 
 
 def _predicts_slow(h: _Hyp, gpus: frozenset[int]) -> bool:
     return bool(h) and all(g in gpus for g in h)
 
 
-def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[frozenset[int], float]]) -> bool:
+def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[int], float]]) -> bool:
     """Localize the fault(s) of one suspect Phase 1 probe; True when it was a false alarm."""
     m = state.model
     members = [g for g in probe if g not in state.confirmed_gpus and g not in state.shared_gpus]
@@ -706,7 +825,7 @@ def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: di
     allowed = [g for g in members if not state.known_bad(frozenset({g}))]
 
     def slow_mass(gpus: set[int]) -> float:
-        return sum(post[h] for h in hyps if all(g in gpus for g in h))
+        return sum(post[h] for h in hyps if gpus.issuperset(h))
 
     while len(chosen) < min(state.k, len(allowed)):
         options = [g for g in allowed if g not in chosen and not state.known_bad(frozenset(chosen | {g}))]
@@ -800,16 +919,46 @@ def time_detrended(latencies: Sequence[Sequence[float]], baseline_ms: float, win
     >>> [[round(r, 2) for r in row] for row in time_detrended([[10.0, 13.0], [20.0, 26.0], [10.0, 13.0]], 10.0, 3)]
     [[1.0, 1.1], [2.0, 2.0], [0.85, 1.0]]
     """
-    order = measurement_order(latencies)
-    values = [latencies[i][j] for i, j in order]
-    half = window // 2
+    counts = [len(lat) for lat in latencies]
+    repeats = max(counts, default=0)
+    uniform = all(c == repeats for c in counts)
+    if uniform:  # every probe measured as often: round j is row j of a (repeats, P) array
+        values = np.array(latencies, dtype=float).reshape(len(latencies), repeats).T.ravel()
+    else:
+        order = measurement_order(latencies)
+        values = np.array([latencies[i][j] for i, j in order], dtype=float)
+    local = _moving_low_quantile(values, window, baseline_ms)
+    ratios = (values / local).tolist()
+    if uniform:
+        return [ratios[i :: len(latencies)] for i in range(len(latencies))] if repeats else [[] for _ in latencies]
     per_probe: list[list[float]] = [[] for _ in latencies]
-    for t, (i, _) in enumerate(order):
-        lo = max(0, min(t - half, len(values) - window))  # the window shifts inward at the ends
-        here = values[lo : lo + window]
-        local = _low_quantile(here) if len(here) >= 3 else baseline_ms
-        per_probe[i].append(values[t] / local)
+    for (i, _), r in zip(order, ratios, strict=True):
+        per_probe[i].append(r)
     return per_probe
+
+
+def _moving_low_quantile(values: np.ndarray, window: int, fallback: float) -> np.ndarray:
+    """At each of ``values`` (shape ``(N,)``), the :data:`BASELINE_QUANTILE` of the
+    ``window`` values around it (shifted inward at the ends; all of them where fewer exist),
+    or ``fallback`` where fewer than 3 exist; shape ``(N,)``. Linear interpolation between
+    order statistics, as :func:`_low_quantile`; sorted in blocks so memory stays
+    O(block x window)."""
+    count = len(values)
+    if count < 3:
+        return np.full(count, fallback)
+    if count <= window:
+        return np.full(count, _low_quantile(values.tolist()))
+    rows = np.lib.stride_tricks.sliding_window_view(values, window)  # (count - window + 1, window)
+    pos = BASELINE_QUANTILE * (window - 1)
+    lo, frac = int(pos), pos - int(pos)
+    hi = min(lo + 1, window - 1)
+    q = np.empty(len(rows))
+    block = 1 << 16
+    for start in range(0, len(rows), block):
+        part = np.sort(rows[start : start + block], axis=1)
+        q[start : start + block] = part[:, lo] + (part[:, hi] - part[:, lo]) * frac
+    first = np.clip(np.arange(count) - window // 2, 0, count - window)
+    return q[first]
 
 
 def time_detrended_excess(latencies: Sequence[Sequence[float]], baseline_ms: float, window: int = 9) -> list[float | None]:
@@ -834,7 +983,16 @@ def detrended_excess(detrended: Sequence[Sequence[float]]) -> list[float | None]
     >>> [None if x is None else round(x, 3) for x in detrended_excess([[1.0, 2.0, 2.0], []])]
     [0.693, None]
     """
-    return [statistics.median(math.log(r) for r in rs) if rs else None for rs in detrended]
+    out: list[float | None] = [None] * len(detrended)
+    by_count: dict[int, list[int]] = {}
+    for i, rs in enumerate(detrended):
+        if rs:
+            by_count.setdefault(len(rs), []).append(i)
+    for count, rows in by_count.items():  # one median per row of a (probes, count) array
+        medians = np.median(np.log(np.array([detrended[i] for i in rows], dtype=float).reshape(len(rows), count)), axis=1)
+        for i, v in zip(rows, medians.tolist(), strict=True):
+            out[i] = v
+    return out
 
 
 def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float | None], suspects: Sequence[int]) -> float:
@@ -915,19 +1073,14 @@ def evidence_drilldown(
     Raises:
         ValueError: a GPU id outside ``0..n-1`` or a suspect index outside ``phase1``.
     """
-    for gpus, _ in phase1:
-        if any(not 0 <= g < n for g in gpus):
-            raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
+    ProbeIndex.build(n, [(p, 0.0) for p, x in phase1 if x is None])  # raises on a GPU outside 0..n-1
     if any(not 0 <= i < len(phase1) for i in suspects):
         raise ValueError(f"suspect probe index outside 0..{len(phase1) - 1}")
-    measured = [(frozenset(p), x) for p, x in phase1 if x is not None]
-    evidence = _gpu_evidence(model, n, measured)
+    measured = [(p, x) for p, x in phase1 if x is not None]
+    index = ProbeIndex.build(n, measured)
+    evidence = _gpu_evidence(model, index)
     suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
-    by_gpu: list[set[int]] = [set() for _ in range(n)]
-    for i, (members, _) in enumerate(measured):
-        for g in members:
-            by_gpu[g].add(i)
-    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, by_gpu, topology=topology)
+    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, index, topology=topology)
     if topology is not None and topology.nodes > 1 and timeline:
         _shared(state, [frozenset(p) for p, _ in phase1], timeline, measured, suspects)
     in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from faultsense_pipelines.drilldown.evidence import EvidenceModel, _State, estimate_sigma
+from faultsense_pipelines.drilldown.evidence import EvidenceModel, ProbeIndex, _State, estimate_sigma
 
 
 def _state(n: int, pairs: set[tuple[int, int]]) -> _State:
@@ -17,7 +17,7 @@ def _state(n: int, pairs: set[tuple[int, int]]) -> _State:
         random.Random(0),
         [0.0] * n,
         pairs,
-        [set() for _ in range(n)],
+        ProbeIndex.build(n, []),
     )
 
 
