@@ -632,6 +632,58 @@ def _pad_carries(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int],
     return None
 
 
+def _link_rival(
+    m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]], linked: Callable[[int], bool]
+) -> tuple[int, ...]:
+    """The one or two GPUs ``p, q`` (both ``linked`` to ``g``) whose slow links ``(g, p)``,
+    ``(g, q)`` explain the paired ``tests`` of ``g`` at least as well as a slow ``g``; ``()``
+    if none do.
+
+    Each hypothesis scores the tests it predicts slow (log-likelihood ratio against "no
+    fault", :meth:`EvidenceModel.llr`): a slow ``g`` predicts every test of ``g`` slow in a
+    share ``gpu_duty`` (an intermittent GPU), the links predict slow exactly the tests holding
+    ``g`` and ``p`` or ``q``. Where two slow links meet at ``g`` (a hub) and the padding keeps
+    drawing their far ends, every accusation holds one of them and the intermittent-GPU
+    hypothesis, which forgives the few fast tests without them, would win; the links win as
+    soon as the scores are compared. A blame of ``g`` therefore waits until ``g`` beats every
+    such pair: a test without them that accuses (a slow ``g`` slows it too).
+
+    Args:
+        m: the likelihood.
+        g: the GPU hypothesis.
+        tests: ``(GPUs, d)`` of the unit's paired tests holding ``g``.
+        linked: whether a GPU shares a suspect Phase 1 probe with ``g`` (a slow link to it
+            would have made such a probe slow).
+
+    Returns:
+        ``(p,)`` or ``(p, q)`` with ``p < q``, the best-scoring rival; ``()`` when ``g`` scores
+        higher than every one.
+
+    Hand-worked: three accusing tests, each holding 5 or 7, and one fast test holding
+    neither: the GPU scores ``3 x 2.75 - 0.69``, the links ``3 x 2.75``:
+
+    >>> m = EvidenceModel(sigma=0.02, effect=math.log(1.2))
+    >>> tests = [(frozenset({1, 5}), 0.5), (frozenset({1, 7}), 0.5), (frozenset({1, 5, 7}), 0.5), (frozenset({1, 2}), 0.0)]
+    >>> _link_rival(m, 1, tests, lambda p: True)
+    (5, 7)
+    >>> _link_rival(m, 1, tests + [(frozenset({1, 3}), 0.5)], lambda p: True)
+    ()
+    """
+    if not tests:
+        return ()
+    slow = [m.llr(d) for _, d in tests]  # a link: slow in every test holding it
+    gpu_score = sum(m.llr(d, duty=m.gpu_duty) for _, d in tests)
+    near = sorted({p for gpus, d in tests if d > m.effect / 2 for p in gpus if p != g and linked(p)})
+    best: tuple[float, tuple[int, ...]] | None = None
+    for i, p in enumerate(near):
+        for q in near[i:]:
+            score = sum(v for (gpus, _), v in zip(tests, slow, strict=True) if p in gpus or q in gpus)
+            rival = (p,) if p == q else (p, q)
+            if score >= gpu_score and (best is None or score > best[0]):
+                best = (score, rival)
+    return () if best is None else best[1]
+
+
 def _two_pads_explain(
     m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]], linked: Callable[[int], bool]
 ) -> tuple[int, ...]:
@@ -765,7 +817,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
         # accusing test holds one, two or more tests without both accuse nothing) is not
         # confirmed: the tests go on
         carrying = (
-            _two_pads_explain(m, best[0], [t for t in tests if best[0] in t[0]], partial(state.suspect_link, best[0]))
+            _link_rival(m, best[0], [t for t in tests if best[0] in t[0]], partial(state.suspect_link, best[0]))
             if len(best) == 1
             else ()
         )
@@ -798,7 +850,9 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
                 _leave_open(state, best, conf, _slowdown(accused, m.effect), len(tests), reason)
             return False
         subset = _split(state, members, hyps, post)
-        test = state.measure(set(subset))
+        # while slow links to one or two GPUs explain a GPU's accusations as well as the GPU
+        # does, its next test goes without them: the one datum that tells the two apart
+        test = state.measure(set(subset), frozenset(carrying) if carrying and best[0] in subset else frozenset())
         if test is None:
             errors += 1
             if errors >= 3:

@@ -261,3 +261,23 @@ def test_a_tiny_replica_confirms_its_slow_gpu_where_no_control_can_be_formed():
     assert [(f.kind, f.gpu) for f in confirmed] == [("gpu", 2)]
     used = confirmed[0].tests_used
     assert used >= 3 and all(2 in test for test, _ in calls[:used])  # no control among them
+
+
+def test_the_hub_of_two_slow_links_is_not_blamed_on_a_dense_tiny_replica():
+    """Noise-free n = 25, k = 8 with slow links 1-3, 3-5, 5-21, 6-19 (the paper grid's
+    d = 4 link scenario, seed 0): GPU 3 meets two slow links, and the unit holding it padded
+    its tests with 1 and 5 so often that every accusation held one of them. A slow GPU 3 would
+    also slow its tests without them; those read fast, so GPU 3 is not blamed (it was,
+    at 0.9999, before the unit stage compared it with the two links)."""
+    from faultsense_pipelines.faults import LinkFault
+    from faultsense_pipelines.localize import localize
+    from faultsense_pipelines.simulator import SimulatedReplica
+
+    faults = [LinkFault((1, 3), 1.62), LinkFault((3, 5), 2.86), LinkFault((5, 21), 2.44), LinkFault((6, 19), 2.01)]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")
+    truth = {(1, 3), (3, 5), (5, 21), (6, 19)}
+    confirmed = [(v.component_kind, v.gpu, v.peer_gpu) for v in loc.verdicts if v.status == "confirmed"]
+    assert confirmed, "the replica holds four slow links: something is found"
+    assert all(kind == "link" and (a, b) in truth for kind, a, b in confirmed), confirmed
+    gpu3 = [v for v in loc.verdicts if v.component_kind == "gpu" and v.gpu == 3]
+    assert all(v.status == "inconclusive" and "slow links" in (v.reason or "") for v in gpu3)
