@@ -22,7 +22,9 @@ from faultsense_pipelines.drilldown.evidence import (
 
 
 def _probes(rng: random.Random, n: int) -> list[tuple[tuple[int, ...], float]]:
-    return [(tuple(sorted(rng.sample(range(n), rng.randint(1, min(n, 5))))), rng.gauss(0.0, 0.3)) for _ in range(rng.randint(0, 40))]
+    return [
+        (tuple(sorted(rng.sample(range(n), rng.randint(1, min(n, 5))))), rng.gauss(0.0, 0.3)) for _ in range(rng.randint(0, 40))
+    ]
 
 
 def test_probe_index_holding_and_sums_equal_loops() -> None:
@@ -36,7 +38,9 @@ def test_probe_index_holding_and_sums_equal_loops() -> None:
         bad = np.array([rng.random() < 0.3 for _ in probes], dtype=bool)
         sums = index.summed(model, bad)
         for g in range(n):
-            brute = sum(model.llr(x, duty=model.gpu_duty, scale=scale) for i, (p, x) in enumerate(probes) if g in p and not bad[i])
+            brute = sum(
+                model.llr(x, duty=model.gpu_duty, scale=scale) for i, (p, x) in enumerate(probes) if g in p and not bad[i]
+            )
             assert sums[g] == pytest.approx(brute, abs=1e-12)
         for _ in range(5):
             h = tuple(sorted(rng.sample(range(n), rng.randint(1, 2))))
