@@ -120,13 +120,44 @@ class _SigintWatch:
             if not chunk:
                 break
             got += chunk
-        return signal.SIGINT in got
+        return signal.SIGINT in got or signal.SIGTERM in got
 
     def __exit__(self, *exc) -> None:
         if self._sock is not None:
             signal.set_wakeup_fd(self._previous)
             self._sock.close()
             self._write.close()
+
+
+class _TermInterrupts:
+    """While a sweep runs, ``SIGTERM`` stops it as Ctrl-C does (``KeyboardInterrupt``: exit 130,
+    no further replica swept), whatever the process inherited.
+
+    Every Dagster run sets ``SIGTERM``'s handler to ``SIGINT``'s when it starts and ends
+    (``dagster._utils.interrupts.setup_interrupt_handlers``, meant for Kubernetes). A process
+    started in the background from a script inherits ``SIGINT`` ignored, so after its first run
+    ``SIGTERM`` was ignored too, and a ``kill`` between two replicas let the sweep run on and
+    exit 0. :meth:`arm` (on entry and right after each run) sets ``SIGTERM`` back to raising
+    ``KeyboardInterrupt``; during a run Dagster's own handler captures it as an interrupt. (A
+    ``SIGTERM`` in the instant between Dagster's restore at a run's end and :meth:`arm` is still
+    lost when ``SIGINT`` is ignored.) The handler the process had is restored on exit. Main
+    thread only; elsewhere nothing changes.
+    """
+
+    def __enter__(self) -> _TermInterrupts:
+        self._main = threading.current_thread() is threading.main_thread()
+        self._previous = signal.getsignal(signal.SIGTERM) if self._main else None
+        self.arm()
+        return self
+
+    def arm(self) -> None:
+        """Make ``SIGTERM`` raise ``KeyboardInterrupt`` (main thread only)."""
+        if self._main:
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    def __exit__(self, *exc) -> None:
+        if self._main and self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
 
 
 def _interrupted(result) -> bool:
@@ -249,7 +280,7 @@ def run_sweep(
             instance.add_dynamic_partitions(REPLICAS.name, missing)
         job = defs.resolve_job_def(SWEEP_JOB)
         outcomes = []
-        with _SigintWatch() as sigint:
+        with _SigintWatch() as sigint, _TermInterrupts() as term:
             for name in names:
                 on_start and on_start(name)
                 outcome, t0 = ReplicaSweep(name, fleet.replica(name).executor), time.monotonic()
@@ -257,9 +288,12 @@ def run_sweep(
                 try:
                     # one sweep of a replica at a time on this ledger (a second one is refused, not queued)
                     with replica_lock(store.uri, name):
-                        result = job.execute_in_process(
-                            instance=instance, partition_key=key, run_config=config, raise_on_error=False
-                        )
+                        try:
+                            result = job.execute_in_process(
+                                instance=instance, partition_key=key, run_config=config, raise_on_error=False
+                            )
+                        finally:
+                            term.arm()  # at once: the run's end left SIGTERM as SIGINT is (maybe ignored)
                 except KeyboardInterrupt:
                     raise SweepInterrupted(name) from None
                 except ReplicaLocked as exc:
@@ -275,12 +309,13 @@ def run_sweep(
                 on_done and on_done(outcome)
             if sigint.fired():
                 raise SweepInterrupted()
-        # the swept day's analytics partition (what the automation sensor requests after these runs)
-        defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(
-            instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False
-        )
-        view = {**quiet, "ops": {"fleet_health": {"config": {"end_hour": hour}}}}
-        defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(instance=instance, run_config=view, raise_on_error=False)
+            # the swept day's analytics partition (what the automation sensor requests after these runs)
+            defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(
+                instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False
+            )
+            term.arm()  # as after every run
+            view = {**quiet, "ops": {"fleet_health": {"config": {"end_hour": hour}}}}
+            defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(instance=instance, run_config=view, raise_on_error=False)
     finally:
         if own:
             instance.dispose()

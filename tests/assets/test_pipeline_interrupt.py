@@ -262,3 +262,39 @@ def test_a_ctrl_c_that_another_handler_swallows_still_stops_the_sweep() -> None:
             assert not watch.fired()  # each interrupt is reported once
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals")
+def test_sigterm_stops_a_sweep_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A sweep started in the background from a script inherits SIGINT ignored. Every Dagster
+    run copies SIGINT's handler to SIGTERM, so after the first replica's run SIGTERM was
+    ignored too: a ``kill`` after the first replica let the sweep run on and exit 0 (2 of 2
+    before the fix). It must stop as Ctrl-C does: exit 130, the next replica not swept."""
+    fleet, _ledger = write_fleet(tmp_path)  # sim-faulty, then sim-healthy
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster-home")}
+    exe = Path(sys.executable).with_name("faultsense")
+    proc = subprocess.Popen(
+        [str(exe), "sweep", "--fleet", str(fleet), "--hour", HOUR],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:  # the progress lines: "  sim-faulty: ok (2.1 s)"
+            seen.append(line)
+            if "sim-faulty:" in line:
+                break
+        assert any("sim-faulty: ok" in line for line in seen), seen
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err and "no further replica was swept" in err, err
+    assert "sim-healthy: ok" not in err, err
