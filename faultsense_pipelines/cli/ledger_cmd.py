@@ -88,7 +88,11 @@ def register(app: typer.Typer) -> None:
             store = LedgerStore(default_ledger_uri(ledger, fleet))
         except (FleetError, ValueError) as exc:
             fail(str(exc))
-        if (kind := store.root_kind()) != "directory":
+        try:
+            kind = store.root_kind()
+        except ValueError as exc:  # LedgerError: the location cannot even be looked at
+            fail(str(exc))
+        if kind != "directory":
             fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
         from faultsense_pipelines.ledger import LedgerError
 
@@ -143,7 +147,11 @@ def _open_store(ledger: str | None, fleet: Path | None) -> LedgerStore:
         store = LedgerStore(default_ledger_uri(ledger, fleet))
     except (FleetError, ValueError) as exc:
         fail(str(exc))
-    if (kind := store.root_kind()) != "directory":
+    try:
+        kind = store.root_kind()
+    except ValueError as exc:  # LedgerError: the location cannot even be looked at
+        fail(str(exc))
+    if kind != "directory":
         fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
     return store
 

@@ -8,6 +8,7 @@ table shows what each replica's sweep found.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -29,7 +30,7 @@ from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, 
 from ..validation import shown
 from .errors import check_drilldown_option, fail
 
-__all__ = ["ReplicaSweep", "SweepInterrupted", "register", "run_sweep"]
+__all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_runs", "register", "run_sweep"]
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -127,6 +128,52 @@ class _SigintWatch:
             signal.set_wakeup_fd(self._previous)
             self._sock.close()
             self._write.close()
+
+
+#: Tags of every run ``faultsense sweep`` executes: the process and host that run it.
+PID_TAG, HOST_TAG = "faultsense/cli_pid", "faultsense/cli_host"
+
+
+def _cli_tags() -> dict[str, str]:
+    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+
+
+def fail_orphaned_runs(instance, replica: str) -> int:
+    """Mark failed the sweep runs of ``replica`` that a killed ``faultsense sweep`` left in
+    ``STARTING`` or ``STARTED``; return how many.
+
+    A sweep killed with ``SIGKILL`` (or by the OOM killer) never records its run's end, so
+    the run stays ``STARTED`` for good, and the run queue, which admits one run per replica,
+    would hold that replica's scheduled and backfill runs behind it forever. A run counts as
+    orphaned when this host ran it from a process (:data:`PID_TAG`) that no longer exists.
+    Call it holding the replica's sweep lock (:func:`~faultsense_pipelines.ledger.lock.replica_lock`),
+    so no live sweep of the replica is racing it.
+    """
+    import dagster as dg
+
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED],
+            tags={"dagster/partition/replica": replica, HOST_TAG: socket.gethostname()},
+        )
+    )
+    failed = 0
+    for run in runs:
+        pid = run.tags.get(PID_TAG, "")
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            instance.report_run_failed(run, f"its faultsense sweep process (pid {pid}) is gone: killed before the run ended")
+            failed += 1
+    return failed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 class _TermInterrupts:
@@ -233,7 +280,8 @@ def run_sweep(
         FleetError: malformed fleet file, or no ledger from ``ledger_uri``,
             ``$FAULTSENSE_LEDGER`` or the file. KeyError: unknown replica name. ValueError: ``hour``
             is malformed or outside the sweep partitions, ``repeats`` outside 1..100, or the ledger path
-            is a file (checked before any run starts), or the Dagster home cannot be created.
+            is a file, cannot hold its sweep locks or holds a table that cannot be read (all checked
+            before any run starts), or the Dagster home cannot be created.
     """
     import dagster as dg
 
@@ -241,7 +289,7 @@ def run_sweep(
     from faultsense_pipelines.definitions import ANALYTICS_JOB, FLEET_VIEW_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
     from faultsense_pipelines.hours import check_hour_key, current_hour_key
-    from faultsense_pipelines.ledger.lock import ReplicaLocked, replica_lock
+    from faultsense_pipelines.ledger.lock import ReplicaLocked, ensure_lock_dir, replica_lock
 
     from .home import open_instance
 
@@ -259,6 +307,10 @@ def run_sweep(
     ledger = store.display_uri
     if store.root_kind() == "file":
         raise ValueError(f"ledger {ledger} is a file, not a directory")
+    # refused before any probe runs: a lock that cannot be created, a table that cannot be read
+    for name in names:
+        ensure_lock_dir(store.uri, name)
+    store.version()  # LedgerError (a ValueError) naming the table when its log cannot be read
     quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     config = dict(quiet)
     ops: dict[str, dict] = {op: {} for op in ("phase1_probe_run", "phase2_drilldown")}
@@ -288,9 +340,10 @@ def run_sweep(
                 try:
                     # one sweep of a replica at a time on this ledger (a second one is refused, not queued)
                     with replica_lock(store.uri, name):
+                        fail_orphaned_runs(instance, name)
                         try:
                             result = job.execute_in_process(
-                                instance=instance, partition_key=key, run_config=config, raise_on_error=False
+                                instance=instance, partition_key=key, run_config=config, raise_on_error=False, tags=_cli_tags()
                             )
                         finally:
                             term.arm()  # at once: the run's end left SIGTERM as SIGINT is (maybe ignored)

@@ -19,11 +19,38 @@ from pathlib import Path
 
 from .rows import NAME_RE
 
-__all__ = ["ReplicaLocked", "lock_path", "replica_lock"]
+__all__ = ["LockUnavailable", "ReplicaLocked", "ensure_lock_dir", "lock_path", "replica_lock"]
 
 
 class ReplicaLocked(RuntimeError):
     """Another process holds the replica's sweep lock."""
+
+
+class LockUnavailable(ValueError):
+    """The lock file cannot be created where the ledger says (bad input: one line, exit 2)."""
+
+
+def ensure_lock_dir(ledger_uri: str, replica: str) -> Path:
+    """Create the folder of ``replica``'s lock file (:func:`lock_path`); return the lock's path.
+
+    ``faultsense sweep`` calls it for every replica before the first run, so a ledger path that
+    cannot hold a folder (a parent that is a file, ``/proc``, a name over 255 bytes) is refused
+    before any probe runs.
+
+    Raises:
+        ValueError: ``replica`` is not a replica name.
+        LockUnavailable: one line naming the folder and the operating system's reason.
+    """
+    path = lock_path(ledger_uri, replica)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        where = str(path.parent)
+        where = where if len(where) <= 200 else where[:200] + "..."
+        raise LockUnavailable(f"ledger: cannot create the sweep lock in {where}: {exc.strerror or type(exc).__name__}") from None
+    os.close(fd)
+    return path
 
 
 def lock_path(ledger_uri: str, replica: str) -> Path:
@@ -52,9 +79,9 @@ def replica_lock(ledger_uri: str, replica: str) -> Iterator[Path]:
     Raises:
         ReplicaLocked: another process holds it; the message names the replica, the holder's
             pid and the lock file.
+        LockUnavailable: the lock file cannot be created (:func:`ensure_lock_dir`).
     """
-    path = lock_path(ledger_uri, replica)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = ensure_lock_dir(ledger_uri, replica)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

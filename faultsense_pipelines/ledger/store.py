@@ -274,8 +274,18 @@ class LedgerStore:
 
         An object store has no real directories: a bucket prefix with nothing under it reads
         as ``"missing"``.
+
+        Raises:
+            LedgerError: the location cannot even be looked at (a name over 255 bytes, no
+                permission); one line naming it, cut to 200 characters.
         """
-        kind = self._fs.get_file_info(self._root).type
+        try:
+            kind = self._fs.get_file_info(self._root).type
+        except OSError as exc:
+            where = self.display_uri if len(self.display_uri) <= 200 else self.display_uri[:200] + "..."
+            text = str(exc)
+            reason = text.rsplit("Detail: ", 1)[1] if "Detail: " in text else (exc.strerror or text)[:120]
+            raise LedgerError(f"ledger {where} cannot be looked at: {reason}") from None
         if kind == pafs.FileType.Directory:
             return "directory"
         return "missing" if kind == pafs.FileType.NotFound else "file"

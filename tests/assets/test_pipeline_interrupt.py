@@ -120,6 +120,43 @@ def test_a_bad_repeats_or_an_empty_ledger_gets_one_line_and_exit_2(tmp_path: Pat
     assert not ledger.exists()
 
 
+def _unusable_ledger(tmp_path: Path, kind: str) -> tuple[str, str]:
+    """A ledger location no sweep can use, and the one error line it must get."""
+    if kind == "parent-is-a-file":
+        (tmp_path / "afile").write_text("x")
+        where = tmp_path / "afile" / "sub"
+        return str(where), f"error: ledger: cannot create the sweep lock in {where}/.locks: Not a directory"
+    if kind == "locks-is-a-file":
+        (tmp_path / "l2").mkdir()
+        (tmp_path / "l2" / ".locks").write_text("")
+        return str(tmp_path / "l2"), f"error: ledger: cannot create the sweep lock in {tmp_path / 'l2'}/.locks: File exists"
+    if kind == "name-too-long":
+        where = str(tmp_path / ("x" * 300))
+        return where, f"error: ledger {where[:200]}... cannot be looked at: [errno 36] File name too long"
+    (tmp_path / "l3").mkdir()  # "table-not-a-table": its delta folder is a file
+    (tmp_path / "l3" / "delta").write_text("")
+    return str(tmp_path / "l3"), f"error: ledger table {tmp_path / 'l3'}/delta cannot be read"
+
+
+@pytest.mark.parametrize("kind", ["parent-is-a-file", "locks-is-a-file", "name-too-long", "table-not-a-table"])
+def test_an_unusable_ledger_is_refused_in_one_line_before_any_probe_runs(tmp_path: Path, kind: str) -> None:
+    """A newcomer's hostile ledgers: each printed a Python traceback and exit 1 (the first
+    three), or was found only after every replica had been probed (the last)."""
+    fleet, _ = write_fleet(tmp_path, SIM)
+    where, expected = _unusable_ledger(tmp_path, kind)
+    home = tmp_path / "dagster-home"
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--hour", HOUR, "--ledger", where], env=env)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(expected), lines
+    from dagster._core.instance.ref import InstanceRef
+
+    if home.exists():  # refused before the first run: none recorded
+        with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+            assert instance.get_runs_count() == 0
+
+
 # -- Ctrl-C ------------------------------------------------------------------------------------
 
 LOCAL_FIRST = """
@@ -298,3 +335,49 @@ def test_sigterm_stops_a_sweep_started_with_sigint_ignored(tmp_path: Path) -> No
     assert proc.returncode == 130, (out, err)
     assert "interrupted" in err and "no further replica was swept" in err, err
     assert "sim-healthy: ok" not in err, err
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_sigkilled_sweep_leaves_no_run_started_for_good(tmp_path: Path) -> None:
+    """SIGKILL mid-run leaves the run STARTED in Dagster's storage (nothing records its end),
+    and the run queue's one-run-per-replica limit would hold that replica's scheduled and
+    backfill runs behind it forever (a newcomer found 5 such runs). The next sweep of the
+    replica marks it failed."""
+    from dagster._core.instance.ref import InstanceRef
+
+    from faultsense_pipelines.cli.sweep_cmd import PID_TAG, fail_orphaned_runs
+
+    fleet, _ = write_fleet(tmp_path, LOCAL_FIRST)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    home = tmp_path / "dagster-home"
+    env = {**os.environ, "TMPDIR": str(scratch), "DAGSTER_HOME": str(home)}
+    exe = Path(sys.executable).with_name("faultsense")
+    proc = subprocess.Popen(
+        [str(exe), "sweep", "--fleet", str(fleet), "--hour", HOUR, "--replica", "local-4"],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None and not any(scratch.glob("faultsense-local-*")):
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep ended before its workers started"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+        started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        assert [r.tags.get(PID_TAG) for r in started] == [str(proc.pid)]
+        assert fail_orphaned_runs(instance, "sim-after") == 0  # another replica's run is not touched
+        assert fail_orphaned_runs(instance, "local-4") == 1
+        run = instance.get_run_by_id(started[0].run_id)
+        assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
+        assert fail_orphaned_runs(instance, "local-4") == 0
