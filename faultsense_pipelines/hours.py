@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from .validation import shown
+
 __all__ = ["SWEEPS_START", "check_hour_key", "current_hour_key"]
 
 #: First hour a sweep can be backfilled for.
@@ -32,8 +34,10 @@ def check_hour_key(hour: str, now: datetime | None = None) -> str:
         start = datetime.strptime(hour, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
     except (TypeError, ValueError):
         start = None
-    if start is None or start.minute != 0 or current_hour_key(start) != hour:
-        raise ValueError(f"hour must look like YYYY-MM-DD-HH:00 (e.g. 2026-11-30-08:00), got {hour!r}")
+    # the key written out by hand: strftime("%Y") drops the zero padding of years before 1000
+    key = None if start is None else f"{start.year:04d}-{start.month:02d}-{start.day:02d}-{start.hour:02d}:00"
+    if start is None or start.minute != 0 or key != hour:
+        raise ValueError(f"hour must look like YYYY-MM-DD-HH:00 (e.g. 2026-11-30-08:00), got {shown(hour)}")
     last = current_hour_key(now)
     if not SWEEPS_START <= hour <= last:
         raise ValueError(f"hour {hour} is outside the sweep partitions {SWEEPS_START} .. {last} (UTC)")
