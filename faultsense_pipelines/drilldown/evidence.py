@@ -736,7 +736,8 @@ def _phase1_evidence(state: _State, h: _Hyp, phase1: Sequence[tuple[Sequence[int
 
     A GPU's sum reads every probe holding it (about ``(n - 1) / (k - 1)``), and a sweep's
     units ask for nearly every GPU, so the single-GPU sums of all GPUs are computed at once
-    (:func:`_single_gpu_sums`) and kept until a fault is found; a link's probes are few.
+    (:meth:`ProbeIndex.summed` over the probes no known fault explains, :func:`_explained`)
+    and kept until a fault is found; a link's probes are few.
     """
     if len(h) == 1:
         key = state.known_key()
@@ -813,9 +814,8 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
         post = {h: math.exp(v - top) / total for h, v in logw.items()}
         best = max(hyps, key=lambda h: post[h])
         accused = [d for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2]
-        # a GPU whose accusing tests two GPUs linked to it explain (its slow links to them: every
-        # accusing test holds one, two or more tests without both accuse nothing) is not
-        # confirmed: the tests go on
+        # a GPU whose tests slow links to one or two GPUs linked to it explain as well as the
+        # GPU does (_link_rival) is not confirmed: the tests go on, without those GPUs
         carrying = (
             _link_rival(m, best[0], [t for t in tests if best[0] in t[0]], partial(state.suspect_link, best[0]))
             if len(best) == 1
@@ -844,7 +844,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
                 reason = f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
                 if carrying:
                     reason = (
-                        f"accused only in tests that also held GPU {' or '.join(map(str, carrying))}: "
+                        f"accused mostly in tests that also held GPU {' or '.join(map(str, carrying))}: "
                         f"slow links to {'them' if len(carrying) > 1 else 'it'} explain the tests as well"
                     )
                 _leave_open(state, best, conf, _slowdown(accused, m.effect), len(tests), reason)
@@ -1110,7 +1110,7 @@ def evidence_drilldown(
     Args:
         n: GPUs in the replica.
         k: probe size; every Phase 2 probe (test or reference) has ``min(k, n)`` GPUs.
-        phase1: per Phase 1 probe, its GPUs and ``x = log(latency / baseline)`` (``None`` if
+        phase1: per Phase 1 probe, its GPUs (distinct) and ``x = log(latency / baseline)`` (``None`` if
             it could not be measured).
         suspects: indices into ``phase1`` of the suspect probes.
         pair: the pair oracle (see :data:`PairOracle`).
