@@ -25,6 +25,7 @@ from .drilldown.evidence import (
     estimate_sigma,
     evidence_drilldown,
     phase1_timeline,
+    runs_shared_stage,
     time_detrended,
 )
 from .interleave import measure_pair, paired_log_ratio
@@ -135,7 +136,7 @@ def run_evidence_phase2(
         model,
         seed=seed,
         topology=topology,
-        timeline=phase1_timeline(latencies) if topology is not None and topology.nodes > 1 else (),
+        timeline=phase1_timeline(latencies) if runs_shared_stage(topology) else (),
     )
     verdicts = tuple(
         Verdict(

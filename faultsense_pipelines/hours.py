@@ -20,7 +20,8 @@ SWEEPS_START = "2026-11-01-00:00"
 def current_hour_key(now: datetime | None = None) -> str:
     """The hour partition containing ``now`` (UTC), e.g. ``"2026-11-30-08:00"``."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
-    return now.strftime("%Y-%m-%d-%H:00")
+    # written out by hand: strftime("%Y") drops the zero padding of years before 1000
+    return f"{now.year:04d}-{now.month:02d}-{now.day:02d}-{now.hour:02d}:00"
 
 
 def check_hour_key(hour: str, now: datetime | None = None) -> str:
@@ -34,9 +35,7 @@ def check_hour_key(hour: str, now: datetime | None = None) -> str:
         start = datetime.strptime(hour, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
     except (TypeError, ValueError):
         start = None
-    # the key written out by hand: strftime("%Y") drops the zero padding of years before 1000
-    key = None if start is None else f"{start.year:04d}-{start.month:02d}-{start.day:02d}-{start.hour:02d}:00"
-    if start is None or start.minute != 0 or key != hour:
+    if start is None or start.minute != 0 or current_hour_key(start) != hour:
         raise ValueError(f"hour must look like YYYY-MM-DD-HH:00 (e.g. 2026-11-30-08:00), got {shown(hour)}")
     last = current_hour_key(now)
     if not SWEEPS_START <= hour <= last:

@@ -73,8 +73,7 @@ def register(app: typer.Typer) -> None:
         """Print recent faults, newest last."""
         import pandas as pd
 
-        from faultsense_pipelines.fleet import FleetError
-        from faultsense_pipelines.ledger import STATUSES, LedgerStore
+        from faultsense_pipelines.ledger import STATUSES
 
         try:
             day = date.fromisoformat(since) if since else datetime.now(UTC).date() - timedelta(days=7)
@@ -84,16 +83,7 @@ def register(app: typer.Typer) -> None:
             fail(f"--status must be one of {', '.join(STATUSES)}, got {shown_value(status)}")
         if detector is not None and detector not in KNOWN_DETECTORS:
             fail(f"--detector must be one of {', '.join(KNOWN_DETECTORS)}, got {shown_value(detector)}")
-        try:
-            store = LedgerStore(default_ledger_uri(ledger, fleet))
-        except (FleetError, ValueError) as exc:
-            fail(str(exc))
-        try:
-            kind = store.root_kind()
-        except ValueError as exc:  # LedgerError: the location cannot even be looked at
-            fail(str(exc))
-        if kind != "directory":
-            fail(f"no ledger at {store.display_uri}" + (" (it is a file, not a directory)" if kind == "file" else ""))
+        store = _open_store(ledger, fleet)
         from faultsense_pipelines.ledger import LedgerError
 
         skipped: list[str] = []

@@ -61,6 +61,7 @@ __all__ = [
     "evidence_drilldown",
     "measurement_order",
     "phase1_timeline",
+    "runs_shared_stage",
     "time_detrended",
     "time_detrended_excess",
 ]
@@ -1087,6 +1088,12 @@ def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float 
     return est
 
 
+def runs_shared_stage(topology: ReplicaTopology | None) -> bool:
+    """Whether :func:`evidence_drilldown` runs the shared stage for ``topology`` (several nodes),
+    and so reads the Phase 1 ``timeline``."""
+    return topology is not None and topology.nodes > 1
+
+
 def evidence_drilldown(
     n: int,
     k: int,
@@ -1135,7 +1142,7 @@ def evidence_drilldown(
     evidence = _gpu_evidence(model, index)
     suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
     state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, index, topology=topology)
-    if topology is not None and topology.nodes > 1 and timeline:
+    if runs_shared_stage(topology) and timeline:
         _shared(state, [frozenset(p) for p, _ in phase1], timeline, measured, suspects)
     in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))
     _gpu_stage(state, [g for g in in_suspects if state.gpu_evidence[g] > 0 and g not in state.shared_gpus])

@@ -42,15 +42,23 @@ def ensure_lock_dir(ledger_uri: str, replica: str) -> Path:
         LockUnavailable: one line naming the folder and the operating system's reason.
     """
     path = lock_path(ledger_uri, replica)
+    os.close(_open_lock(path))
+    return path
+
+
+def _open_lock(path: Path) -> int:
+    """Create ``path``'s folder and open (creating) the lock file: its descriptor.
+
+    Raises:
+        LockUnavailable: one line naming the folder and the operating system's reason.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         where = str(path.parent)
         where = where if len(where) <= 200 else where[:200] + "..."
         raise LockUnavailable(f"ledger: cannot create the sweep lock in {where}: {exc.strerror or type(exc).__name__}") from None
-    os.close(fd)
-    return path
 
 
 def lock_path(ledger_uri: str, replica: str) -> Path:
@@ -79,10 +87,10 @@ def replica_lock(ledger_uri: str, replica: str) -> Iterator[Path]:
     Raises:
         ReplicaLocked: another process holds it; the message names the replica, the holder's
             pid and the lock file.
-        LockUnavailable: the lock file cannot be created (:func:`ensure_lock_dir`).
+        LockUnavailable: the lock file or its folder cannot be created (as :func:`ensure_lock_dir`).
     """
-    path = ensure_lock_dir(ledger_uri, replica)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    path = lock_path(ledger_uri, replica)
+    fd = _open_lock(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from faultsense_pipelines.drilldown.evidence import (
-    BASELINE_QUANTILE,
     EvidenceModel,
     ProbeIndex,
     detrended_excess,
     measurement_order,
     time_detrended,
 )
+from faultsense_pipelines.drilldown.evidence import _low_quantile as low_quantile  # the scalar definition
 
 
 def _probes(rng: random.Random, n: int) -> list[tuple[tuple[int, ...], float]]:
@@ -52,14 +52,6 @@ def test_probe_index_names_the_first_probe_outside_the_replica() -> None:
         ProbeIndex.build(4, [((0, 1), 0.0), ((1, 9), 0.0), ((-1, 2), 0.0)])
 
 
-def _low_quantile_loop(values: list[float]) -> float:
-    ordered = sorted(values)
-    pos = BASELINE_QUANTILE * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def _time_detrended_loop(latencies: list[list[float]], baseline_ms: float, window: int) -> list[list[float]]:
     """The moving-window baseline written measurement by measurement (the docstring's rule)."""
     order = measurement_order(latencies)
@@ -69,7 +61,7 @@ def _time_detrended_loop(latencies: list[list[float]], baseline_ms: float, windo
     for t, (i, _) in enumerate(order):
         lo = max(0, min(t - half, len(values) - window))
         here = values[lo : lo + window]
-        out[i].append(values[t] / (_low_quantile_loop(here) if len(here) >= 3 else baseline_ms))
+        out[i].append(values[t] / (low_quantile(here) if len(here) >= 3 else baseline_ms))
     return out
 
 
