@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .faults import FaultSpec, InjectionSpec
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA
-from .validation import USERINFO, redact_url
+from .validation import USERINFO, redact_url, shown
 from .vocabulary import Engine
 
 __all__ = [
@@ -169,10 +169,10 @@ class VllmOptions(StrictModel):
         if USERINFO.match(v):
             raise ValueError(
                 "credentials in the URL are not allowed; put the key in the environment variable "
-                f"named by api_key_env, got {redact_url(v)!r}"
+                f"named by api_key_env, got {shown(v)}"
             )
         if not re.match(r"^https?://[^\s/:@]+(:\d+)?(/\S*)?$", v):
-            raise ValueError(f"must be an http:// or https:// URL, got {redact_url(v)!r}")
+            raise ValueError(f"must be an http:// or https:// URL, got {shown(v)}")
         return v
 
     @field_validator("api_key_env")

@@ -8,12 +8,14 @@ table shows what each replica's sweep found.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,43 @@ from ..validation import shown
 from .errors import check_drilldown_option, fail
 
 __all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_runs", "register", "run_sweep"]
+
+
+#: How long a replica held by another sweep is waited for by default (seconds), and at most.
+DEFAULT_LOCK_WAIT_S, MAX_LOCK_WAIT_S = 600.0, 86_400.0
+_LOCK_POLL_S = 0.25  # pause between tries when every replica left is held by another sweep
+
+
+def check_lock_wait(value: object, name: str = "lock_wait_s") -> float:
+    """``value`` as a lock wait in seconds, 0..:data:`MAX_LOCK_WAIT_S`.
+
+    Raises:
+        ValueError: one line naming ``name``, the value cut short.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_LOCK_WAIT_S:
+        raise ValueError(f"{name} must be a number of seconds in 0..{MAX_LOCK_WAIT_S:.0f}, got {shown(value)}")
+    return float(value)
+
+
+def _check_api_key(fleet, name: str, source: str) -> None:
+    """Refuse, before any run, a replica whose ``vllm.api_key_env`` variable is unset or unusable.
+
+    Raises:
+        KeyError: ``name`` is not a replica of ``fleet``.
+        FleetError: one line naming the fleet file ``source``, the field and the variable (never
+            its value).
+    """
+    from faultsense_pipelines.fleet import FleetError
+    from faultsense_pipelines.redaction import SecretError, load_secret
+
+    replica = fleet.replica(name)
+    variable = replica.vllm.api_key_env if replica.vllm is not None else None
+    if variable:
+        try:
+            load_secret(variable)
+        except SecretError as exc:
+            where = f"replicas[{fleet.names.index(name)}].vllm.api_key_env"
+            raise FleetError(f"{source}: {where}: {exc}; nothing was swept") from None
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -248,6 +287,7 @@ def run_sweep(
     recheck: bool = True,
     drilldown: str | None = None,
     hour: str | None = None,
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S,
     instance=None,
     on_start=None,
     on_done=None,
@@ -265,6 +305,10 @@ def run_sweep(
         drilldown: the Phase 2 method, a ``DrilldownMethod`` word (None: ``SweepConfig``'s
             default, ``evidence``).
         hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
+        lock_wait_s: how long (seconds, 0..:data:`MAX_LOCK_WAIT_S`) a replica whose sweep lock
+            another process holds is waited for, counted from its first refusal. Such a
+            replica is put back behind the others, so the free replicas are swept meanwhile;
+            one still locked when its wait ends gets an error row (0: refused at once).
         instance: a Dagster instance (default: the persistent one of :func:`.home.open_instance`,
             created on first use).
         on_start, on_done: progress callbacks, called with the replica name / its result.
@@ -277,23 +321,26 @@ def run_sweep(
             swept, the analytics are not refreshed, and the interrupted replica's ledger
             partition is whole: as it was before its run, or (an interrupt during the run's
             final write waits for it) this run's completed sweep -- never a mix.
-        FleetError: malformed fleet file, or no ledger from ``ledger_uri``,
+        FleetError: malformed fleet file, a replica whose ``vllm.api_key_env`` names an unset or
+            unusable variable (checked before any run starts), or no ledger from ``ledger_uri``,
             ``$FAULTSENSE_LEDGER`` or the file. KeyError: unknown replica name. ValueError: ``hour``
             is malformed or outside the sweep partitions, ``repeats`` outside 1..100, or the ledger path
-            is a file, cannot hold its sweep locks or holds a table that cannot be read (all checked
-            before any run starts), or the Dagster home cannot be created.
+            is a file, cannot hold its sweep locks or holds a table that cannot be read, ``lock_wait_s``
+            is outside its range (all checked before any run starts), or the Dagster home cannot be created.
     """
     import dagster as dg
 
     from faultsense_pipelines.assets.partitions import REPLICAS
     from faultsense_pipelines.definitions import ANALYTICS_JOB, FLEET_VIEW_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
+    from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path
     from faultsense_pipelines.hours import check_hour_key, current_hour_key
     from faultsense_pipelines.ledger.lock import ReplicaLocked, ensure_lock_dir, replica_lock
 
     from .home import open_instance
 
     hour = check_hour_key(hour) if hour is not None else current_hour_key()
+    check_lock_wait(lock_wait_s)
     if ledger_uri is not None and not str(ledger_uri).strip():
         raise ValueError(f"ledger must be a path or URI, got {shown(ledger_uri)}")
     if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS):
@@ -301,7 +348,7 @@ def run_sweep(
     fleet = load_fleet(fleet_path)
     names = replicas or fleet.names
     for name in names:
-        fleet.replica(name)  # KeyError naming the unknown replica
+        _check_api_key(fleet, name, str(resolve_fleet_path(fleet_path)))  # KeyError: unknown replica
     defs = build_definitions(fleet_path, ledger_uri)
     store = (defs.resources or {})["ledger"].store()  # build_definitions always sets the resources
     ledger = store.display_uri
@@ -333,13 +380,30 @@ def run_sweep(
         job = defs.resolve_job_def(SWEEP_JOB)
         outcomes = []
         with _SigintWatch() as sigint, _TermInterrupts() as term:
-            for name in names:
-                on_start and on_start(name)
+            queue = deque(names)  # a replica another sweep holds waits behind the others
+            refused_at: dict[str, float] = {}  # its first refusal (monotonic seconds)
+            while queue:
+                name = queue.popleft()
                 outcome, t0 = ReplicaSweep(name, fleet.replica(name).executor), time.monotonic()
                 key = dg.MultiPartitionKey({"hour": hour, "replica": name})
                 try:
-                    # one sweep of a replica at a time on this ledger (a second one is refused, not queued)
-                    with replica_lock(store.uri, name):
+                    with contextlib.ExitStack() as held:
+                        try:
+                            # one sweep of a replica at a time on this ledger
+                            held.enter_context(replica_lock(store.uri, name))
+                        except ReplicaLocked as exc:
+                            first = refused_at.setdefault(name, t0)
+                            if t0 - first < lock_wait_s:
+                                queue.append(name)
+                                if all(n in refused_at for n in queue):  # every replica left is held elsewhere
+                                    time.sleep(_LOCK_POLL_S)
+                                continue
+                            waited = f" (waited {t0 - first:.0f} s)" if lock_wait_s > 0 else ""
+                            outcome.error, outcome.seconds = f"{exc}{waited}", t0 - first
+                            outcomes.append(outcome)
+                            on_done and on_done(outcome)
+                            continue
+                        on_start and on_start(name)
                         fail_orphaned_runs(instance, name)
                         try:
                             result = job.execute_in_process(
@@ -348,18 +412,14 @@ def run_sweep(
                         finally:
                             term.arm()  # at once: the run's end left SIGTERM as SIGINT is (maybe ignored)
                 except KeyboardInterrupt:
-                    raise SweepInterrupted(name) from None
-                except ReplicaLocked as exc:
-                    outcome.error, outcome.seconds = str(exc), time.monotonic() - t0
-                    outcomes.append(outcome)
-                    on_done and on_done(outcome)
-                    continue
+                    raise SweepInterrupted("" if name in queue else name) from None
                 if sigint.fired() or _interrupted(result):
                     raise SweepInterrupted(name)
                 outcome = _summarize(outcome, result)
                 outcome.seconds = time.monotonic() - t0
                 outcomes.append(outcome)
                 on_done and on_done(outcome)
+            outcomes.sort(key=lambda o: names.index(o.replica))  # the fleet's order, whatever waited
             if sigint.fired():
                 raise SweepInterrupted()
             # the swept day's analytics partition (what the automation sensor requests after these runs)
@@ -407,6 +467,19 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
     return table
 
 
+def _lock_wait_option(text: str | None) -> float:
+    """``--lock-wait`` in seconds (None: :data:`DEFAULT_LOCK_WAIT_S`); one line + exit 2 otherwise."""
+    if text is None:
+        return DEFAULT_LOCK_WAIT_S
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_LOCK_WAIT_S:  # NaN fails it too
+        fail(f"--lock-wait must be a number of seconds in 0..{MAX_LOCK_WAIT_S:.0f}, got {shown(text)}")
+    return value
+
+
 def _repeats_option(text: str | None) -> int | None:
     """``--repeats`` as an integer in 1..MAX_REPEATS (None: not given); one line + exit 2 otherwise."""
     from faultsense_pipelines.fleet import MAX_REPEATS
@@ -451,6 +524,14 @@ def register(app: typer.Typer) -> None:
         drilldown: str = typer.Option(
             DEFAULT_DRILLDOWN.value, "--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}."
         ),
+        lock_wait: str = typer.Option(
+            None,
+            "--lock-wait",
+            metavar="SECONDS",
+            show_default=False,
+            help=f"How long a replica another sweep is sweeping on this ledger is waited for, the free replicas "
+            f"being swept meanwhile (default {DEFAULT_LOCK_WAIT_S:.0f}; 0 refuses it at once).",
+        ),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
         from faultsense_pipelines.fleet import FleetError, load_fleet
@@ -467,6 +548,7 @@ def register(app: typer.Typer) -> None:
             fail(f"--{exc}")
         count = _repeats_option(repeats)
         method = check_drilldown_option(drilldown, recheck)
+        wait_s = _lock_wait_option(lock_wait)
         if ledger is not None and not ledger.strip():
             fail(f"--ledger must be a path or URI, got {shown(ledger)}")
         console = Console(stderr=True)
@@ -494,6 +576,7 @@ def register(app: typer.Typer) -> None:
                     recheck=recheck,
                     drilldown=method,
                     hour=hour,
+                    lock_wait_s=wait_s,
                     on_start=on_start,
                     on_done=on_done,
                 )

@@ -73,14 +73,25 @@ def test_a_replica_whose_server_is_down_gets_error_rows_no_faults_and_the_others
             assert SECRET.encode() not in f.read_bytes(), f"the API key reached {f}"
 
 
-def test_a_missing_api_key_variable_is_an_executor_error_not_a_crash(tmp_path: Path, monkeypatch) -> None:
+def test_a_missing_api_key_variable_is_an_executor_error_in_a_dagster_run_not_a_crash(tmp_path: Path, monkeypatch) -> None:
+    """A scheduled or UI run (no CLI preflight): the replica's run fails with error rows."""
+    monkeypatch.delenv("FAULTSENSE_TEST_KEY", raising=False)
+    defs, ledger = new_defs(tmp_path, FLEET_WITH_DEAD_SERVER.replace("PORT", str(closed_loopback_port())))
+    with dg.DagsterInstance.ephemeral() as instance:
+        add_replicas(instance, defs)
+        result = sweep(defs, instance, "prod-dead")
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "FAULTSENSE_TEST_KEY" in str(failure.step_failure_data) and "not set" in str(failure.step_failure_data)
+    assert LedgerStore(str(ledger)).read_probe_runs()["error"].str.contains("could not start").all()
+
+
+def test_a_missing_api_key_variable_refuses_the_cli_sweep_before_any_run(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("FAULTSENSE_TEST_KEY", raising=False)
     fleet, ledger = write_fleet(tmp_path, FLEET_WITH_DEAD_SERVER.replace("PORT", str(closed_loopback_port())))
-    with dg.DagsterInstance.ephemeral() as instance:
-        outcomes, _ = run_sweep(fleet, ["prod-dead"], hour=HOUR, instance=instance)
-    assert not outcomes[0].success
-    assert "FAULTSENSE_TEST_KEY" in outcomes[0].error and "not set" in outcomes[0].error
-    assert LedgerStore(str(ledger)).read_probe_runs()["error"].str.contains("could not start").all()
+    with pytest.raises(FleetError, match=r"replicas\[0\]\.vllm\.api_key_env: environment variable FAULTSENSE_TEST_KEY "):
+        run_sweep(fleet, hour=HOUR)  # sim-faulty, later in the file, is not swept either
+    assert not ledger.exists()
 
 
 BAD_FLEET = """

@@ -119,6 +119,11 @@ FLEETS = [
         _fleet(replica=[*REPLICA[:3], "    executor: vllm", f"    vllm: {{url: 'http://h:8000', api_key_env: '{SECRET}'}}"]),
         ["replicas[0].vllm.api_key_env", "not shown"],
     ),
+    (
+        "api-key-variable-unset",  # refused before any run, not after the replicas before it
+        _fleet(replica=[*REPLICA[:3], "    executor: vllm", "    vllm: {url: 'http://h:8000', api_key_env: FS_HOSTILE_UNSET}"]),
+        ["replicas[0].vllm.api_key_env: environment variable FS_HOSTILE_UNSET (the API key) is not set", "nothing was swept"],
+    ),
 ]
 
 # (case id, scenario file text, words the error line must hold)
@@ -185,6 +190,16 @@ def test_a_fleet_error_never_shows_a_value_longer_than_80_characters(tmp_path: P
     assert shown == "'" + "A" * 78 + "…", shown  # repr quote + 78 characters + the ellipsis: 80
 
 
+@pytest.mark.parametrize("password", ["", f"u:{SECRET}@"])
+def test_a_3000_character_url_is_shown_at_80_characters(tmp_path: Path, password: str) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    url = f"http://{password}h:8000/" + " x" * 1500  # not a URL (spaces), with and without a password
+    fleet.write_text(_fleet(ledger="/tmp/l", replica=[*REPLICA[:3], "    executor: vllm", f"    vllm: {{url: '{url}'}}"]))
+    line = _one_error_line(runner.invoke(app, ["sweep", "--fleet", str(fleet)]), "replicas[0].vllm.url")
+    shown = line[line.index("got ") + 4 :]
+    assert len(shown) == 80 and shown.endswith("…") and shown.startswith(f"'http://{password and 'u:***@'}h:8000/"), shown
+
+
 @pytest.mark.parametrize(("text", "words"), [c[1:] for c in SCENARIOS], ids=[c[0] for c in SCENARIOS])
 def test_a_hostile_scenario_file_is_one_line_naming_the_field(tmp_path: Path, text: str, words) -> None:
     scenario = tmp_path / "scenario.json"
@@ -225,6 +240,8 @@ OPTIONS = [
     ("gpus-5000-digits", ["plan", "--gpus", "9" * 5000, "--probe-size", "4"], {}, ["--gpus must be an integer"]),
     ("sweep-repeats-200kb", ["sweep", "--repeats", LONG], {}, ["--repeats must be an integer in 1..100"]),
     ("hour-200kb", ["sweep", "--hour", LONG], {}, ["--hour"]),
+    ("sweep-lock-wait-nan", ["sweep", "--lock-wait", "nan"], {}, ["--lock-wait must be a number of seconds in 0..86400"]),
+    ("sweep-lock-wait-200kb", ["sweep", "--lock-wait", LONG], {}, ["--lock-wait must be a number of seconds", "…"]),
     ("since-200kb", ["ledger", "show", "--ledger", "/tmp/nope", "--since", LONG], {}, ["--since must be a date"]),
     (
         "retain-days-5000-digits",

@@ -1,9 +1,10 @@
 """End to end: a ``faultsense sweep`` against servers that echo the API key back never lets it out.
 
-One real sweep (a subprocess, a real Dagster instance under ``$DAGSTER_HOME``) of two vLLM
-replicas: ``echo-a`` talks to a loopback server that echoes the Authorization header in a
-different form on every request (whole in an HTTP 500, cut through at 300 characters,
-re-spaced, as a logprob), ``newline-b`` has a key with a trailing newline (refused at load).
+Real sweeps (subprocesses, a real Dagster instance under ``$DAGSTER_HOME``) of a fleet of two
+vLLM replicas: ``newline-b`` has a key with a trailing newline, so the fleet's sweep is refused
+before any run (one line naming the variable, exit 2); then ``echo-a`` alone talks to a
+loopback server that echoes the Authorization header in a different form on every request
+(whole in an HTTP 500, cut through at 300 characters, re-spaced, as a logprob).
 Afterwards the key is searched, as every 8-character window of it, in stdout, stderr, every
 file of the Dagster storage and every file of the ledger (raw bytes, and every string cell
 of every Parquet file).
@@ -80,19 +81,24 @@ def test_a_sweep_against_echoing_servers_leaks_the_key_nowhere(tmp_path: Path) -
         )
         env = {**os.environ, "FS_KEY_A": KEY_A, "FS_KEY_B": KEY_B, "DAGSTER_HOME": str(home)}
         env.pop("FAULTSENSE_LEDGER", None)
+        sweep = [str(Path(sys.executable).with_name("faultsense")), "sweep", "--fleet", str(fleet), "--ledger", str(ledger)]
+        refused = subprocess.run([*sweep, "--hour", HOUR], capture_output=True, text=True, env=env, timeout=300)
+        # newline-b's key is unusable: the whole sweep is refused before any run, naming the variable
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+        assert refused.stderr.count("\n") == 1 and "replicas[1].vllm.api_key_env" in refused.stderr
+        assert "FS_KEY_B" in refused.stderr and "whitespace" in refused.stderr and "nothing was swept" in refused.stderr
+        assert not ledger.exists() and not server.requests
         out = subprocess.run(
-            [str(Path(sys.executable).with_name("faultsense")), "sweep", "--fleet", str(fleet), "--ledger", str(ledger), "--hour", HOUR],
-            capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
+            [*sweep, "--replica", "echo-a", "--hour", HOUR], capture_output=True, text=True, env=env, timeout=300
+        )
         echoed = [r.auth for r in server.requests if r.path != "/v1/models"]
-    assert out.returncode == 1, out.stdout + out.stderr  # both replicas fail: their probes are error rows
+    assert out.returncode == 1, out.stdout + out.stderr  # the replica fails: its probes are error rows
     assert echoed and all(a == f"Bearer {KEY_A}" for a in echoed)  # the server did get (and echo) the key
-    assert "FS_KEY_B" in out.stdout and "whitespace" in out.stdout  # the refused key is named by variable
     files = [p for base in (home, ledger) for p in base.rglob("*") if p.is_file()]
     assert any(ledger in p.parents for p in files) and any(home in p.parents for p in files)
     for key in (KEY_A, KEY_B):
         for window in _windows(key):
-            assert window not in out.stdout and window not in out.stderr, window
+            assert all(window not in text for text in (out.stdout, out.stderr, refused.stdout, refused.stderr)), window
             for path in files:
                 assert window.encode() not in path.read_bytes(), (window, path)
                 if path.suffix == ".parquet":
