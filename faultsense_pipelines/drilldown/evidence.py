@@ -39,7 +39,7 @@ import math
 import random
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
 
@@ -294,6 +294,8 @@ class _State:
     healthy_gpus: set[int] = field(default_factory=set)
     gpu_llr: dict[int, float] = field(default_factory=dict)  # paired-test evidence of the GPU stage
     inconclusive_gpus: set[int] = field(default_factory=set)
+    # per GPU the GPU stage left open, the known faults (:meth:`known_key`) and noise scale when it did
+    opened_at: dict[int, object] = field(default_factory=dict)
     findings: list[EvidenceFinding] = field(default_factory=list)
     pairs: int = 0
     topology: ReplicaTopology | None = None
@@ -301,6 +303,8 @@ class _State:
     # GPUs under a confirmed or unresolved shared component: masked (never blamed alone), never pads
     shared_gpus: set[int] = field(default_factory=set)
     failure: str = ""  # why the last paired test could not be measured
+    pair_ds: list[float] = field(default_factory=list)  # every measured pair's d, in order
+    phase1_sigma: float | None = None  # the noise scale Phase 1 estimated (:func:`_recalibrate`)
     _neighbours: dict[int, set[int]] | None = None  # GPU -> GPUs it shares a suspect pair with
     # the healthiest-first padding order and the key of the state it was sorted for (:meth:`pool`)
     _pool_order: tuple[object, list[int]] | None = None
@@ -373,6 +377,8 @@ class _State:
         d = self.pair(probe, reference)
         if d is None:
             self.failure = f"probe {list(probe)} or its reference {list(reference)} could not be measured"
+        else:
+            self.pair_ds.append(d)
         return d
 
     def control(self, test: frozenset[int], g: int, avoid: frozenset[int] = frozenset()) -> tuple[bool, float | None]:
@@ -506,12 +512,49 @@ def _slowdown(ds: Sequence[float], effect: float) -> float | None:
     return math.exp(statistics.median(accused)) if accused else None
 
 
+#: Paired tests needed before their own spread can overrule Phase 1's noise scale
+#: (:func:`_recalibrate`), and how many times smaller than Phase 1's that spread must be.
+CALIBRATION_PAIRS, CALIBRATION_RATIO = 12, 4.0
+#: The 20% quantile of ``|T|`` for Student-t with :data:`_T_DF` degrees of freedom (t_3's
+#: 60th percentile): a pair's scale is the 20% quantile of ``|d|`` over it.
+_T_Q20 = 0.2767
+
+
+def _recalibrate(state: _State) -> None:
+    """Set the model's noise scale from the paired tests when they overrule Phase 1's.
+
+    Phase 1 estimates the noise from the spread of its probes around a moving baseline. Where
+    most probes hold a fault (dense faults in a small replica), that baseline moves between
+    slow and healthy probes, and the spread it reports is the faults', not the noise's (0.32
+    in a noise-free replica of 25 GPUs with four slow ones). Every pair measured so far
+    bounds the noise directly: its ``d`` is zero plus noise unless a fault sits in its test
+    or its reference, so the 20% quantile of ``|d|`` estimates the pair scale even with most
+    pairs contaminated (as long as a fifth are clean), and contamination only raises it.
+    After :data:`CALIBRATION_PAIRS` pairs, a scale :data:`CALIBRATION_RATIO` times below
+    Phase 1's replaces it; otherwise Phase 1's stays (so production-like noise, where the two
+    agree, keeps it). Called between candidates and units: one test is weighed with one model.
+    """
+    if state.phase1_sigma is None:
+        state.phase1_sigma = state.model.sigma
+    if len(state.pair_ds) < CALIBRATION_PAIRS:
+        return
+    m = state.model
+    per_sigma = m.pair_scale / max(m.sigma, m.min_sigma)  # pair scale per unit of sigma
+    sigma = float(np.quantile(np.abs(state.pair_ds), 0.2)) / _T_Q20 / per_sigma
+    # compared as the likelihood sees them: neither below the floor ``min_sigma``
+    overruled = max(sigma, m.min_sigma) * CALIBRATION_RATIO < max(state.phase1_sigma, m.min_sigma)
+    chosen = sigma if overruled else state.phase1_sigma
+    if chosen != m.sigma:
+        state.model = replace(m, sigma=chosen)
+
+
 def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
     """Sequential paired test of each candidate GPU (SPRT with a mixture alternative)."""
-    m = state.model
     for g in candidates:
         if g in state.confirmed_gpus or g in state.healthy_gpus:
             continue
+        _recalibrate(state)
+        m = state.model
         llr, errors, controls = 0.0, 0, 0
         ds: list[float] = []  # the pairs' d, of the tests without an avoided pad
         tests: list[tuple[frozenset[int], float]] = []
@@ -588,6 +631,20 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 # halfway to a blame at the budget (an intermittent GPU slow in a quarter of its
                 # tests): measure on, up to twice the budget; a sequential test's error bounds
                 # hold for any horizon, so the extension adds no false blames beyond them
+                rival = set(_link_rival(m, g, clean, partial(state.suspect_link, g))) - explained
+                if rival and llr > 0:
+                    # slow links to one or two pads explain the accusations at least as well as
+                    # an intermittent g (a far end the padding kept drawing): their pairs stop
+                    # counting, and the rest judge g (the unit stage then weighs the links)
+                    explained |= rival
+                    clean = [t for t in tests if not t[0] & explained]
+                    ds = [d for _, d in clean]
+                    llr = sum(m.llr(d, duty=m.gpu_duty) for d in ds)
+                    if llr <= -m.clear_llr:
+                        state.healthy_gpus.add(g)
+                        state.gpu_llr[g] = llr
+                        break
+                    accused = _accusing(ds, m.effect)
                 seen = _slowdown(ds, m.effect)
                 reason = (
                     f"slow {seen:.2f}x in {len(accused)} of {len(tests)} paired tests, short of the "
@@ -617,7 +674,43 @@ def _open_gpu(state: _State, g: int, llr: float, seen: float | None, used: int, 
     read it) and is left :func:`_leave_open` at the posterior that evidence gives."""
     state.inconclusive_gpus.add(g)
     state.gpu_llr[g] = llr
+    state.opened_at[g] = (state.known_key(), state.model.sigma)
     _leave_open(state, (g,), _logistic(llr), seen, used, reason)
+
+
+#: Passes of :func:`_retest_open_gpus` at most (each needs a fault found in the one before).
+RETEST_ROUNDS = 3
+
+
+def _retest_open_gpus(state: _State, phase1: Sequence[tuple[Sequence[int], float]]) -> None:
+    """Test again each GPU the GPU stage left open while faults found later were unknown.
+
+    Where faults are dense (n = 25, k = 8, four of them), a GPU tested early is padded and
+    referenced with GPUs that are faulty but not yet found: its pairs say little, it stays
+    open, and every GPU left open leaves the padding pool, which starves the GPUs after it.
+    Once a later test confirms a fault, the pool no longer holds it; so the GPUs left open
+    before that are tested afresh (their earlier pairs are dropped: a fault now known may
+    sit in their pads or references), strongest Phase 1 evidence (less the probes known
+    faults explain) first. A pass that finds no new fault ends the retests.
+    """
+    for _ in range(RETEST_ROUNDS):
+        _recalibrate(state)
+        now = (state.known_key(), state.model.sigma)
+        retest = [g for g, seen in state.opened_at.items() if g in state.inconclusive_gpus and seen != now]
+        if not retest:
+            return
+        for g in retest:
+            state.inconclusive_gpus.discard(g)
+            state.gpu_llr.pop(g, None)
+            del state.opened_at[g]
+        dropped = set(retest)
+        state.findings = [
+            f
+            for f in state.findings
+            if not (f.kind == ComponentKind.GPU and f.status == Status.INCONCLUSIVE and f.gpu in dropped)
+        ]
+        order = sorted(retest, key=lambda g: (-_phase1_evidence(state, (g,), phase1), g))
+        _gpu_stage(state, order)
 
 
 def _pad_carries(m: EvidenceModel, g: int, tests: Sequence[tuple[frozenset[int], float]]) -> int | None:
@@ -773,6 +866,7 @@ def _predicts_slow(h: _Hyp, gpus: frozenset[int]) -> bool:
 
 def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[int], float]]) -> bool:
     """Localize the fault(s) of one suspect Phase 1 probe; True when it was a false alarm."""
+    _recalibrate(state)
     m = state.model
     members = [g for g in probe if g not in state.confirmed_gpus and g not in state.shared_gpus]
     if any(g in state.inconclusive_gpus and state.gpu_llr.get(g, 0.0) > 0.0 for g in probe):
@@ -1146,6 +1240,7 @@ def evidence_drilldown(
         _shared(state, [frozenset(p) for p, _ in phase1], timeline, measured, suspects)
     in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))
     _gpu_stage(state, [g for g in in_suspects if state.gpu_evidence[g] > 0 and g not in state.shared_gpus])
+    _retest_open_gpus(state, measured)
     cleared = 0
     for i in suspects:
         cleared += _unit(state, phase1[i][0], measured)

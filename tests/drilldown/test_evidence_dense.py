@@ -1,0 +1,90 @@
+"""The evidence drill-down where faults are dense (n = 25, k = 8, noise-free): cases of the
+paper's noise-free grid (bench/evidence_noise_free.py) that it once left inconclusive, and
+the recalibration of the noise scale from the paired tests that fixed the first of them."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.drilldown.evidence import (
+    CALIBRATION_PAIRS,
+    EvidenceModel,
+    ProbeIndex,
+    _recalibrate,
+    _State,
+)
+from faultsense_pipelines.faults import GpuFault, LinkFault
+from faultsense_pipelines.localize import localize
+from faultsense_pipelines.simulator import SimulatedReplica
+
+
+def _confirmed(loc) -> set[tuple[str, int, int | None]]:
+    return {(v.component_kind.value, v.gpu, v.peer_gpu) for v in loc.verdicts if v.status == "confirmed"}
+
+
+def test_four_slow_gpus_among_25_are_all_confirmed_and_nothing_else():
+    """Four slow GPUs among 25 at k = 8: 13 of the cover's 15 probes are slow, so Phase 1's
+    moving baseline swings between slow and healthy probes and reads a noise scale of 0.32
+    (the replica is noise-free). With it, 24 pairs at d = 0 cannot clear a healthy GPU, every
+    GPU left open leaves the padding pool, and the pool ran dry: 2 of 4 found. The paired
+    tests' own spread (zero) overrules it, and GPUs left open before a fault was found are
+    tested again."""
+    faults = [GpuFault(4, 2.43), GpuFault(13, 2.31), GpuFault(22, 2.64), GpuFault(9, 2.67)]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")
+    assert _confirmed(loc) == {("gpu", 4, None), ("gpu", 9, None), ("gpu", 13, None), ("gpu", 22, None)}
+    assert not [v for v in loc.verdicts if v.status == "inconclusive"]
+
+
+def test_a_slow_link_is_found_when_a_gpu_of_both_slow_probes_keeps_drawing_its_far_end():
+    """Links (0, 17) and (2, 12) slow two probes that share GPUs 1, 12 and 24. The GPU stage
+    tests GPU 12, and the padding draws GPU 2 into 6 of its 25 tests, each slow: an
+    intermittent GPU 12 (slow in a quarter of its tests) scored 6 x 2.75 - 19 x 0.69 = 3.3,
+    left GPU 12 open leaning faulty, and an open GPU leaning faulty explains both probes, so
+    neither link was searched. At its budget the link (12, 2) is weighed against the GPU
+    (it explains the six at least as well), its pairs stop counting, the other 19 clear GPU
+    12, and the units find both links."""
+    faults = [LinkFault((0, 17), 2.01), LinkFault((2, 12), 2.55)]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")
+    assert _confirmed(loc) == {("link", 0, 17), ("link", 2, 12)}
+
+
+def _state(sigma: float) -> _State:
+    model = EvidenceModel(sigma=sigma, effect=math.log(1.2))
+    index = ProbeIndex.build(8, [((0, 1, 2, 3), 0.0)])
+    return _State(8, 4, model, lambda t, r: 0.0, random.Random(0), [0.0] * 8, set(), index)
+
+
+def test_recalibration_replaces_a_phase1_scale_the_pairs_show_is_four_times_too_wide():
+    """Hand-worked: with one repeat the pair scale is sqrt(2) x sigma, and a pair scale is the
+    20% quantile of |d| over 0.2767 (t_3's 60th percentile). Twelve pairs, |d| = 0.001 in
+    eleven and a contaminated 0.9: the 20% quantile is 0.001, sigma = 0.001 / 0.2767 /
+    sqrt(2) = 0.00256, below the 0.01 floor; 4 x 0.01 < 0.32, so Phase 1's 0.32 goes."""
+    state = _state(0.32)
+    state.pair_ds = [0.001, -0.001] * 5 + [0.001, 0.9]
+    assert len(state.pair_ds) == CALIBRATION_PAIRS
+    _recalibrate(state)
+    assert state.model.sigma == pytest.approx(0.001 / 0.2767 / math.sqrt(2.0), rel=1e-3)
+    assert state.phase1_sigma == 0.32
+
+
+def test_recalibration_keeps_phase1s_scale_where_the_pairs_agree_or_are_too_few():
+    """Pairs at |d| = 0.1: sigma = 0.1 / 0.2767 / sqrt(2) = 0.256, and 4 x 0.256 > 0.32:
+    kept. Eleven pairs at zero: too few to judge, kept. A Phase 1 scale at the floor (0.02)
+    against pairs at zero: 4 x 0.01 (the floor) > 0.02, kept, so a quiet replica's model
+    does not change."""
+    agree = _state(0.32)
+    agree.pair_ds = [0.1, -0.1] * 6
+    _recalibrate(agree)
+    assert agree.model.sigma == 0.32
+    few = _state(0.32)
+    few.pair_ds = [0.0] * (CALIBRATION_PAIRS - 1)
+    _recalibrate(few)
+    assert few.model.sigma == 0.32
+    quiet = _state(0.02)
+    quiet.pair_ds = [0.0] * 24
+    _recalibrate(quiet)
+    assert quiet.model.sigma == 0.02
