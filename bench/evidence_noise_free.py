@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import time
 import zlib
 from collections import defaultdict
@@ -32,6 +33,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2, help="scenarios per cell (default 2)")
     args = ap.parse_args()
     t0 = time.process_time()
+    # the code this process imported: the commit at its start
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "faultsense_pipelines"], capture_output=True, text=True, check=False)
+    commit += "+uncommitted" if dirty.stdout.strip() else ""
     agg: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     inexact = []
     for n in (25, 100, 300):
@@ -66,7 +71,7 @@ def main() -> None:
             "# The evidence drill-down on noise-free probes (bench/evidence_noise_free.py)",
             "",
             f"`python -m bench.evidence_noise_free --seeds {args.seeds}`: the paper's noise-free grid, "
-            f"{args.seeds} scenario(s) per cell, best cover; {time.process_time() - t0:.0f} s CPU.",
+            f"{args.seeds} scenario(s) per cell, best cover; {time.process_time() - t0:.0f} s CPU; on {commit}.",
             "",
             *rows,
             "",

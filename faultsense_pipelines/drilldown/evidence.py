@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -565,7 +566,17 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
             if test is None:
                 errors += 1
                 if errors >= 3:
-                    _open_gpu(state, g, llr, _slowdown(ds, m.effect), len(tests) + errors, f"probes failed: {state.failure}")
+                    # the padding ran out: first let slow links to pads explain what they can
+                    rival = set(_link_rival(m, g, [t for t in tests if not t[0] & explained], partial(state.suspect_link, g)))
+                    if rival - explained and llr > 0:
+                        explained |= rival
+                        ds = [d for gpus, d in tests if not gpus & explained]
+                        llr = sum(m.llr(d, duty=m.gpu_duty) for d in ds)
+                    if llr <= -m.clear_llr:
+                        state.healthy_gpus.add(g)
+                        state.gpu_llr[g] = llr
+                    else:
+                        _open_gpu(state, g, llr, _slowdown(ds, m.effect), len(tests) + errors, f"probes failed: {state.failure}")
                     break
                 continue
             if test[1] > m.effect / 2 and len(test[0]) > 1:
@@ -860,6 +871,31 @@ def _explained(state: _State, phase1: Sequence[tuple[Sequence[int], float]]) -> 
     return bad
 
 
+#: Prior share of the two-fault hypotheses of a unit once its single ones stall (:func:`_unit`).
+TWO_FAULT_PRIOR = 0.1
+#: A unit's hypotheses at most for its two-fault pairs to be formed (k = 8: 8 GPUs + 28 links).
+_MAX_PAIRED_HYPS = 45
+_Pair = tuple[_Hyp, _Hyp]  # two faults in one unit: two single hypotheses, both slow
+
+
+def _pair_llr(m: EvidenceModel, pair: _Pair, tests: Sequence[tuple[frozenset[int], float]]) -> float:
+    """Summed log-likelihood ratio of "both faults of ``pair``" over the unit's ``tests``: a
+    test is predicted slow when it holds either; always slow if a link it holds is one of
+    them, else in a share ``gpu_duty`` (a GPU)."""
+    total = 0.0
+    for gpus, d in tests:
+        slow = [h for h in pair if _predicts_slow(h, gpus)]
+        if slow:
+            total += m.llr(d, duty=1.0 if any(len(h) == 2 for h in slow) else m.gpu_duty)
+    return total
+
+
+def _two_fault_pairs(hyps: Sequence[_Hyp]) -> list[_Pair]:
+    """Every two of the unit's hypotheses where neither holds the other (a GPU and one of its
+    links are one fault, the GPU, as far as any probe can tell)."""
+    return [(a, b) for i, a in enumerate(hyps) for b in hyps[i + 1 :] if not (set(a) <= set(b) or set(b) <= set(a))]
+
+
 def _predicts_slow(h: _Hyp, gpus: frozenset[int]) -> bool:
     return bool(h) and all(g in gpus for g in h)
 
@@ -891,23 +927,40 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
     errors = 0
     found = False
     prior_evidence: dict[_Hyp, float] = {}
+    # two faults in one unit (dense faults): formed once the single hypotheses stall at the
+    # budget, with a fresh budget counted from ``start``
+    pairs: list[_Pair] = []
+    paired, start = False, 0
     while True:
         if not prior_evidence:  # Phase 1 evidence per hypothesis; redone when a fault is found
             prior_evidence = {h: _phase1_evidence(state, h, phase1) for h in hyps}
         # posterior over the unit's hypotheses from Phase 1 and this unit's paired tests;
         # data that a known fault explains carry no evidence about the others
-        logw: dict[_Hyp, float] = {(): math.log(none_prior)}
+        single = (1.0 - none_prior) * (1.0 - (TWO_FAULT_PRIOR if pairs else 0.0)) / len(hyps)
+        logw: dict[Any, float] = {(): math.log(none_prior)}
         for h in hyps:
-            w = math.log((1.0 - none_prior) / len(hyps)) + prior_evidence[h]
+            w = math.log(single) + prior_evidence[h]
             duty = m.gpu_duty if len(h) == 1 else 1.0
             for gpus, d in tests:
                 if _predicts_slow(h, gpus):
                     w += m.llr(d, duty=duty)
             logw[h] = w
+        for two in pairs:
+            prior = (1.0 - none_prior) * TWO_FAULT_PRIOR / len(pairs)
+            logw[two] = math.log(prior) + prior_evidence[two[0]] + prior_evidence[two[1]] + _pair_llr(m, two, tests)
         top = max(logw.values())
         total = sum(math.exp(v - top) for v in logw.values())
         post = {h: math.exp(v - top) / total for h, v in logw.items()}
         best = max(hyps, key=lambda h: post[h])
+        if pairs and _confirm_pair(state, max(pairs, key=lambda p: post[p]), post, tests):
+            found = True
+            members = [g for g in members if g not in state.confirmed_gpus]
+            hyps = [h for h in hyps if not set(h) & state.confirmed_gpus and h not in state.confirmed_links]
+            tests = [(gpus, d) for gpus, d in tests if not state.known_bad(gpus)]
+            prior_evidence, pairs, none_prior, start = {}, [], 0.9, len(tests)
+            if not hyps:
+                return False
+            continue
         accused = [d for gpus, d in tests if _predicts_slow(best, gpus) and d > m.effect / 2]
         # a GPU whose tests slow links to one or two GPUs linked to it explain as well as the
         # GPU does (_link_rival) is not confirmed: the tests go on, without those GPUs
@@ -925,6 +978,8 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
                 hyps = [h for h in hyps if best[0] not in h]
             else:
                 hyps = [h for h in hyps if h != best]
+            kept = set(hyps)
+            pairs = [two for two in pairs if two[0] in kept and two[1] in kept]
             tests = [(gpus, d) for gpus, d in tests if not state.known_bad(gpus)]
             prior_evidence = {}
             none_prior = 0.9
@@ -933,7 +988,12 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
             continue
         if post[()] >= m.clear_confidence:
             return not explained and not found
-        if len(tests) >= m.max_pairs and not (post[best] >= 0.9 and len(tests) < 2 * m.max_pairs):
+        used = len(tests) - start
+        if used >= m.max_pairs and not (post[best] >= 0.9 and used < 2 * m.max_pairs):
+            if not paired and 2 <= len(hyps) <= _MAX_PAIRED_HYPS and post[()] < 0.5:
+                # the single hypotheses stalled with a fault likely: weigh two at once
+                paired, pairs, start = True, _two_fault_pairs(hyps), len(tests)
+                continue
             conf = post[best]
             if conf >= 0.5:
                 reason = f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
@@ -944,7 +1004,7 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
                     )
                 _leave_open(state, best, conf, _slowdown(accused, m.effect), len(tests), reason)
             return False
-        subset = _split(state, members, hyps, post)
+        subset = _split(state, members, hyps, post, pairs)
         # while slow links to one or two GPUs explain a GPU's accusations as well as the GPU
         # does, its next test goes without them: the one datum that tells the two apart
         test = state.measure(set(subset), frozenset(carrying) if carrying and best[0] in subset else frozenset())
@@ -968,13 +1028,17 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
         tests.append(test)
 
 
-def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: dict[_Hyp, float]) -> list[int]:
-    """GPUs of the unit whose probe is predicted slow with probability nearest 1/2."""
+def _split(
+    state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: dict[Any, float], pairs: Sequence[_Pair] = ()
+) -> list[int]:
+    """GPUs of the unit whose probe is predicted slow with probability nearest 1/2 (a pair of
+    faults predicts it slow when it holds either)."""
     chosen: set[int] = set()
     allowed = [g for g in members if not state.known_bad(frozenset({g}))]
 
     def slow_mass(gpus: set[int]) -> float:
-        return sum(post[h] for h in hyps if gpus.issuperset(h))
+        mass = sum(post[h] for h in hyps if gpus.issuperset(h))
+        return mass + sum(post[p] for p in pairs if gpus.issuperset(p[0]) or gpus.issuperset(p[1]))
 
     while len(chosen) < min(state.k, len(allowed)):
         options = [g for g in allowed if g not in chosen and not state.known_bad(frozenset(chosen | {g}))]
@@ -989,6 +1053,22 @@ def _split(state: _State, members: Sequence[int], hyps: Sequence[_Hyp], post: di
         likeliest: _Hyp = max(hyps, key=lambda h: post[h])
         chosen = set(likeliest)
     return sorted(chosen)
+
+
+def _confirm_pair(state: _State, two: _Pair, post: dict[Any, float], tests: Sequence[tuple[frozenset[int], float]]) -> bool:
+    """Confirm both faults of ``two`` if its posterior reaches the confidence and each of them,
+    on its own, has :attr:`~EvidenceModel.min_accusing` accusing pairs showing the effect; True
+    when it did."""
+    m = state.model
+    if post[two] < m.confidence:
+        return False
+    accused = [[d for gpus, d in tests if _predicts_slow(h, gpus) and d > m.effect / 2] for h in two]
+    if not all(len(a) >= m.min_accusing and _shows_effect(a, m.effect) for a in accused):
+        return False
+    for h, a in zip(two, accused, strict=True):
+        evidence = tuple(tuple(sorted(gpus)) for gpus, d in tests if _predicts_slow(h, gpus) and d > m.effect / 2)
+        _confirm(state, h, post[two], a, len(tests), evidence)
+    return True
 
 
 def _confirm(

@@ -88,3 +88,26 @@ def test_recalibration_keeps_phase1s_scale_where_the_pairs_agree_or_are_too_few(
     quiet.pair_ds = [0.0] * 24
     _recalibrate(quiet)
     assert quiet.model.sigma == 0.02
+
+
+def test_two_slow_links_in_one_probe_are_both_confirmed():
+    """Links (8, 18) and (16, 24) sit in one probe (n = 25, k = 4) among four slow links. Its
+    unit's single hypotheses stall: GPU 16 (slow in 8 tests, fast in 4: 8 x 2.75 - 4 x 0.69
+    = 19.2) outscores each link (link 8-18: 6 x 2.75 = 16.5) but slow links to its pads rival
+    it, so nothing reached 0.5 and the unit ended with no verdict at all. Once they stall, the
+    unit weighs two faults at once: the two links predict every slow test and no fast one."""
+    faults = [LinkFault((1, 23), 2.49), LinkFault((2, 11), 2.50), LinkFault((8, 18), 2.33), LinkFault((16, 24), 1.67)]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 4, "best"), method="evidence")
+    assert _confirmed(loc) == {("link", 1, 23), ("link", 2, 11), ("link", 8, 18), ("link", 16, 24)}
+
+
+def test_a_gpu_whose_padding_runs_out_lets_slow_links_to_its_pads_explain_first():
+    """Links (4, 14), (5, 21), (9, 13), (17, 22) at n = 25, k = 8: GPU 14's tests with pad 4
+    accuse it, and pads carrying (5, 21) slow its controls too, which sets them aside until
+    too few pads are left. GPU 14 was left open leaning faulty (1.31), which closed the units
+    of links (4, 14) and (5, 21). Now the link (14, 4) is weighed first: it explains the
+    accusations, the rest clear GPU 14, and the units find all four links."""
+    slow = (1.5404060609760342, 2.551828810522576, 2.130577444089556, 1.621092972815581)  # the grid's draw
+    faults = [LinkFault(link, x) for link, x in zip(((4, 14), (5, 21), (9, 13), (17, 22)), slow, strict=True)]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")
+    assert _confirmed(loc) == {("link", 4, 14), ("link", 5, 21), ("link", 9, 13), ("link", 17, 22)}
