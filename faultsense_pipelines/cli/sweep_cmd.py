@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import sys
@@ -398,7 +399,7 @@ def run_sweep(
                                 if all(n in refused_at for n in queue):  # every replica left is held elsewhere
                                     time.sleep(_LOCK_POLL_S)
                                 continue
-                            waited = f" (waited {t0 - first:.0f} s)" if lock_wait_s > 0 else ""
+                            waited = f" (waited {t0 - first:.1f} s)" if lock_wait_s > 0 else ""
                             outcome.error, outcome.seconds = f"{exc}{waited}", t0 - first
                             outcomes.append(outcome)
                             on_done and on_done(outcome)
@@ -471,11 +472,9 @@ def _lock_wait_option(text: str | None) -> float:
     """``--lock-wait`` in seconds (None: :data:`DEFAULT_LOCK_WAIT_S`); one line + exit 2 otherwise."""
     if text is None:
         return DEFAULT_LOCK_WAIT_S
-    try:
-        value = float(text.strip())
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_LOCK_WAIT_S:  # NaN fails it too
+    plain = re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,3})?", text.strip())  # not float()'s 1_0, +5, 1e3, '５'
+    value = float(plain.group()) if plain else -1.0
+    if not 0 <= value <= MAX_LOCK_WAIT_S:
         fail(f"--lock-wait must be a number of seconds in 0..{MAX_LOCK_WAIT_S:.0f}, got {shown(text)}")
     return value
 
@@ -602,7 +601,7 @@ def register(app: typer.Typer) -> None:
                 out.print(f"{o.replica}: {o.unjudged_links} links unjudged (no passing probe held them)", highlight=False)
             if not o.success:
                 out.print(
-                    f"[red]{o.replica} failed[/red] (run {o.run_id}): {escape(scrub(o.error))}",
+                    f"[red]{o.replica} failed[/red]{f' (run {o.run_id})' if o.run_id else ''}: {escape(scrub(o.error))}",
                     soft_wrap=True,
                     markup=True,
                     highlight=False,

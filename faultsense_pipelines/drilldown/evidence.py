@@ -305,6 +305,7 @@ class _State:
     shared_gpus: set[int] = field(default_factory=set)
     failure: str = ""  # why the last paired test could not be measured
     pair_ds: list[float] = field(default_factory=list)  # every measured pair's d, in order
+    deferred: list[tuple[int, ...]] = field(default_factory=list)  # units an open GPU closed
     phase1_sigma: float | None = None  # the noise scale Phase 1 estimated (:func:`_recalibrate`)
     _neighbours: dict[int, set[int]] | None = None  # GPU -> GPUs it shares a suspect pair with
     # the healthiest-first padding order and the key of the state it was sorted for (:meth:`pool`)
@@ -521,6 +522,30 @@ CALIBRATION_PAIRS, CALIBRATION_RATIO = 12, 4.0
 _T_Q20 = 0.2767
 
 
+def _deferred_units(state: _State, phase1: Sequence[tuple[Sequence[int], float]]) -> int:
+    """Search the units that a GPU left open leaning faulty closed, once faults the unit
+    stage found let that GPU be tested again; the count of them found to be false alarms.
+
+    A GPU tested while other faults were unknown can stay open leaning faulty (its controls
+    were slow because its pads held them, and set aside, the pads ran out); it then closes its
+    units, so a slow link in one of them is never searched. Once the unit stage confirms
+    those other faults, :func:`_retest_open_gpus` tests the GPU again, and each unit it no
+    longer closes is searched (up to :data:`RETEST_ROUNDS` passes).
+    """
+    cleared = 0
+    for _ in range(RETEST_ROUNDS):
+        if not state.deferred:
+            break
+        _retest_open_gpus(state, phase1)
+        units, state.deferred = list(dict.fromkeys(state.deferred)), []
+        closed = len(units)
+        for probe in units:
+            cleared += _unit(state, probe, phase1)
+        if len(state.deferred) >= closed:  # no unit was opened: nothing more to learn
+            break
+    return cleared
+
+
 def _recalibrate(state: _State) -> None:
     """Set the model's noise scale from the paired tests when they overrule Phase 1's.
 
@@ -674,10 +699,17 @@ def _logistic(llr: float) -> float:
 
 def _leave_open(state: _State, h: _Hyp, conf: float, seen: float | None, used: int, reason: str) -> None:
     """Record GPU or link hypothesis ``h`` as ``inconclusive``: its posterior ``conf``, the
-    accusing pairs' slowdown ``seen``, the paired tests ``used`` and why it stays open."""
+    accusing pairs' slowdown ``seen``, the paired tests ``used`` and why it stays open. A
+    component two units leave open gets one verdict: the one at the higher confidence."""
     kind = ComponentKind.GPU if len(h) == 1 else ComponentKind.LINK
     peer = None if len(h) == 1 else h[1]
-    state.findings.append(EvidenceFinding(kind, h[0], peer, Status.INCONCLUSIVE, conf, seen, used, reason))
+    finding = EvidenceFinding(kind, h[0], peer, Status.INCONCLUSIVE, conf, seen, used, reason)
+    for i, f in enumerate(state.findings):
+        if (f.kind, f.gpu, f.peer_gpu, f.status) == (kind, h[0], peer, Status.INCONCLUSIVE):
+            if conf > (f.confidence or 0.0):
+                state.findings[i] = finding
+            return
+    state.findings.append(finding)
 
 
 def _open_gpu(state: _State, g: int, llr: float, seen: float | None, used: int, reason: str) -> None:
@@ -906,7 +938,10 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
     m = state.model
     members = [g for g in probe if g not in state.confirmed_gpus and g not in state.shared_gpus]
     if any(g in state.inconclusive_gpus and state.gpu_llr.get(g, 0.0) > 0.0 for g in probe):
-        return False  # a GPU left inconclusive but leaning faulty explains the probe as well as anything
+        # a GPU left inconclusive but leaning faulty explains the probe as well as anything;
+        # searched again should a retest settle that GPU (:func:`_deferred_units`)
+        state.deferred.append(tuple(probe))
+        return False
     t = state.topology
     if t is not None and any(t.holds(c, probe) for c in state.confirmed_shared):
         return False  # a NIC, NVSwitch or switch explains it; its other GPUs have probes of their own
@@ -995,7 +1030,16 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
                 paired, pairs, start = True, _two_fault_pairs(hyps), len(tests)
                 continue
             conf = post[best]
-            if conf >= 0.5:
+            if conf < 0.5 and post[()] < 0.5 and not found:
+                # a fault is likely (no false alarm) but no one component stands out: never
+                # end a slow probe without a verdict
+                reason = (
+                    f"{len(tests)} paired tests left this slow probe's fault unsettled among its GPUs and "
+                    f"links (the likeliest at confidence {confidence_text(conf)}; a false alarm at "
+                    f"{confidence_text(post[()])})"
+                )
+                _leave_open(state, best, conf, _slowdown(accused, m.effect), len(tests), reason)
+            elif conf >= 0.5:
                 reason = f"{len(tests)} paired tests left the evidence at confidence {confidence_text(conf)}"
                 if carrying:
                     reason = (
@@ -1324,6 +1368,7 @@ def evidence_drilldown(
     cleared = 0
     for i in suspects:
         cleared += _unit(state, phase1[i][0], measured)
+    cleared += _deferred_units(state, measured)
     confirmed = sorted(state.confirmed_gpus)
     masked = [
         EvidenceFinding(ComponentKind.LINK, a, b, Status.MASKED, None, None, 0)

@@ -241,6 +241,10 @@ OPTIONS = [
     ("sweep-repeats-200kb", ["sweep", "--repeats", LONG], {}, ["--repeats must be an integer in 1..100"]),
     ("hour-200kb", ["sweep", "--hour", LONG], {}, ["--hour"]),
     ("sweep-lock-wait-nan", ["sweep", "--lock-wait", "nan"], {}, ["--lock-wait must be a number of seconds in 0..86400"]),
+    *[
+        (f"sweep-lock-wait-{i}", ["sweep", "--lock-wait", text], {}, ["--lock-wait must be a number of seconds in 0..86400"])
+        for i, text in enumerate(["1_0", "+5", "1e3", "\uff11", "\u0665", "-0", "86401", "5s"])
+    ],
     ("sweep-lock-wait-200kb", ["sweep", "--lock-wait", LONG], {}, ["--lock-wait must be a number of seconds", "…"]),
     ("since-200kb", ["ledger", "show", "--ledger", "/tmp/nope", "--since", LONG], {}, ["--since must be a date"]),
     (

@@ -280,4 +280,5 @@ def test_the_hub_of_two_slow_links_is_not_blamed_on_a_dense_tiny_replica():
     assert confirmed, "the replica holds four slow links: something is found"
     assert all(kind == "link" and (a, b) in truth for kind, a, b in confirmed), confirmed
     gpu3 = [v for v in loc.verdicts if v.component_kind == "gpu" and v.gpu == 3]
-    assert all(v.status == "inconclusive" and "slow links" in (v.reason or "") for v in gpu3)
+    # left open, either while slow links to its pads rival it or with the unit's fault unsettled
+    assert all(v.status == "inconclusive" and ("slow links" in v.reason or "unsettled" in v.reason) for v in gpu3)

@@ -111,3 +111,29 @@ def test_a_gpu_whose_padding_runs_out_lets_slow_links_to_its_pads_explain_first(
     faults = [LinkFault(link, x) for link, x in zip(((4, 14), (5, 21), (9, 13), (17, 22)), slow, strict=True)]
     loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")
     assert _confirmed(loc) == {("link", 4, 14), ("link", 5, 21), ("link", 9, 13), ("link", 17, 22)}
+
+
+def test_a_unit_closed_by_a_gpu_left_open_is_searched_once_a_retest_settles_that_gpu():
+    """Slow GPUs 12, 23 and links (2, 20), (14, 19) at n = 25, k = 8. GPU 23 is tested while
+    12 and the links are unknown: its controls are slow (their pads hold them), the pads set
+    aside run out, and it stays open leaning faulty, which closes its units, the one of link
+    (2, 20) among them. Once the unit stage confirms GPU 12 and link (14, 19), GPU 23 is
+    tested again (confirmed), and the units it had closed are searched: link (2, 20)."""
+    slow = (2.71966935097101, 2.5902000529272238, 1.9642772694781725, 2.722440661405387)  # the grid's draw
+    faults = [GpuFault(12, slow[0]), GpuFault(23, slow[1]), LinkFault((2, 20), slow[2]), LinkFault((14, 19), slow[3])]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")
+    assert _confirmed(loc) == {("gpu", 12, None), ("gpu", 23, None), ("link", 2, 20), ("link", 14, 19)}
+
+
+def test_a_slow_probe_whose_fault_stays_unsettled_gets_an_inconclusive_verdict_not_silence():
+    """The four-link hub case (1-3, 3-5, 5-21, 6-19; n = 25, k = 8): the units of links 1-3 and
+    3-5 end their budget with no component above 0.5 but a false alarm near 0. They used to
+    end without any verdict; the likeliest component (the hub, GPU 3) is now inconclusive
+    once, with the reason, beside the two links found."""
+    slow = (1.6186749785460017, 2.861360749751144, 2.4364537253374623, 2.014007398868906)  # the grid's draw
+    faults = [LinkFault(link, x) for link, x in zip(((1, 3), (3, 5), (5, 21), (6, 19)), slow, strict=True)]
+    loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")
+    assert _confirmed(loc) == {("link", 5, 21), ("link", 6, 19)}
+    (open_,) = [v for v in loc.verdicts if v.status == "inconclusive"]
+    assert (open_.component_kind.value, open_.gpu) == ("gpu", 3)
+    assert "left this slow probe's fault unsettled" in open_.reason and open_.confidence < 0.5

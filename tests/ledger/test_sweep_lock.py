@@ -96,7 +96,7 @@ def test_a_replica_held_past_the_wait_gets_an_error_row_saying_how_long_it_waite
     by_name = {o.replica: o for o in outcomes}
     assert by_name["sim-b"].success and not by_name["sim-a"].success
     assert by_name["sim-a"].error.startswith(f"another sweep of sim-a is running on this ledger (pid {holder.pid}, ")
-    assert re.search(r"; not swept \(waited \d+ s\)$", by_name["sim-a"].error), by_name["sim-a"].error
+    assert re.search(r"; not swept \(waited \d+\.\d s\)$", by_name["sim-a"].error), by_name["sim-a"].error
     assert by_name["sim-a"].seconds >= 1.0
 
 
