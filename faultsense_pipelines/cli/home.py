@@ -34,6 +34,9 @@ DEFAULT_HOME = Path(".faultsense") / "dagster"
 INIT_LOCK = ".faultsense-open.lock"
 #: Runs the queue starts at once (sweeps of different replicas, analytics).
 MAX_CONCURRENT_RUNS = 4
+#: Longest a run may go before the daemon's run monitoring fails it (seconds): a run whose
+#: worker was killed stays STARTED for good otherwise, holding its replica's queue slot.
+MAX_RUNTIME_S = 3 * 3600
 
 INSTANCE_YAML = f"""\
 # Written by faultsense on first use; edit freely (faultsense never overwrites it).
@@ -47,6 +50,14 @@ concurrency:
         value:
           applyLimitPerUniqueValue: true
         limit: 1
+# A run whose worker died (a killed `dagster dev`, an OOM kill) stays STARTED for good and
+# holds its replica's slot in the queue: the daemon fails a run stuck starting for 3 minutes
+# and any run still going after {MAX_RUNTIME_S // 3600} hours (no sweep comes near it).
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  max_runtime_seconds: {MAX_RUNTIME_S}
+  poll_interval_seconds: 60
 nux:
   enabled: false
 telemetry:

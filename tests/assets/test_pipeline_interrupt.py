@@ -6,6 +6,7 @@ Real Dagster instance, real Delta ledger, real worker processes, a real ``SIGINT
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import signal
 import subprocess
@@ -340,11 +341,14 @@ def test_sigterm_stops_a_sweep_started_with_sigint_ignored(tmp_path: Path) -> No
 @pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
-def test_a_sigkilled_sweep_leaves_no_run_started_for_good(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fails_it", ["the next sweep", "run monitoring"])
+def test_a_sigkilled_sweep_leaves_no_run_started_for_good(tmp_path: Path, fails_it: str, monkeypatch) -> None:
     """SIGKILL mid-run leaves the run STARTED in Dagster's storage (nothing records its end),
     and the run queue's one-run-per-replica limit would hold that replica's scheduled and
     backfill runs behind it forever (a newcomer found 5 such runs). The next sweep of the
-    replica marks it failed."""
+    replica marks it failed; where none comes (a run of the UI or a schedule whose worker was
+    killed), the daemon's run monitoring does, through Dagster's own timeout check, once the
+    run is older than the instance's ``max_runtime_seconds`` (3 hours)."""
     from dagster._core.instance.ref import InstanceRef
 
     from faultsense_pipelines.cli.sweep_cmd import PID_TAG, fail_orphaned_runs
@@ -376,6 +380,21 @@ def test_a_sigkilled_sweep_leaves_no_run_started_for_good(tmp_path: Path) -> Non
     with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
         started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
         assert [r.tags.get(PID_TAG) for r in started] == [str(proc.pid)]
+        if fails_it == "run monitoring":
+            from dagster._daemon.monitoring import run_monitoring
+
+            assert instance.run_monitoring_enabled
+            (record,) = instance.get_run_records(filters=dg.RunsFilter(run_ids=[started[0].run_id]))
+            limit = float(instance.run_monitoring_max_runtime_seconds)
+            log = logging.getLogger("run_monitoring")
+            run_monitoring.check_run_timeout(instance, record, log, limit)  # young: left running
+            assert instance.get_run_by_id(record.dagster_run.run_id).status == dg.DagsterRunStatus.STARTED
+            later = time.time() + limit + 60
+            monkeypatch.setattr(run_monitoring, "get_current_timestamp", lambda: later)
+            run_monitoring.check_run_timeout(instance, record, log, limit)
+            assert instance.get_run_by_id(record.dagster_run.run_id).status == dg.DagsterRunStatus.FAILURE
+            assert fail_orphaned_runs(instance, "local-4") == 0
+            return
         assert fail_orphaned_runs(instance, "sim-after") == 0  # another replica's run is not touched
         assert fail_orphaned_runs(instance, "local-4") == 1
         run = instance.get_run_by_id(started[0].run_id)

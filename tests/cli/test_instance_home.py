@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
-from faultsense_pipelines.cli.home import MAX_CONCURRENT_RUNS, ensure_home, open_instance
+from faultsense_pipelines.cli.home import INSTANCE_YAML, MAX_CONCURRENT_RUNS, MAX_RUNTIME_S, ensure_home, open_instance
 from tests.pipeline_helpers import HOUR, write_fleet
 
 _RUNS_OF_NEW_PROCESS = """
@@ -47,6 +47,9 @@ def test_without_dagster_home_the_instance_lives_in_dot_faultsense_with_the_run_
         queue = instance.get_concurrency_config().run_queue_config
         assert queue.max_concurrent_runs == MAX_CONCURRENT_RUNS
         assert queue.tag_concurrency_limits[0]["key"] == "dagster/partition/replica"
+        assert instance.run_monitoring_enabled  # orphaned runs of killed workers are failed
+        assert instance.run_monitoring_max_runtime_seconds == MAX_RUNTIME_S == 3 * 3600
+        assert instance.run_monitoring_start_timeout_seconds == 180
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # the user's own edits are kept
     ensure_home()
     assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
@@ -146,3 +149,10 @@ def test_processes_opening_a_fresh_home_at_once_all_succeed(tmp_path: Path) -> N
     outs = [proc.communicate(timeout=240)[0].decode() for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0, 0], "\n".join(o[-800:] for o in outs)
     assert [o.strip().splitlines()[-1] for o in outs] == ["0"] * 4
+
+
+def test_the_repository_dagster_yaml_holds_the_same_settings_as_the_instance_faultsense_creates() -> None:
+    """A bare ``dagster dev`` from the repository root reads ./dagster.yaml; it must run with
+    the settings a ``faultsense ui`` instance gets (queue limits, run monitoring, no dialog)."""
+    root = Path(__file__).resolve().parents[2]
+    assert yaml.safe_load((root / "dagster.yaml").read_text()) == yaml.safe_load(INSTANCE_YAML)
