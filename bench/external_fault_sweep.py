@@ -188,7 +188,7 @@ def main() -> None:
         + f" --how {args.how}"
         + (f" --tokens {args.tokens}" if args.tokens else "")
         + (f" --intermediate {args.intermediate}" if args.intermediate else "")
-        + "` (under `nice -n 19`).\n\n"
+        + f"` (niceness {os.nice(0)}).\n\n"
         f"| sweeps | named (gpu:{args.gpu} and nothing else) | wrong (something else blamed) | missed |\n|---|---|---|---|\n"
         f"| {c.sweeps} | {c.named} | {c.wrong} | {c.missed} |\n\n"
         f"| sweep | blamed | how it ended |\n|---|---|---|\n{rows}\n"
