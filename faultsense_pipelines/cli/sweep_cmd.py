@@ -528,8 +528,8 @@ def register(app: typer.Typer) -> None:
             "--lock-wait",
             metavar="SECONDS",
             show_default=False,
-            help=f"How long a replica another sweep is sweeping on this ledger is waited for, the free replicas "
-            f"being swept meanwhile (default {DEFAULT_LOCK_WAIT_S:.0f}; 0 refuses it at once).",
+            help=f"Seconds to wait for a replica that another sweep holds on this ledger; the other replicas are "
+            f"swept meanwhile (default {DEFAULT_LOCK_WAIT_S:.0f}; 0: skip it at once).",
         ),
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
