@@ -306,12 +306,15 @@ class _State:
     failure: str = ""  # why the last paired test could not be measured
     pair_ds: list[float] = field(default_factory=list)  # every measured pair's d, in order
     deferred: list[tuple[int, ...]] = field(default_factory=list)  # units an open GPU closed
-    phase1_sigma: float | None = None  # the noise scale Phase 1 estimated (:func:`_recalibrate`)
+    phase1_sigma: float = field(init=False)  # the model's noise scale as given (Phase 1's; :func:`_recalibrate`)
     _neighbours: dict[int, set[int]] | None = None  # GPU -> GPUs it shares a suspect pair with
     # the healthiest-first padding order and the key of the state it was sorted for (:meth:`pool`)
     _pool_order: tuple[object, list[int]] | None = None
     # per GPU, its single-GPU Phase 1 evidence and the known faults it was summed for (:func:`_phase1_evidence`)
     _phase1_sums: tuple[object, np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        self.phase1_sigma = self.model.sigma
 
     def known_key(self) -> tuple[frozenset[int], frozenset[tuple[int, int]], int]:
         """What :meth:`known_bad` depends on: the confirmed GPUs, links and shared components."""
@@ -560,8 +563,6 @@ def _recalibrate(state: _State) -> None:
     Phase 1's replaces it; otherwise Phase 1's stays (so production-like noise, where the two
     agree, keeps it). Called between candidates and units: one test is weighed with one model.
     """
-    if state.phase1_sigma is None:
-        state.phase1_sigma = state.model.sigma
     if len(state.pair_ds) < CALIBRATION_PAIRS:
         return
     m = state.model
@@ -592,11 +593,11 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 errors += 1
                 if errors >= 3:
                     # the padding ran out: first let slow links to pads explain what they can
-                    rival = set(_link_rival(m, g, [t for t in tests if not t[0] & explained], partial(state.suspect_link, g)))
-                    if rival - explained and llr > 0:
-                        explained |= rival
+                    judged = [t for t in tests if not t[0] & explained]
+                    widened = _rivals_explain(m, g, judged, tests, explained, partial(state.suspect_link, g)) if llr > 0 else None
+                    if widened is not None:
+                        explained, llr = widened
                         ds = [d for gpus, d in tests if not gpus & explained]
-                        llr = sum(m.llr(d, duty=m.gpu_duty) for d in ds)
                     if llr <= -m.clear_llr:
                         state.healthy_gpus.add(g)
                         state.gpu_llr[g] = llr
@@ -667,15 +668,13 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 # halfway to a blame at the budget (an intermittent GPU slow in a quarter of its
                 # tests): measure on, up to twice the budget; a sequential test's error bounds
                 # hold for any horizon, so the extension adds no false blames beyond them
-                rival = set(_link_rival(m, g, clean, partial(state.suspect_link, g))) - explained
-                if rival and llr > 0:
-                    # slow links to one or two pads explain the accusations at least as well as
-                    # an intermittent g (a far end the padding kept drawing): their pairs stop
-                    # counting, and the rest judge g (the unit stage then weighs the links)
-                    explained |= rival
-                    clean = [t for t in tests if not t[0] & explained]
-                    ds = [d for _, d in clean]
-                    llr = sum(m.llr(d, duty=m.gpu_duty) for d in ds)
+                # slow links to one or two pads explain the accusations at least as well as an
+                # intermittent g (a far end the padding kept drawing): their pairs stop
+                # counting, and the rest judge g (the unit stage then weighs the links)
+                widened = _rivals_explain(m, g, clean, tests, explained, partial(state.suspect_link, g)) if llr > 0 else None
+                if widened is not None:
+                    explained, llr = widened
+                    ds = [d for gpus, d in tests if not gpus & explained]
                     if llr <= -m.clear_llr:
                         state.healthy_gpus.add(g)
                         state.gpu_llr[g] = llr
@@ -690,6 +689,25 @@ def _gpu_stage(state: _State, candidates: Sequence[int]) -> None:
                 )
                 _open_gpu(state, g, llr, seen, len(tests), reason)
                 break
+
+
+def _rivals_explain(
+    m: EvidenceModel,
+    g: int,
+    judged: Sequence[tuple[frozenset[int], float]],
+    tests: Sequence[tuple[frozenset[int], float]],
+    explained: set[int],
+    linked: Callable[[int], bool],
+) -> tuple[set[int], float] | None:
+    """The pads ``explained`` widened by the :func:`_link_rival` of ``g`` over the tests
+    ``judged`` (those the GPU's evidence was summed over), and ``g``'s log-likelihood ratio
+    over the ``tests`` holding none of the widened set; ``None`` where no new rival scores as
+    well as ``g``."""
+    rival = set(_link_rival(m, g, judged, linked)) - explained
+    if not rival:
+        return None
+    widened = explained | rival
+    return widened, sum(m.llr(d, duty=m.gpu_duty) for gpus, d in tests if not gpus & widened)
 
 
 def _logistic(llr: float) -> float:
@@ -980,9 +998,9 @@ def _unit(state: _State, probe: Sequence[int], phase1: Sequence[tuple[Sequence[i
                 if _predicts_slow(h, gpus):
                     w += m.llr(d, duty=duty)
             logw[h] = w
+        pair_prior = math.log((1.0 - none_prior) * TWO_FAULT_PRIOR / len(pairs)) if pairs else 0.0
         for two in pairs:
-            prior = (1.0 - none_prior) * TWO_FAULT_PRIOR / len(pairs)
-            logw[two] = math.log(prior) + prior_evidence[two[0]] + prior_evidence[two[1]] + _pair_llr(m, two, tests)
+            logw[two] = pair_prior + prior_evidence[two[0]] + prior_evidence[two[1]] + _pair_llr(m, two, tests)
         top = max(logw.values())
         total = sum(math.exp(v - top) for v in logw.values())
         post = {h: math.exp(v - top) / total for h, v in logw.items()}

@@ -43,15 +43,21 @@ def _hold(ledger: Path, replica: str) -> subprocess.Popen[str]:
     return holder
 
 
-def test_a_replica_locked_by_another_sweep_is_refused_with_one_line_and_the_others_are_swept(tmp_path: Path) -> None:
+def _sweep_while_held(tmp_path: Path, lock_wait_s: float) -> tuple[dict, Path, subprocess.Popen[str]]:
+    """Sweep FLEET while another process holds sim-a's lock throughout: outcomes by replica,
+    the ledger, the (exited) holder."""
     fleet, ledger = write_fleet(tmp_path, FLEET)
     holder = _hold(ledger, "sim-a")
     try:
         with dg.DagsterInstance.ephemeral() as instance:
-            outcomes, _ = run_sweep(fleet, hour=HOUR, lock_wait_s=0, instance=instance)
+            outcomes, _ = run_sweep(fleet, hour=HOUR, lock_wait_s=lock_wait_s, instance=instance)
     finally:
         holder.communicate("", timeout=30)
-    by_name = {o.replica: o for o in outcomes}
+    return {o.replica: o for o in outcomes}, ledger, holder
+
+
+def test_a_replica_locked_by_another_sweep_is_refused_with_one_line_and_the_others_are_swept(tmp_path: Path) -> None:
+    by_name, ledger, holder = _sweep_while_held(tmp_path, 0)
     assert not by_name["sim-a"].success
     assert by_name["sim-a"].error == (
         f"another sweep of sim-a is running on this ledger (pid {holder.pid}, lock {lock_path(str(ledger), 'sim-a')}); not swept"
@@ -86,14 +92,7 @@ def test_a_held_replica_is_swept_after_the_free_ones_once_its_holder_lets_go(tmp
 
 
 def test_a_replica_held_past_the_wait_gets_an_error_row_saying_how_long_it_waited(tmp_path: Path) -> None:
-    fleet, ledger = write_fleet(tmp_path, FLEET)
-    holder = _hold(ledger, "sim-a")
-    try:
-        with dg.DagsterInstance.ephemeral() as instance:
-            outcomes, _ = run_sweep(fleet, hour=HOUR, lock_wait_s=1.0, instance=instance)
-    finally:
-        holder.communicate("", timeout=30)
-    by_name = {o.replica: o for o in outcomes}
+    by_name, _, holder = _sweep_while_held(tmp_path, 1.0)
     assert by_name["sim-b"].success and not by_name["sim-a"].success
     assert by_name["sim-a"].error.startswith(f"another sweep of sim-a is running on this ledger (pid {holder.pid}, ")
     assert re.search(r"; not swept \(waited \d+\.\d s\)$", by_name["sim-a"].error), by_name["sim-a"].error
