@@ -200,6 +200,22 @@ def point(name: str, fleet: str, ledger: str, scratch: str, hour: str, reps: int
     return row
 
 
+def joined(rows: list[dict]) -> dict:
+    """One row of :func:`results_table` from several :func:`point` rows of the same point
+    measured at different moments: medians over every run, the largest peak RSS, the last
+    row's ledger size."""
+    runs = [v for r in rows for v in r["sweep_cpu_all"]]
+    return {
+        **rows[-1],
+        "sweep_cpu_s": statistics.median(runs),
+        "analytics_cpu_s": statistics.median(r["analytics_cpu_s"] for r in rows),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
+        "all_ok": all(r["all_ok"] for r in rows),
+        "sweep_cpu_all": runs,
+        "compacted_runs": sum(r.get("compacted_runs", 0) for r in rows),
+    }
+
+
 def results_table(rows: list[dict], days: int) -> list[str]:
     """The markdown table of measured points (rows of :func:`point`) and the target line: the
     last row's sweep CPU over the first's, and the last row's peak RSS."""

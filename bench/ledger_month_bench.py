@@ -21,6 +21,10 @@ minute on the shared machine, so 200 replicas' 4,600 sweeps of a day did not fin
 * *history* (2026-11-01 .. 11-29): each day in one :meth:`LedgerStore.commit_tables`, i.e. the
   state the daily compaction leaves (one file per day and dataset), as in ``ledger_scale_bench``.
 
+The first-hour and last-day points alternate, one fresh process each (the first hour on a new,
+empty ledger every time), so that each pair of runs sees about the same load on a shared
+machine; the table gives the per-pair ratios beside the pooled medians.
+
 A real sweep writes up to three files (Phase 1 probes, Phase 2 probes, faults); a generated
 one writes two (probes, faults).
 
@@ -33,13 +37,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 import uuid
 from datetime import date, timedelta
 from pathlib import Path
 
-from bench.ledger_common import FLEET, MEASURED, TODAY, copies, cpu_s, point, results_table, template_sweep, write_text
+from bench.ledger_common import FLEET, MEASURED, TODAY, copies, cpu_s, joined, point, results_table, template_sweep, write_text
 from faultsense_pipelines.ledger import COMPACT_EVERY
 
 PARTITION_COLUMNS = ("dataset", "date")
@@ -151,7 +156,6 @@ def main() -> None:
         template = template_sweep(fleet, f"{tmp}/template")
         names = [MEASURED] + [f"fleet-{i:03d}" for i in range(1, args.replicas)]
         print(f"template sweep: {template.num_rows} rows; {args.replicas} replicas x {args.days} days", flush=True)
-        rows = [point("first hour", fleet, f"{tmp}/empty", scratch, f"{TODAY}-00:00", args.reps)]
 
         t = time.time()
         today = generate_today(ledger, template, names)
@@ -162,7 +166,7 @@ def main() -> None:
         }
         generated["today_s"] = time.time() - t
         print(f"today: {today['sweeps']} sweeps, {today['compactions']} compactions in {generated['today_s']:.0f} s", flush=True)
-        rows.append(point("last hour, day 1", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps))
+        day1 = point("last hour, day 1", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps)
 
         store = LedgerStore(ledger)
         t = time.time()
@@ -172,7 +176,21 @@ def main() -> None:
             store.commit_tables(day, batches, data, operation="generated")
         generated["history_s"] = time.time() - t
         print(f"history: {args.days - 1} days in {generated['history_s']:.0f} s", flush=True)
-        rows.append(point(f"last hour, day {args.days}", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps))
+
+        # The two compared points alternate, one run each, so that both see the same load.
+        first, last, pairs = [], [], []
+        for rep in range(args.reps):
+            first.append(point("first hour", fleet, f"{tmp}/empty-{rep}", scratch, f"{TODAY}-00:00", 1))
+            last.append(point(f"last hour, day {args.days}", fleet, ledger, scratch, f"{TODAY}-23:00", 1))
+            pairs.append(
+                {
+                    "ratio": last[-1]["sweep_cpu_s"] / first[-1]["sweep_cpu_s"],
+                    "load": os.getloadavg()[0],
+                }
+            )
+            print(f"pair {rep + 1}: day {args.days} / first hour {pairs[-1]['ratio']:.2f}", flush=True)
+        generated["pairs"] = pairs
+        rows = [joined(first), day1, joined(last)]
     write_results(rows, args, template.num_rows, generated, time.time() - started)
 
 
@@ -196,6 +214,15 @@ def write_results(rows: list[dict], args: argparse.Namespace, template_rows: int
         f"{os.getloadavg()[0]:.1f} at the end); whole run {seconds / 60:.1f} min.",
         "",
         *results_table(rows, args.days),
+        f"The first-hour and day-{args.days} runs alternate (first hour on a new, empty ledger each time), so "
+        "each pair ran under about the same load:",
+        "",
+        f"| pair | day {args.days} / first hour sweep CPU | load average (1 min) after the pair |",
+        "|---|---|---|",
+        *(f"| {i + 1} | {p['ratio']:.2f} | {p['load']:.1f} |" for i, p in enumerate(generated["pairs"])),
+        "",
+        f"Median of the per-pair ratios: {statistics.median(p['ratio'] for p in generated['pairs']):.2f}.",
+        "",
     ]
     write_text("ledger_month.md", lines)
 
