@@ -16,20 +16,24 @@ import math
 import statistics
 from collections.abc import Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
 from .drilldown.evidence import (
     EvidenceModel,
+    Phase1Probes,
     detrended_excess,
+    detrended_excess_array,
     estimate_sigma,
     evidence_drilldown,
     phase1_timeline,
     runs_shared_stage,
     time_detrended,
+    time_detrended_array,
 )
 from .interleave import measure_pair, paired_log_ratio
-from .localization import Phase1Result, ProbeRecord, Verdict
+from .localization import Phase1Records, Phase1Result, ProbeRecord, Verdict
 from .probes import ProbeExecutor
 from .topology import ReplicaTopology
 from .vocabulary import Outcome
@@ -52,13 +56,21 @@ def evidence_units(phase1: Phase1Result, excess: Sequence[float | None], effect:
 
     Args:
         phase1: the Phase 1 sweep.
-        excess: per probe, ``log(latency / baseline at its time)`` (``None`` on error).
+        excess: per probe, ``log(latency / baseline at its time)`` (``None`` on error); with
+            records kept as arrays (:class:`~faultsense_pipelines.localization.Phase1Records`)
+            also a ``(P,)`` float array.
         effect: log of the smallest slowdown that is a fault.
 
     Returns:
         Indices into ``phase1.records``, ascending.
     """
-    probes = [r.gpus for r in phase1.records]  # sorted, distinct GPU ids (ProbeRecord)
+    records = phase1.records
+    if isinstance(records, Phase1Records) and isinstance(excess, np.ndarray):  # arrays: no object per probe
+        counts = np.bincount(np.asarray(records.members, dtype=np.int64).ravel(), minlength=1)
+        flag = effect / 2 if int(counts.max()) / max(1, len(records)) >= 0.5 else effect
+        flagged = set(phase1.suspect_probes) | set(np.flatnonzero(excess >= flag).tolist())
+        return sorted(i for i in flagged if excess[i] >= effect / 2)
+    probes = [r.gpus for r in records]  # sorted, distinct GPU ids (ProbeRecord)
     counts = np.bincount(np.fromiter(chain.from_iterable(probes), dtype=np.int64), minlength=1)
     share = int(counts.max()) / max(1, len(probes))
     flag = effect / 2 if share >= 0.5 else effect
@@ -102,14 +114,27 @@ def run_evidence_phase2(
     """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    latencies = [r.latencies_ms[: phase1.repeats] for r in phase1.records]
-    measured = [x for lat in latencies for x in lat]
-    if not measured:
-        raise ValueError("the evidence drill-down needs a Phase 1 sweep with at least one measured probe")
-    # the rule's baseline is only a fallback: each probe is read against the probes measured
-    # around it, so a sweep the rule called degraded during a load burst is still read
-    detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
-    excess = detrended_excess(detrended)
+    p1 = phase1.records
+    array = p1.latency_rows(phase1.repeats) if isinstance(p1, Phase1Records) else None
+    latencies: Any
+    detrended: Any
+    excess: Any
+    phase1_probes: Sequence[tuple[Sequence[int], float | None]]
+    if isinstance(p1, Phase1Records) and array is not None and array.size:  # arrays: the same floats
+        latencies = array
+        # the rule's baseline is only a fallback: each probe is read against the probes measured
+        # around it, so a sweep the rule called degraded during a load burst is still read
+        detrended = time_detrended_array(array, phase1.baseline_ms or _median(array))
+        excess = detrended_excess_array(detrended)
+        phase1_probes = Phase1Probes(p1.members, excess)
+    else:
+        latencies = [r.latencies_ms[: phase1.repeats] for r in p1]
+        measured = [x for lat in latencies for x in lat]
+        if not measured:
+            raise ValueError("the evidence drill-down needs a Phase 1 sweep with at least one measured probe")
+        detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
+        excess = detrended_excess(detrended)
+        phase1_probes = [(r.gpus, x) for r, x in zip(p1, excess, strict=True)]
     if not (math.isfinite(min_slowdown) and min_slowdown > 1.0):
         raise ValueError(f"min_slowdown must be a finite number > 1, got {min_slowdown!r}")
     effect = math.log(min_slowdown)
@@ -130,13 +155,15 @@ def run_evidence_phase2(
     result = evidence_drilldown(
         phase1.gpus,
         phase1.probe_size,
-        [(r.gpus, x) for r, x in zip(phase1.records, excess)],
+        phase1_probes,
         units,
         pair,
         model,
         seed=seed,
         topology=topology,
-        timeline=phase1_timeline(latencies) if runs_shared_stage(topology) else (),
+        timeline=phase1_timeline(latencies.tolist() if isinstance(latencies, np.ndarray) else latencies)
+        if runs_shared_stage(topology)
+        else (),
     )
     verdicts = tuple(
         Verdict(
@@ -156,3 +183,10 @@ def run_evidence_phase2(
         for f in result.findings
     )
     return tuple(records), verdicts
+
+
+def _median(values: np.ndarray) -> float:
+    """:func:`statistics.median` of every value of an array, computed as it does: the same float."""
+    s = np.sort(values, axis=None)
+    m = len(s)
+    return float(s[m // 2]) if m % 2 else float((s[m // 2 - 1] + s[m // 2]) / 2)

@@ -50,6 +50,10 @@ def repeat_noise(latencies_ms: Sequence[Sequence[float]]) -> tuple[float, int] |
     >>> round(repeat_noise([[10.0, 11.0, 9.0]] * 4)[0], 3)
     0.108
     """
+    if isinstance(latencies_ms, np.ndarray):  # (P, repeats): every probe has shape[1] repeats
+        if latencies_ms.ndim != 2 or not len(latencies_ms) or latencies_ms.shape[1] < 3:
+            return None
+        latencies_ms = latencies_ms.tolist()
     if not latencies_ms or min(len(r) for r in latencies_ms) < 3:
         return None
     resid: list[float] = []

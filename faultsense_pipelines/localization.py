@@ -20,6 +20,7 @@ Frozen, picklable dataclasses that map one-to-one onto the ledger:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "OUTCOMES",
     "STATUSES",
     "Localization",
+    "Phase1Records",
     "Phase1Result",
     "ProbeRecord",
     "Verdict",
@@ -79,6 +81,84 @@ class ProbeRecord:
     def latency_ms(self) -> float | None:
         """Median of the repeats, ms; ``None`` on error."""
         return probe_latency_ms(self.latencies_ms) if self.latencies_ms else None
+
+
+class Phase1Records(Sequence[ProbeRecord]):
+    """The records of a Phase 1 sweep of equal-size probes, none errored, held as arrays.
+
+    A read-only sequence of :class:`ProbeRecord` (phase 1, ``probe_index`` = position) that
+    builds each record when it is read, so a sweep of millions of probes costs a few numeric
+    arrays instead of millions of Python objects. Equal to any sequence of the same records.
+
+    Args:
+        members: GPU ids of each probe, ascending within a row; shape ``(P, k)``, integer.
+        latencies_ms: the first measurements of each probe, ms; shape ``(P, r)``, float,
+            all finite and > 0.
+        outcomes: per probe, ``True`` when it failed (slow), else it passed; shape ``(P,)``.
+        extra_ms: latencies (ms) measured later, appended after row ``i``'s, for the few
+            probes re-measured (index -> latencies).
+
+    Raises:
+        ValueError: arrays of mismatched lengths.
+    """
+
+    __slots__ = ("extra", "failed", "latencies", "members")
+
+    def __init__(
+        self,
+        members: np.ndarray,
+        latencies_ms: np.ndarray,
+        outcomes: np.ndarray,
+        extra_ms: Mapping[int, tuple[float, ...]] | None = None,
+    ) -> None:
+        if not (len(members) == len(latencies_ms) == len(outcomes)) or members.ndim != 2 or latencies_ms.ndim != 2:
+            raise ValueError("members (P, k), latencies_ms (P, r) and outcomes (P,) must have the same P")
+        self.members = members
+        self.latencies = latencies_ms
+        self.failed = np.asarray(outcomes, dtype=bool)
+        self.extra = dict(extra_ms or {})
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def _make(self, i: int, gpus: list[int], lat: list[float], failed: bool) -> ProbeRecord:
+        more = self.extra.get(i)
+        return ProbeRecord(
+            1, i, tuple(gpus), tuple(lat) + more if more else tuple(lat), None, Outcome.FAIL if failed else Outcome.PASS
+        )
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        j = range(len(self))[i]  # negative indices; IndexError out of range
+        return self._make(j, self.members[j].tolist(), self.latencies[j].tolist(), bool(self.failed[j]))
+
+    def __iter__(self) -> Iterator[ProbeRecord]:
+        block = 1 << 16  # rows converted per batch: O(block) Python objects alive at a time
+        for start in range(0, len(self), block):
+            stop = start + block
+            rows = zip(self.members[start:stop].tolist(), self.latencies[start:stop].tolist(), self.failed[start:stop].tolist())
+            for i, (gpus, lat, failed) in enumerate(rows, start):
+                yield self._make(i, gpus, lat, failed)
+
+    def latency_rows(self, repeats: int) -> np.ndarray | None:
+        """The first ``repeats`` latencies of every probe (ms), shape ``(P, repeats)``, or
+        ``None`` when a row holds fewer."""
+        return self.latencies[:, :repeats] if self.latencies.shape[1] >= repeats else None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Phase1Records({len(self)} probes)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Phase1Records, (self.members, self.latencies, self.failed, self.extra))
 
 
 @dataclass(frozen=True)
@@ -156,7 +236,8 @@ class Phase1Result:
         gpus: n.
         probe_size: k.
         cover_method: the cover's method.
-        records: one :class:`ProbeRecord` per cover probe, in cover order.
+        records: one :class:`ProbeRecord` per cover probe, in cover order: a tuple, or for
+            a sweep run on arrays a :class:`Phase1Records` (a sequence of the same records).
         baseline_ms: healthy probe latency inferred by the rule, ms (``None`` if nothing
             was measured).
         threshold_ms: slow-probe threshold, ms (``None`` if nothing was measured).
@@ -176,7 +257,7 @@ class Phase1Result:
     gpus: int
     probe_size: int
     cover_method: str
-    records: tuple[ProbeRecord, ...]
+    records: Sequence[ProbeRecord]
     baseline_ms: float | None
     threshold_ms: float | None
     suspect_probes: tuple[int, ...]
@@ -267,23 +348,30 @@ class Localization:
         links of probes that errored, inconclusive ones -- are counted here. With the default
         adaptive re-check a noise-free sweep leaves none. A Phase 1 of fewer than two measured
         probes (k = n) vouches for nothing: a probe passes by comparison with the others, and
-        there are none. Memory: a few n x n boolean arrays (16 MiB each at n=4096). Computed once
+        there are none. Memory: one n x n boolean array (16 MiB at n=4096) and blocks of rows. Computed once
         per object (cached; the cache travels with the pickled result between Dagster steps).
         """
         if self.replica_degraded:
             return None
         n = self.phase1.gpus
         cleared = np.zeros((n, n), dtype=bool)
-        if sum(r.outcome != Outcome.ERROR for r in self.phase1.records) >= 2:
-            by_size: dict[int, list[tuple[int, ...]]] = defaultdict(list)
-            for r in (*self.phase1.records, *self.phase2_records):
+        p1 = self.phase1.records
+        arrays = isinstance(p1, Phase1Records)  # no errors; the passing rows of one (P, k) array
+        if (len(p1) if arrays else sum(r.outcome != Outcome.ERROR for r in p1)) >= 2:
+            by_size: dict[int, list[np.ndarray]] = defaultdict(list)
+            if isinstance(p1, Phase1Records) and p1.members.shape[1] >= 2:
+                by_size[p1.members.shape[1]].append(p1.members[~p1.failed])
+            rows: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+            for r in self.phase2_records if arrays else (*p1, *self.phase2_records):
                 if r.outcome == Outcome.PASS and len(r.gpus) >= 2:
-                    by_size[len(r.gpus)].append(r.gpus)
-            for size, rows in by_size.items():
-                gpus = np.asarray(rows, dtype=np.int32)
-                for i, j in zip(*np.triu_indices(size, 1)):  # one column pair at a time: O(probes) memory
-                    cleared[gpus[:, i], gpus[:, j]] = True
-        cleared |= cleared.T
+                    rows[len(r.gpus)].append(r.gpus)
+            for size, listed in rows.items():
+                by_size[size].append(np.asarray(listed, dtype=np.int32))
+            for size, parts in by_size.items():
+                for gpus in parts:
+                    for i, j in zip(*np.triu_indices(size, 1)):  # one column pair at a time: O(probes) memory
+                        cleared[gpus[:, i], gpus[:, j]] = True
+                        cleared[gpus[:, j], gpus[:, i]] = True  # both halves: no n x n transpose copy
         for a, b in self.faulty_links:
             cleared[a, b] = cleared[b, a] = True
         if self.topology is not None:  # a confirmed NIC, NVSwitch or switch masks the paths it carries
@@ -298,7 +386,13 @@ class Localization:
                         cleared |= (m[:, None] | m[None, :]) & (node[:, None] != node[None, :])
         healthy = np.ones(n, dtype=bool)
         healthy[self.faulty_gpus] = False
-        return int(np.triu(~cleared[np.ix_(healthy, healthy)], 1).sum())
+        # pairs i < j of healthy GPUs not cleared, a block of rows at a time (no n x n copy)
+        count, block, cols = 0, 1024, np.arange(n)
+        for start in range(0, n, block):
+            rows_ = slice(start, min(n, start + block))
+            upper = cols[None, :] > cols[rows_, None]
+            count += int((~cleared[rows_] & upper & healthy[None, :] & healthy[rows_, None]).sum())
+        return count
 
     def to_dict(self) -> dict[str, Any]:
         """The ``faultsense simulate --json`` contract (plain JSON types)."""

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, cast
+
+import numpy as np
 
 from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
 from .cover import Cover
@@ -25,9 +29,17 @@ from .drilldown.common import Finding
 from .evidence import DEFAULT_MIN_SLOWDOWN, run_evidence_phase2
 from .interleave import detrend_rounds, measure_rounds
 from .judge import judge_probe, measure_all
-from .localization import OUTCOMES, STATUSES, Localization, Phase1Result, ProbeRecord, Verdict  # noqa: F401 (re-exported)
+from .localization import (  # noqa: F401 (re-exported)
+    OUTCOMES,
+    STATUSES,
+    Localization,
+    Phase1Records,
+    Phase1Result,
+    ProbeRecord,
+    Verdict,
+)
 from .probes import ProbeExecutor, ProbeMeasurement
-from .suspects import SuspectRule, default_rule, probe_latency_ms, probe_zone
+from .suspects import RobustRule, SuspectRule, default_rule, probe_latency_ms, probe_zone
 from .topology import ReplicaTopology
 from .vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, Status
 
@@ -85,6 +97,10 @@ def run_phase1(
     """
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()
+    run_array = getattr(executor, "run_array", None)  # the simulator's: a sweep as arrays, the same draws
+    members = cover.members if run_array is not None else None
+    if run_array is not None and members is not None and len(members) and bool((np.diff(members, axis=1) > 0).all()):
+        return _run_phase1_arrays(run_array, cover, members, repeats, rule, interleave, anchor)
     measure = measure_all if not interleave or repeats == 1 else measure_rounds
     measured = measure(executor, cover.probes, repeats)
     ok = [i for i, m in enumerate(measured) if m.ok]
@@ -149,6 +165,103 @@ def run_phase1(
         repeats=repeats,
         anchored=anchored is not None,
     )
+
+
+def _run_phase1_arrays(
+    run_array: Callable[[np.ndarray, int], np.ndarray],
+    cover: Cover,
+    members: np.ndarray,
+    repeats: int,
+    rule: SuspectRule,
+    interleave: bool,
+    anchor: bool,
+) -> Phase1Result:
+    """:func:`run_phase1` on an executor that measures a ``(P, k)`` array of probes at once
+    (``run_array``, returning ``(P, repeats)`` latencies in ms and never an error): the same
+    measurements in the same order, the same judgement, with the records kept as arrays
+    (:class:`~faultsense_pipelines.localization.Phase1Records`) instead of one object per probe.
+
+    ``members`` is ``cover.members``, rows ascending and distinct.
+    """
+    in_rounds = interleave and repeats > 1  # as run_phase1: measure_rounds, else measure_all
+
+    def measure(rows: np.ndarray, count: int) -> np.ndarray:
+        if not in_rounds:
+            return np.asarray(run_array(rows, count), dtype=np.float64).reshape(len(rows), count)
+        return np.concatenate(
+            [np.asarray(run_array(rows, 1), dtype=np.float64).reshape(len(rows), 1) for _ in range(count)], axis=1
+        )
+
+    lat = measure(members, repeats)
+    resweeps = 0
+    while True:
+        judged = _detrend_array(lat) if interleave else lat
+        verdict = rule.judge(cast(Any, judged) if isinstance(rule, RobustRule) else judged.tolist())  # RobustRule reads arrays
+        baseline, threshold = verdict.baseline_ms, verdict.threshold_ms
+        suspects = set(verdict.suspects)
+        degraded = verdict.replica_degraded
+        if not (degraded and interleave and repeats > 1 and resweeps < 1):
+            break
+        resweeps += 1  # a degraded verdict: every probe once more, judged on all repeats (run_phase1)
+        lat = np.concatenate([lat, measure(members, repeats)], axis=1)
+    anchored = None
+    if degraded and anchor:
+        judged = _detrend_array(lat) if interleave else lat
+        anchored = anchor_sweep(rule, judged.tolist(), list(cover.probes), cover.gpus)
+    if anchored is not None:
+        baseline, threshold, degraded = anchored.baseline_ms, anchored.threshold_ms, False
+        suspects = set(anchored.suspects)
+    between: list[int] = []
+    extra: dict[int, tuple[float, ...]] = {}
+    if not degraded:
+        b, t = baseline, math.log(threshold / baseline)
+        median = _row_medians(lat)
+        with np.errstate(divide="ignore"):  # a superset of the probes above t/2; decided exactly below
+            near = np.flatnonzero(np.log(median / b) > t / 2 - 1e-6).tolist()
+        between = [i for i in near if i not in suspects and probe_zone(math.log(float(median[i]) / b), t) != "pass"]
+        again = measure(members[between], 2 * repeats).tolist()
+        for i, more in zip(between, again, strict=True):
+            extra[i] = tuple(more)
+            if probe_zone(math.log(probe_latency_ms(lat[i].tolist() + more) / b), t, remeasured=True) == "fail":
+                suspects.add(i)
+    failed = np.zeros(len(members), dtype=bool)
+    failed[sorted(suspects)] = True
+    return Phase1Result(
+        gpus=cover.gpus,
+        probe_size=cover.probe_size,
+        cover_method=cover.method,
+        records=Phase1Records(members, lat, failed, extra),
+        baseline_ms=baseline,
+        threshold_ms=threshold,
+        suspect_probes=tuple(sorted(suspects)),
+        replica_degraded=degraded,
+        errors=0,
+        remeasured=len(between) + resweeps * len(members),
+        repeats=repeats,
+        anchored=anchored is not None,
+    )
+
+
+def _detrend_array(lat: np.ndarray) -> np.ndarray:
+    """:func:`~faultsense_pipelines.interleave.detrend_rounds` of a ``(P, R)`` latency array
+    (ms): the same floats, as an array (unchanged for one round)."""
+    if lat.shape[1] <= 1:
+        return lat
+    f = [float(statistics.median(lat[:, j].tolist())) for j in range(lat.shape[1])]
+    typical = float(statistics.median(f))
+    out: np.ndarray = (lat * typical) / np.asarray(f)[None, :]
+    return out
+
+
+def _row_medians(lat: np.ndarray) -> np.ndarray:
+    """Per row of a ``(P, R)`` array, the median as :func:`statistics.median` computes it
+    (the middle value, or the mean of the two middle ones); shape ``(P,)``."""
+    r = lat.shape[1]
+    if r == 1:
+        out: np.ndarray = lat[:, 0]
+        return out
+    s = np.sort(lat, axis=1)
+    return s[:, r // 2] if r % 2 else (s[:, r // 2 - 1] + s[:, r // 2]) / 2
 
 
 def run_phase2(

@@ -176,5 +176,48 @@ class SimulatedReplica:
             )
         return [ProbeMeasurement(tuple(s), tuple(row)) for s, row in zip(sets, latencies.tolist(), strict=True)]
 
+    def run_array(self, members: np.ndarray, repeats: int = 1) -> np.ndarray:
+        """:meth:`run_many` of probes given as rows of a ``(P, k)`` integer array of
+        ascending, distinct GPU ids: the same latencies (ms) and noise draws, returned as a
+        ``(P, repeats)`` float array instead of one measurement object per probe.
+
+        Raises:
+            ValueError: as :meth:`run_many` (rows that are not ascending and distinct, or hold
+                a GPU outside ``0..n-1``, are run through it, which raises or measures them).
+        """
+        members = np.asarray(members)
+        ok = (
+            members.ndim == 2
+            and members.shape[1] > 0
+            and np.issubdtype(members.dtype, np.integer)
+            and repeats >= 1
+            and self._model is None
+        )
+        if ok and len(members):
+            ok = bool(members.min() >= 0 and members.max() < self.gpus and (np.diff(members, axis=1) > 0).all())
+        if not ok:
+            rows = [m.latencies_ms for m in self.run_many(np.asarray(members).tolist(), repeats)]
+            return np.asarray(rows, dtype=np.float64).reshape(len(rows), repeats)
+        slowdown = np.ones(len(members))
+        if self._slow:
+            touched = self.topology.holds_matrix_ids([c for c, _ in self._slow], members)  # (probes, faults)
+            for j, (_, slow) in enumerate(self._slow):
+                slowdown[touched[:, j]] = np.maximum(slowdown[touched[:, j]], slow)
+        mean = self.base_ms * slowdown
+        if self.noise_sigma == 0.0:
+            latencies = np.repeat(mean[:, None], repeats, axis=1)
+        else:
+            with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
+                latencies = mean[:, None] * np.exp(self._rng.normal(0.0, self.noise_sigma, size=(len(members), repeats)))
+        bad = np.flatnonzero(~np.isfinite(latencies).all(axis=1))
+        self.probes_run += len(members) if not len(bad) else int(bad[0]) + 1
+        if len(bad):
+            raise ValueError(
+                f"simulated latency of probe {members[int(bad[0])].tolist()} overflows: base_ms={self.base_ms!r} x slowdown "
+                f"{float(slowdown[bad[0]])!r} x lognormal noise (sigma {self.noise_sigma!r}) is not a finite number of ms"
+            )
+        out: np.ndarray = latencies
+        return out
+
     def close(self) -> None:
         """Nothing to release; safe to call twice."""

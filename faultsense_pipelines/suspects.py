@@ -448,6 +448,14 @@ def _probe_latencies(latencies_ms: Sequence[Sequence[float]]) -> list[float]:
     """:func:`probe_latency_ms` of every probe (ms); one (P, repeats) array when every probe
     has the same number of repeats, all finite and > 0 (the median of r values is the same
     float either way), else probe by probe (which raises on the first bad value)."""
+    if isinstance(latencies_ms, np.ndarray) and latencies_ms.ndim == 2:  # (P, repeats): no per-row scan
+        if not latencies_ms.size:
+            raise ValueError("a sweep needs at least one measured probe")
+        a = np.asarray(latencies_ms, dtype=np.float64)
+        if np.isfinite(a).all() and (a > 0).all():
+            rows: list[float] = (a[:, 0] if a.shape[1] == 1 else np.median(a, axis=1)).tolist()
+            return rows
+        return [probe_latency_ms(r) for r in a.tolist()]
     if not latencies_ms:
         raise ValueError("a sweep needs at least one measured probe")
     repeats = {len(r) for r in latencies_ms}

@@ -356,9 +356,15 @@ class ReplicaTopology:
         for size, group in by_size.items():
             if size:
                 ids_of[group, :size] = np.asarray([rows[i] for i in group], dtype=np.int64)
+        return self.holds_matrix_ids(components, ids_of)
+
+    def holds_matrix_ids(self, components: Sequence[Component], ids_of: np.ndarray) -> np.ndarray:
+        """:meth:`holds_matrix` of probes given as a ``(P, w)`` integer array of distinct GPU
+        ids per row, padded with ``gpus`` (the replica's size) where a probe is shorter; which
+        it does not check. Returns a ``(P, len(components))`` boolean array."""
         node_of = np.append(np.asarray(self._node_of, dtype=np.int64), -1)[ids_of]  # -1 for the padding
         spans = ((node_of != node_of[:, :1]) & (ids_of < self.gpus)).any(axis=1)  # GPUs of two nodes
-        out = np.zeros((len(rows), len(components)), dtype=bool)
+        out = np.zeros((len(ids_of), len(components)), dtype=bool)
         for j, c in enumerate(components):
             m = np.fromiter(c.members, dtype=np.int64)
             inset = np.zeros(self.gpus + 1, dtype=bool)

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from itertools import chain
 from typing import Any
+
+import numpy as np
 
 from .bounds import all_pairs, is_large_cover, schonheim_bound
 from .greedy import greedy_cover
@@ -74,6 +77,20 @@ class Cover:
     def all_pairs(self) -> int:
         """n(n-1)/2: probes needed to test every pair separately."""
         return all_pairs(self.gpus)
+
+    @cached_property
+    def members(self) -> np.ndarray | None:
+        """The probes as one ``(P, k')`` int32 array of GPU ids (row i: ``probes[i]``,
+        ascending), when every probe holds the same number k' of GPUs; ``None`` otherwise
+        (or with no probe). Built once per cover (cached), read-only."""
+        sizes = {len(p) for p in self.probes}
+        if len(sizes) != 1:
+            return None
+        (width,) = sizes
+        flat = np.fromiter(chain.from_iterable(self.probes), dtype=np.int32, count=width * len(self.probes))
+        out = flat.reshape(len(self.probes), width)
+        out.flags.writeable = False
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (the ``faultsense plan --json`` contract)."""

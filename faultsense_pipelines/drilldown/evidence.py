@@ -38,11 +38,11 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,14 +56,17 @@ __all__ = [
     "EvidenceModel",
     "EvidenceResult",
     "PairOracle",
+    "Phase1Probes",
     "ProbeIndex",
     "detrended_excess",
+    "detrended_excess_array",
     "estimate_sigma",
     "evidence_drilldown",
     "measurement_order",
     "phase1_timeline",
     "runs_shared_stage",
     "time_detrended",
+    "time_detrended_array",
     "time_detrended_excess",
 ]
 
@@ -223,6 +226,49 @@ class EvidenceResult:
 _Hyp = tuple[int, ...]  # (g,) a GPU, (a, b) a link, () "none"
 
 
+class Phase1Probes(Sequence[tuple[tuple[int, ...], "float | None"]]):
+    """Phase 1 probes with their data, ``(GPUs, x)`` each, held as two arrays: what
+    :func:`evidence_drilldown` reads, without a Python tuple per probe.
+
+    Args:
+        members: GPU ids of each probe, distinct within a row; shape ``(P, k)``, integer.
+        x: per probe, ``log(latency / baseline)``, NaN where it could not be measured (read
+            as ``None``); shape ``(P,)``, float.
+
+    Raises:
+        ValueError: shapes that do not match.
+    """
+
+    __slots__ = ("members", "x")
+
+    def __init__(self, members: np.ndarray, x: np.ndarray) -> None:
+        if members.ndim != 2 or x.shape != (len(members),):
+            raise ValueError(f"members must be (P, k) and x (P,), got {members.shape} and {x.shape}")
+        self.members = members
+        self.x = np.asarray(x, dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        j = range(len(self))[i]
+        v = float(self.x[j])
+        return tuple(self.members[j].tolist()), (None if math.isnan(v) else v)
+
+    def __iter__(self) -> Iterator[tuple[tuple[int, ...], float | None]]:
+        block = 1 << 16  # rows converted per batch
+        for start in range(0, len(self), block):
+            for row, v in zip(self.members[start : start + block].tolist(), self.x[start : start + block].tolist(), strict=True):
+                yield tuple(row), (None if math.isnan(v) else v)
+
+    def measured(self) -> Phase1Probes:
+        """The probes with a datum (all of them: ``self``), in order."""
+        keep = ~np.isnan(self.x)
+        return self if keep.all() else Phase1Probes(self.members[keep], self.x[keep])
+
+
 @dataclass(frozen=True)
 class ProbeIndex:
     """The measured Phase 1 probes as arrays: which GPUs each holds and which probes hold
@@ -246,12 +292,14 @@ class ProbeIndex:
     starts: np.ndarray
 
     @classmethod
-    def build(cls, n: int, probes: Sequence[tuple[Sequence[int], float]]) -> ProbeIndex:
+    def build(cls, n: int, probes: Sequence[tuple[Sequence[int], float]] | Phase1Probes) -> ProbeIndex:
         """Index ``probes`` (``(GPUs, datum)`` each) of a replica of ``n`` GPUs.
 
         Raises:
             ValueError: a GPU id outside ``0..n-1`` (naming the first probe holding one).
         """
+        if isinstance(probes, Phase1Probes):  # the arrays themselves: no Python object per probe
+            return cls._build_arrays(n, probes.members, probes.x)
         sizes = np.fromiter((len(p) for p, _ in probes), dtype=np.int64, count=len(probes))
         flat = np.fromiter(chain.from_iterable(p for p, _ in probes), dtype=np.int64, count=int(sizes.sum()))
         owner = np.repeat(np.arange(len(probes), dtype=np.int64), sizes)
@@ -262,6 +310,19 @@ class ProbeIndex:
         starts = np.searchsorted(flat[order], np.arange(n + 1))
         x = np.fromiter((v for _, v in probes), dtype=float, count=len(probes))
         return cls(n, flat, owner, x, owner[order], starts)
+
+    @classmethod
+    def _build_arrays(cls, n: int, members: np.ndarray, x: np.ndarray) -> ProbeIndex:
+        """:meth:`build` of ``(P, k)`` GPU ids and ``(P,)`` data; int32 indices (P k < 2^31)."""
+        p, k = members.shape
+        flat = np.ascontiguousarray(members, dtype=np.int32).ravel()
+        bad = np.flatnonzero((flat < 0) | (flat >= n))
+        if len(bad):
+            raise ValueError(f"probe {members[int(bad[0]) // k].tolist()} names a GPU outside 0..{n - 1}")
+        owner = np.repeat(np.arange(p, dtype=np.int32), k)
+        order = np.argsort(flat, kind="stable")  # stable: a GPU's probes stay ascending
+        starts = np.searchsorted(flat[order], np.arange(n + 1))
+        return cls(n, flat, owner, np.asarray(x, dtype=float), owner[order], starts)
 
     def holding(self, gpus: Sequence[int]) -> np.ndarray:
         """Indices of the probes holding every GPU of ``gpus`` (one or more), ascending."""
@@ -1228,6 +1289,15 @@ def time_detrended(latencies: Sequence[Sequence[float]], baseline_ms: float, win
     return per_probe
 
 
+def time_detrended_array(latencies: np.ndarray, baseline_ms: float, window: int = 9) -> np.ndarray:
+    """:func:`time_detrended` of a sweep whose probes were all measured ``r`` times: latencies
+    as a ``(P, r)`` array (ms, all > 0), the ratios as a ``(P, r)`` array (the same floats)."""
+    p, repeats = latencies.shape
+    values = np.asarray(latencies, dtype=float).T.ravel()  # round j is row j of a (repeats, P) array
+    out: np.ndarray = (values / _moving_low_quantile(values, window, baseline_ms)).reshape(repeats, p).T
+    return out
+
+
 def _moving_low_quantile(values: np.ndarray, window: int, fallback: float) -> np.ndarray:
     """At each of ``values`` (shape ``(N,)``), the :data:`BASELINE_QUANTILE` of the
     ``window`` values around it (shifted inward at the ends; all of them where fewer exist),
@@ -1286,6 +1356,21 @@ def detrended_excess(detrended: Sequence[Sequence[float]]) -> list[float | None]
     return out
 
 
+def detrended_excess_array(detrended: np.ndarray) -> np.ndarray:
+    """:func:`detrended_excess` of a ``(P, r)`` ratio array (:func:`time_detrended_array`,
+    r >= 1): the median log per row, shape ``(P,)`` (the same floats)."""
+    out: np.ndarray = np.median(np.log(detrended), axis=1)
+    return out
+
+
+def _median(values: np.ndarray) -> float:
+    """:func:`statistics.median` of a 1-D float array, computed as it does (the middle value,
+    or the mean of the two middle ones): the same float."""
+    s = np.sort(values)
+    m = len(s)
+    return float(s[m // 2]) if m % 2 else float((s[m // 2 - 1] + s[m // 2]) / 2)
+
+
 def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float | None], suspects: Sequence[int]) -> float:
     """Noise scale of one measurement's log-latency, from Phase 1 (robust: MAD x 1.4826).
 
@@ -1310,6 +1395,8 @@ def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float 
     >>> round(estimate_sigma([[10.0, 10.5, 9.5]] * 8, [0.0] * 8, []), 3)
     0.089
     """
+    if isinstance(latencies, np.ndarray) and isinstance(excess, np.ndarray):  # (P, r) and (P,), NaN: None
+        return _estimate_sigma_arrays(latencies, excess, suspects)
     within = [abs(math.log(v / statistics.median(lat))) for lat in latencies if len(lat) >= 2 for v in lat if v > 0]
     repeats = max((len(lat) for lat in latencies), default=1)
     est = 0.0
@@ -1320,6 +1407,26 @@ def estimate_sigma(latencies: Sequence[Sequence[float]], excess: Sequence[float 
     if len(between) >= 5:
         center = statistics.median(between)
         spread = 1.4826 * statistics.median(abs(x - center) for x in between)
+        est = max(est, spread * (math.sqrt(repeats) / 1.2533 if repeats > 1 else 1.0))
+    return est
+
+
+def _estimate_sigma_arrays(latencies: np.ndarray, excess: np.ndarray, suspects: Sequence[int]) -> float:
+    """:func:`estimate_sigma` of a ``(P, r)`` ratio array and a ``(P,)`` excess array (NaN
+    where none): the same float, without a Python float per probe where r = 1."""
+    repeats = latencies.shape[1] if len(latencies) else 1
+    est = 0.0
+    if repeats >= 2:  # the spread of the repeats around their medians, probe by probe as estimate_sigma
+        rows = latencies.tolist()
+        within = [abs(math.log(v / statistics.median(lat))) for lat in rows for v in lat if v > 0]
+        if within:
+            est = 1.4826 * statistics.median(within) * math.sqrt(repeats / max(1, repeats - 1))
+    keep = ~np.isnan(excess)
+    keep[np.asarray(sorted(set(suspects)), dtype=np.int64)] = False
+    between = excess[keep]
+    if len(between) >= 5:
+        center = _median(between)
+        spread = 1.4826 * _median(np.abs(between - center))
         est = max(est, spread * (math.sqrt(repeats) / 1.2533 if repeats > 1 else 1.0))
     return est
 
@@ -1370,10 +1477,15 @@ def evidence_drilldown(
     Raises:
         ValueError: a GPU id outside ``0..n-1`` or a suspect index outside ``phase1``.
     """
-    ProbeIndex.build(n, [(p, 0.0) for p, x in phase1 if x is None])  # raises on a GPU outside 0..n-1
+    measured: Sequence[tuple[Sequence[int], float]]
+    if isinstance(phase1, Phase1Probes):  # arrays: the unmeasured probes' GPUs checked as arrays too
+        ProbeIndex.build(n, Phase1Probes(phase1.members[np.isnan(phase1.x)], np.zeros(int(np.isnan(phase1.x).sum()))))
+        measured = cast(Sequence[tuple[Sequence[int], float]], phase1.measured())  # no NaN left: no None
+    else:
+        ProbeIndex.build(n, [(p, 0.0) for p, x in phase1 if x is None])  # raises on a GPU outside 0..n-1
+        measured = [(p, x) for p, x in phase1 if x is not None]
     if any(not 0 <= i < len(phase1) for i in suspects):
         raise ValueError(f"suspect probe index outside 0..{len(phase1) - 1}")
-    measured = [(p, x) for p, x in phase1 if x is not None]
     index = ProbeIndex.build(n, measured)
     evidence = _gpu_evidence(model, index)
     suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
