@@ -13,7 +13,10 @@ one-sided CUSUM (Page 1954) of the exact binomial log-likelihood ratio "loss = d
 from a false-alarm budget, not by hand: with per-iteration shift delta (in standard deviations)
 the CUSUM's mean time to a false alarm is ARL0 ~ exp(h) / (delta^2/2 * nu(delta)^2) (Siegmund
 1985, with nu the overshoot correction), and each of the m CUSUMs of a port gets ARL0 = m /
-false_alarm_rate (Bonferroni). Shares learned from a reference of M packets (the switch gets N an
+false_alarm_rate. Against an exact reference (analytic shares) the four default designs are one
+jointly calibrated family: they judge the same standardized deficit, so m is their effective
+number of tests (:func:`family_tests`, computed by bench/flowpulse_family.py), at which the rate
+of "any of them alarms" meets the budget; elsewhere m = 4 (Bonferroni). Shares learned from a reference of M packets (the switch gets N an
 iteration) carry an error b ~ N(0, N/M) standard deviations that is the same in every iteration
 of an excursion; averaged over b it multiplies the false-alarm rate by exp(a h), a = 2 h (N/M) /
 delta^2 (:func:`reference_load`). The log-likelihood ratio is divided by c(a) = (1 - sqrt(1 -
@@ -38,6 +41,8 @@ import numpy as np
 __all__ = [
     "DESIGN_LOSSES",
     "FALSE_ALARM_RATE",
+    "FAMILY_BASES",
+    "FAMILY_TESTS",
     "PortAlarm",
     "binomial_llr",
     "change_point",
@@ -47,7 +52,9 @@ __all__ = [
     "detect_switch",
     "detect_switch_learned",
     "excursion_starts",
+    "family_tests",
     "first_alarms",
+    "is_calibrated_family",
     "overshoot_nu",
     "pooled_shares",
     "reference_inflation",
@@ -59,6 +66,26 @@ FALSE_ALARM_RATE = 1e-10  # expected false alarms per judged port and iteration
 MIN_SHIFT = 0.5  # a CUSUM whose per-iteration shift is below this (sigmas) is not run: > ~100 iterations
 SCALE_WINDOW = 8  # iterations pooled for the common scale of a switch's expected counts
 REFERENCE_A_MAX = 0.25  # largest reference load a (reference_load) at which a CUSUM can keep its budget
+FAMILY_RATIOS = (1.0, 2.0, 4.0, 8.0)  # design losses over the smallest: the jointly calibrated family
+#: Base shifts (the smallest design's shift, standard deviations an iteration) of :data:`FAMILY_TESTS`: 2^(i/4), i = -16..20.
+FAMILY_BASES = tuple(2.0 ** (i / 4) for i in range(-16, 21))
+#: Effective number of tests of the four designs d, 2d, 4d, 8d at base shift d (:data:`FAMILY_BASES`) and the
+#: default budget: thresholds h_k = cusum_threshold(d_k, FALSE_ALARM_RATE, m) with this m keep the rate of "any
+#: of the port's CUSUMs alarms" within the budget, where Bonferroni takes m = 4 (designs below MIN_SHIFT are not
+#: run and not counted). From bench/flowpulse_family.py (its table: bench/results/flowpulse_family.md):
+#: importance sampling of the four correlated Gaussian CUSUMs under H0, regenerative (cycles between the rows
+#: where all four statistics are 0), 200,000 paths from the defensive mixture of the designs' alternatives per
+#: base, seeds 1000 + i; each entry is the m at which the union rate's upper 97.5% confidence bound meets the
+#: budget, rounded up to 0.01 and capped at the designs run. Checked by an independent smaller computation in
+#: tests/flowpulse/test_flowpulse_family.py.
+# fmt: off
+FAMILY_TESTS = (
+    1.00, 1.00, 1.00, 1.00, 2.00, 2.00, 2.00, 2.00, 2.97, 3.00, 3.00, 2.99,
+    3.60, 3.65, 4.00, 4.00, 3.81, 3.58, 2.84, 3.44, 2.89, 2.04, 2.01, 2.34,
+    1.67, 1.00, 1.09, 1.38, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00,
+    1.00,
+)
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -104,18 +131,21 @@ def overshoot_nu(delta: float | np.ndarray) -> np.ndarray:
     return np.where(a > 1e-9, nu, 1.0)
 
 
-def cusum_threshold(delta: float | np.ndarray, false_alarm_rate: float = FALSE_ALARM_RATE, tests: int = 1) -> np.ndarray:
+def cusum_threshold(
+    delta: float | np.ndarray, false_alarm_rate: float = FALSE_ALARM_RATE, tests: float | np.ndarray = 1
+) -> np.ndarray:
     """CUSUM threshold h (log-likelihood ratio) whose false alarms stay within a budget.
 
     Solves ARL0 = tests / false_alarm_rate with ARL0 ~ exp(h) / (delta^2/2 * nu(delta)^2), the
     mean run length to a false alarm of a CUSUM of Gaussian log-likelihood ratios whose mean
     shifts by delta standard deviations under the alternative (Siegmund 1985, Section II.2).
-    ``tests`` CUSUMs share the budget (Bonferroni).
+    ``tests`` CUSUMs share the budget (Bonferroni; a jointly calibrated family passes its
+    effective number of tests, :func:`family_tests`).
 
     Args:
         delta: per-iteration shift in standard deviations (> 0).
         false_alarm_rate: expected false alarms per judged port and iteration, in (0, 1).
-        tests: CUSUMs run on the same port (>= 1).
+        tests: CUSUMs run on the same port (>= 1), scalar or broadcastable to ``delta``.
 
     Returns:
         h with the shape of ``delta``.
@@ -141,12 +171,55 @@ def cusum_threshold(delta: float | np.ndarray, false_alarm_rate: float = FALSE_A
     """
     if not 0.0 < false_alarm_rate < 1.0:
         raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")
-    if tests < 1:
+    if (np.asarray(tests) < 1).any():
         raise ValueError(f"tests must be >= 1, got {tests}")
     delta = np.asarray(delta, dtype=float)
     if (delta <= 0).any():
         raise ValueError(f"delta must be > 0, got {delta.min()}")
     return np.log(tests * delta**2 / 2.0 * overshoot_nu(delta) ** 2 / false_alarm_rate)
+
+
+def family_tests(base: float | np.ndarray) -> np.ndarray:
+    """Effective number of tests sharing the budget in the jointly calibrated four-design family.
+
+    The port's four CUSUMs (design losses in the ratios 1:2:4:8, shifts d, 2d, 4d, 8d) judge the
+    same standardized deficit, so their false alarms overlap, and Siegmund's ARL0 formula
+    (:func:`cusum_threshold`) is conservative above ~5 standard deviations an iteration: Bonferroni's
+    m = 4 leaves part of the budget unspent. :data:`FAMILY_TESTS` holds, on a grid of base shifts d, the m
+    whose thresholds h_k = ln(m I_k nu_k^2 / r) keep the union's false-alarm rate within r
+    (bench/flowpulse_family.py). Between grid points the larger neighbour is taken (a design
+    drops out below MIN_SHIFT between some of them, so the entries are not monotone); below the
+    grid 4, above it the last entry (every design alarms on single rows there, the smallest
+    threshold decides).
+
+    Args:
+        base: base shift(s) d, standard deviations an iteration (the smallest design's).
+
+    Returns:
+        m_eff in [1, 4], the shape of ``base``.
+
+    Examples:
+        >>> float(family_tests(0.01)), float(family_tests(FAMILY_BASES[0])) == FAMILY_TESTS[0]
+        (4.0, True)
+    """
+    d = np.asarray(base, dtype=float)
+    grid, table = np.asarray(FAMILY_BASES), np.asarray(FAMILY_TESTS)
+    i = np.clip(np.searchsorted(grid, d, side="right") - 1, 0, grid.size - 1)  # grid[i] <= d < grid[i + 1]
+    on_grid = np.isclose(d, grid[i], rtol=1e-9, atol=0.0)
+    upper = np.where(on_grid, table[i], np.maximum(table[i], table[np.minimum(i + 1, grid.size - 1)]))
+    return np.where(d < grid[0] * (1 - 1e-9), 4.0, upper)
+
+
+def is_calibrated_family(design_losses: tuple[float, ...], false_alarm_rate: float) -> bool:
+    """Whether :func:`family_tests` applies: four design losses in the ratios 1:2:4:8 at the default budget.
+
+    Examples:
+        >>> is_calibrated_family(DESIGN_LOSSES, FALSE_ALARM_RATE), is_calibrated_family((0.01,), FALSE_ALARM_RATE)
+        (True, False)
+    """
+    if len(design_losses) != len(FAMILY_RATIOS) or not math.isclose(false_alarm_rate, FALSE_ALARM_RATE, rel_tol=1e-9):
+        return False
+    return all(math.isclose(d / design_losses[0], r, rel_tol=1e-9) for d, r in zip(design_losses, FAMILY_RATIOS, strict=True))
 
 
 def binomial_llr(x: np.ndarray, n: np.ndarray, share0: np.ndarray, share1: np.ndarray) -> np.ndarray:
@@ -318,10 +391,13 @@ def reference_inflation(a: np.ndarray | float) -> np.ndarray:
     return np.where(a <= 0.25, c, np.inf)
 
 
-def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests, threshold):
+def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests, threshold, family_ratio=None):
     """Statistic (T, P) and threshold (P,) of the CUSUM tuned to ``loss``; threshold inf where not run.
 
     ``pi`` are the scaled expected shares (:func:`common_scale`); the lossy port's is pi (1 - loss).
+    ``family_ratio``: the smallest design loss over ``loss`` where the designs form the jointly
+    calibrated family (:func:`family_tests` of the base shift delta * ratio gives the tests
+    sharing the budget); None: ``tests`` (Bonferroni).
     """
     mu0, mu1 = n * pi, n * pi * (1 - loss)
     var = n * pi * (1 - pi)
@@ -344,7 +420,9 @@ def _design_cusum(x, n, pi, loss, h0, reference_packets, dispersion, rate, tests
     ran = run.any(axis=0)
     lo = np.where(ran, np.where(run, delta_eff, np.inf).min(axis=0), 1.0)
     hi = np.where(ran, np.where(run, delta_eff, 0.0).max(axis=0), 1.0)
-    h = cusum_threshold(np.stack([lo, hi, np.clip(1.7, lo, hi)]), rate, tests).max(axis=0)
+    points = np.stack([lo, hi, np.clip(1.7, lo, hi)])
+    m = tests if family_ratio is None else family_tests(points * family_ratio)
+    h = cusum_threshold(points, rate, m).max(axis=0)
     return cusum_statistic(llr), np.where(ran, h, np.inf)
 
 
@@ -387,6 +465,14 @@ def detect_switch(
 
     Notes:
         O(m * T * P) time for m design losses.
+
+        With an exact reference (``reference_packets`` inf), the default four designs (any
+        smallest loss, ratios 1:2:4:8, :func:`is_calibrated_family`) and the default budget, the
+        CUSUMs share the budget as a jointly calibrated family: each threshold is
+        ``cusum_threshold(delta, rate, family_tests(base))``, base the smallest design's shift,
+        so that the rate of "any of the port's CUSUMs alarms" meets the budget; otherwise each of
+        the m designs gets rate / m (Bonferroni). Learned references keep Bonferroni: their
+        inflation c(a) differs by design, which the family's table does not model.
     """
     packets = np.asarray(packets)
     shares = np.asarray(shares, dtype=float)
@@ -405,9 +491,11 @@ def detect_switch(
     ref = np.asarray(reference_packets, dtype=float).reshape(-1, 1)
     m = len(design_losses)
     h0 = math.log(m / false_alarm_rate)
+    joint = np.isinf(ref).all() and is_calibrated_family(design_losses, false_alarm_rate)
     best: dict[int, PortAlarm] = {}
     for loss in design_losses:
-        stat, h = _design_cusum(x, n, scaled, loss, h0, ref, dispersion, false_alarm_rate, m, threshold)
+        ratio = design_losses[0] / loss if joint else None
+        stat, h = _design_cusum(x, n, scaled, loss, h0, ref, dispersion, false_alarm_rate, m, threshold, ratio)
         alarm, _ = first_alarms(stat, h)
         for j in map(int, np.flatnonzero(alarm >= 0)):
             if j in best and best[j].alarm <= alarm[j]:

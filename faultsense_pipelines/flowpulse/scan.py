@@ -43,6 +43,7 @@ __all__ = [
     "ScanConfig",
     "analytic_fits",
     "cross_checked_shares",
+    "cross_spine_origin",
     "drop_echoes",
     "live_links",
     "scan",
@@ -452,15 +453,116 @@ def upstream_origin(echo: LinkFault, sender: SwitchIngress, sigmas: float = ECHO
     )
 
 
-def _trace_echoes(faults: list[LinkFault], ingress: list[SwitchIngress], topology: FabricTopology) -> list[LinkFault]:
-    """Each leaf fault on a port from a reporting spine that flagged nothing: its upstream origin where one explains it."""
+def cross_spine_origin(
+    echo: LinkFault, sender: SwitchIngress, others: list[SwitchIngress], sigmas: float = ECHO_SIGMAS
+) -> LinkFault | None:
+    """The sender spine's port whose count falls short of the same leaf's counts at its symmetric spines; None if none.
+
+    Under spraying, leaf a spreads what it sends over the spines live to both ends, so spines
+    whose columns of the live matrix are identical (:func:`model.symmetric_spines`) receive equal
+    shares of leaf a's traffic whatever the traffic matrix. Spine s's count from a, X_sa, is then
+    Binomial(N_a, 1/G) given N_a, the packets from a at the G spines of s's class that report:
+    a reference across spines that needs no healthy past, so a leaf-to-spine loss present from
+    the first iteration (where :func:`upstream_origin` has no rows before the onset) is still
+    placed. A loss p on a -> s leaves X_sa at (1 - p) of the others' mean (the losses are re-sent
+    and re-sprayed over all the spines alike). Over the echo's rows [onset, alarm] (iterations
+    every spine of the class reported), for each leaf a other than the echo's switch,
+    z_a = (s M_a - X_sa) / sqrt(s M_a G / (G - 1)), M_a the mean count from a at the other G - 1
+    spines (the variance of X_sa - M_a given N_a is N_a / (G - 1)), s the median over the leaves
+    of X_sa / M_a (a spine that takes more or less of every leaf's traffic alike is not short of
+    any). The leaf with the largest z takes the fault when z >= ``sigmas`` and its loss, pooled
+    from the onset on (1 - (X_sa / M_a) / s), is at least half the echo's.
+
+    Args:
+        echo: a leaf's fault on a port from ``sender``.
+        sender: the spine's ingress; ``others``: the ingress of the other reporting spines of its
+            class (the same live column).
+        sigmas: the cut (> 0); 4 keeps a healthy spine's ports below ~1e-3 per echo.
+
+    Returns:
+        The fault on the sender's port (first and detected iteration as the echo's), or None
+        (no other spine in the class, no common iteration, nothing short enough).
+
+    Examples:
+        Three symmetric spines, leaves l0-l4, a million packets from each leaf at each spine an
+        iteration; l1's link into s0 drops 2%, and l4's port from s0 shows the echo from iteration 0:
+
+        >>> up, ports, leaves = np.ones(5, dtype=bool), ("d0", "d1", "d2", "d3", "d4"), ("l0", "l1", "l2", "l3", "l4")
+        >>> def spine(name, counts):
+        ...     return SwitchIngress(name, np.arange(4), ports, leaves, up, np.tile(counts, (4, 1)))
+        >>> s0 = spine("s0", [10**6, 980_000, 10**6, 10**6, 10**6])
+        >>> s1, s2 = spine("s1", [10**6] * 5), spine("s2", [10**6] * 5)
+        >>> f = cross_spine_origin(LinkFault("l4", "u0", "s0", 0, 3, 0.02), s0, [s1, s2])
+        >>> f.switch, f.port, f.peer, f.loss_estimate
+        ('s0', 'd1', 'l1', 0.02)
+    """
+    others = [o for o in others if o.switch != sender.switch]
+    if not others:
+        return None
+    spines = [sender, *others]
+    common = np.asarray(sender.iterations)
+    for o in others:
+        common = np.intersect1d(common, o.iterations)
+    leaves = [p for p, u in zip(sender.peers, sender.up, strict=True) if u and p != echo.switch]
+    if common.size == 0 or len(leaves) < 2:
+        return None
+
+    def counts(lo: int, hi: int) -> np.ndarray:
+        """(G, leaves) packets from each leaf at each spine of the class, iterations common to all in [lo, hi]."""
+        keep = common[(common >= lo) & (common <= hi)]
+        out = np.zeros((len(spines), len(leaves)))
+        for g, ing in enumerate(spines):
+            rows = np.isin(ing.iterations, keep)
+            col = {p: c for c, p in enumerate(ing.peers)}
+            out[g] = [np.asarray(ing.packets)[rows, col[a]].sum() if a in col else 0.0 for a in leaves]
+        return out
+
+    def short(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Per leaf: the other spines' mean count, the sender's ratio to it, judged; and the common scale."""
+        mean = x[1:].mean(axis=0)
+        judged = np.asarray((x > 0).all(axis=0))
+        ratio = np.divide(x[0], mean, out=np.zeros(x.shape[1]), where=mean > 0)
+        return mean, ratio, judged, float(np.median(ratio[judged])) if judged.sum() >= 2 else float("nan")
+
+    x = counts(echo.first_iteration, echo.detected_iteration)
+    mean, _, judged, scale = short(x)
+    if not np.isfinite(scale) or scale <= 0:
+        return None
+    g = x.shape[0]
+    var = scale * mean * g / (g - 1)  # Var(X_sa - mean of the others) = N_a / (G - 1) given N_a
+    z = np.where(judged, np.divide(scale * mean - x[0], np.sqrt(var), out=np.zeros_like(var), where=var > 0), -np.inf)
+    j = int(np.argmax(z))
+    _, after_ratio, after_judged, after_scale = short(counts(echo.first_iteration, int(common.max())))
+    loss = 1 - after_ratio[j] / after_scale if after_judged[j] and after_scale > 0 else 0.0
+    if z[j] < sigmas or loss < 0.5 * echo.loss_estimate:
+        return None
+    port = sender.ports[sender.peers.index(leaves[j])]
+    return LinkFault(sender.switch, port, leaves[j], echo.first_iteration, echo.detected_iteration, round(float(loss), 6))
+
+
+def _trace_echoes(
+    faults: list[LinkFault], ingress: list[SwitchIngress], topology: FabricTopology, spine_class: dict[str, int]
+) -> list[LinkFault]:
+    """Each leaf fault on a port from a reporting spine that flagged nothing: its upstream origin where one explains it.
+
+    The spine's own past first (:func:`upstream_origin`); where that says nothing (no rows before
+    the onset: a loss from the first iteration), the same leaf's counts at the spine's symmetric
+    spines (:func:`cross_spine_origin`, spines of the same class in ``spine_class``).
+    """
     by_switch = {ing.switch: ing for ing in ingress}
     flagged = {f.switch for f in faults}
     spines = set(topology.spines)
     out = []
     for f in faults:
         sender = by_switch.get(f.peer)
-        origin = upstream_origin(f, sender) if f.peer in spines and sender is not None and f.peer not in flagged else None
+        origin = None
+        if f.peer in spines and sender is not None and f.peer not in flagged:
+            origin = upstream_origin(f, sender)
+            if origin is None:
+                mates = [
+                    by_switch[s] for s, c in spine_class.items() if c == spine_class[f.peer] and s != f.peer and s in by_switch
+                ]
+                origin = cross_spine_origin(f, sender, mates)
         out.append(origin if origin is not None and origin not in out else f)
     return list(dict.fromkeys(out))
 
@@ -483,7 +585,7 @@ def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config:
     spine_class = dict(zip(topology.spines, map(int, symmetric_spines(live_links(topology, ingress))), strict=True))
     faults = [f for ing in ingress for f in _judge(ing, config, analytic, _leaf_classes(ing, spine_class))]
     if config.pool:  # pooled leaves can be quicker than their spines: trace their alarms upstream
-        faults = _trace_echoes(faults, ingress, topology)
+        faults = _trace_echoes(faults, ingress, topology, spine_class)
     reporting = {ing.switch for ing in ingress}
     faults = [
         f if f.peer in reporting else replace(f, peer_observed=False) for f in drop_echoes(faults, reporting, config.echo_slack)

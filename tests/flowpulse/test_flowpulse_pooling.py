@@ -114,3 +114,25 @@ def test_an_echo_at_a_pooled_leaf_is_traced_to_the_spine_port_upstream():
     assert [(f.switch, f.peer) for f in faults] == [("spine01", "leaf05")]
     assert abs(faults[0].first_iteration - 30) <= 1
     assert faults[0].loss_estimate == pytest.approx(0.01, rel=0.2)
+
+
+@pytest.mark.parametrize(("down", "seed"), [(((2, 3),), 11), ((), 12)])
+def test_a_leaf_to_spine_loss_from_iteration_zero_is_named_at_its_own_link_learned_only(down, seed):
+    # 1% leaf05 -> spine01 from iteration 0, the cross-check off: the spine's per-port references
+    # learn the loss as normal and leaf06's pooled port from spine01 flags the echo, with no row
+    # before the onset to trace it upstream in time. The same leaf's counts at spine01's symmetric
+    # spines (the spines' class: every spine but spine03 with the down link) place it.
+    topo = fat_tree(16, 8, 8, down=down)
+    counters = simulate(topo, 60, collective=ISSUE_COLLECTIVE, seed=seed, lossy=[LossyLink(5, 1, 0.01, "up", 0)])
+    faults = scan_ingress(simulated_ingress(counters), topo, ScanConfig(cross_check=False))
+    assert [(f.switch, f.port, f.peer, f.first_iteration) for f in faults] == [("spine01", "down05", "leaf05", 0)]
+    assert faults[0].loss_estimate == pytest.approx(0.01, rel=0.2)
+
+
+def test_a_spine_to_leaf_loss_from_iteration_zero_is_not_moved_upstream():
+    # the same leaf06's port from spine01, but the loss is on spine01 -> leaf06 itself: no leaf's
+    # count at spine01 falls short of the other spines', so the leaf's alarm stands
+    topo = fat_tree(16, 8, 8)
+    counters = simulate(topo, 60, collective=ISSUE_COLLECTIVE, seed=13, lossy=[LossyLink(6, 1, 0.01, "down", 0)])
+    faults = scan_ingress(simulated_ingress(counters), topo, ScanConfig(cross_check=False))
+    assert [(f.switch, f.peer, f.first_iteration) for f in faults] == [("leaf06", "spine01", 0)]
