@@ -7,7 +7,7 @@ generate the ledger. Both measure the same points here: a real run of the
 three asset checks) in a fresh process, after one warm-up sweep on a scratch ledger (imports,
 cover planning), followed by the day's analytics partition. Per point, ``reps`` fresh
 processes; a row gives the median CPU seconds (user + system, ``resource.getrusage``) of the
-sweep run and of the analytics run, and the largest peak RSS (``ru_maxrss``, whole process:
+sweep run and of the analytics run, and the largest peak RSS (``VmHWM``, :func:`peak_rss_mb`; whole process:
 Python, Dagster, Arrow).
 
 The child: ``python -m bench.ledger_common FLEET LEDGER SCRATCH HOUR`` prints one JSON line
@@ -42,6 +42,21 @@ def cpu_s() -> float:
     """CPU seconds (user + system) this process has used so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size, MiB: ``VmHWM`` of ``/proc/self/status``, the
+    high-water mark of its own address space. ``ru_maxrss`` is not used where /proc exists:
+    Linux keeps it across ``execve``, and a child that ``subprocess`` starts with ``vfork``
+    shares its parent's address space until then, so a child of a large parent reports the
+    parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _sweep(defs, instance, hour: str):
@@ -85,7 +100,7 @@ def measure(fleet: str, ledger: str, scratch: str, hour: str) -> dict:
     return {
         "sweep_cpu_s": t1 - t0,
         "analytics_cpu_s": t2 - t1,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "ok": result.success and analytics.success and all(checks.values()) and len(checks) == 3,
         "compacted": compacted,
     }

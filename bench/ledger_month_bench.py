@@ -144,74 +144,88 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--workdir", help="generate here and keep it (default: a temporary folder, removed)")
+    parser.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="measure the pairs again on the month a previous run generated in --workdir (its generated.json)",
+    )
     args = parser.parse_args()
-    from faultsense_pipelines.ledger import LedgerStore
-
+    if args.measure_only and not args.workdir:
+        parser.error("--measure-only needs --workdir")
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="ledger-month-") as temporary:
         tmp = args.workdir or temporary
         Path(tmp).mkdir(parents=True, exist_ok=True)
         fleet, ledger, scratch = f"{tmp}/fleet.yaml", f"{tmp}/ledger", f"{tmp}/scratch"
-        Path(fleet).write_text(FLEET.format(ledger=ledger))
-        template = template_sweep(fleet, f"{tmp}/template")
-        names = [MEASURED] + [f"fleet-{i:03d}" for i in range(1, args.replicas)]
-        print(f"template sweep: {template.num_rows} rows; {args.replicas} replicas x {args.days} days", flush=True)
-
-        t = time.time()
-        today = generate_today(ledger, template, names)
-        generated = {
-            "today_sweeps": today["sweeps"],
-            "compactions": today["compactions"],
-            "compact_cpu_s": today["compact_cpu_s"],
-        }
-        generated["today_s"] = time.time() - t
-        print(f"today: {today['sweeps']} sweeps, {today['compactions']} compactions in {generated['today_s']:.0f} s", flush=True)
-        day1 = point("last hour, day 1", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps)
-
-        store = LedgerStore(ledger)
-        t = time.time()
-        for back in range(1, args.days):  # history: one commit per (compacted) day
-            day = (date.fromisoformat(TODAY) - timedelta(days=back)).isoformat()
-            data, batches = copies(template, day, [(n, h) for n in names for h in range(24)])
-            store.commit_tables(day, batches, data, operation="generated")
-        generated["history_s"] = time.time() - t
-        print(f"history: {args.days - 1} days in {generated['history_s']:.0f} s", flush=True)
-
+        if args.measure_only:
+            generated = json.loads(Path(tmp, "generated.json").read_text())
+        else:
+            generated = generate(args, tmp, fleet, ledger, scratch)
+            Path(tmp, "generated.json").write_text(json.dumps(generated))
         # The two compared points alternate, one run each, so that both see the same load.
         first, last, pairs = [], [], []
         for rep in range(args.reps):
-            first.append(point("first hour", fleet, f"{tmp}/empty-{rep}", scratch, f"{TODAY}-00:00", 1))
+            first.append(point("first hour", fleet, f"{tmp}/empty-{time.time_ns()}", scratch, f"{TODAY}-00:00", 1))
             last.append(point(f"last hour, day {args.days}", fleet, ledger, scratch, f"{TODAY}-23:00", 1))
-            pairs.append(
-                {
-                    "ratio": last[-1]["sweep_cpu_s"] / first[-1]["sweep_cpu_s"],
-                    "load": os.getloadavg()[0],
-                }
-            )
+            pairs.append({"ratio": last[-1]["sweep_cpu_s"] / first[-1]["sweep_cpu_s"], "load": os.getloadavg()[0]})
             print(f"pair {rep + 1}: day {args.days} / first hour {pairs[-1]['ratio']:.2f}", flush=True)
         generated["pairs"] = pairs
-        rows = [joined(first), day1, joined(last)]
-    write_results(rows, args, template.num_rows, generated, time.time() - started)
+        rows = [joined(first), generated["day1"], joined(last)]
+    write_results(rows, args, generated, time.time() - started)
 
 
-def write_results(rows: list[dict], args: argparse.Namespace, template_rows: int, generated: dict, seconds: float) -> None:
-    cpu = generated["compact_cpu_s"]
-    mean = sum(cpu) / len(cpu) if cpu else 0.0
+def generate(args: argparse.Namespace, tmp: str, fleet: str, ledger: str, scratch: str) -> dict:
+    """The month in ``tmp``: today's sweeps (:func:`generate_today`), the last hour of day 1
+    measured (``reps`` runs), then the history days. Returns what the results describe:
+    sweeps, compactions and their CPU seconds (mean, max), wall seconds, the day-1 row."""
+    from faultsense_pipelines.ledger import LedgerStore
+
+    Path(fleet).write_text(FLEET.format(ledger=ledger))
+    template = template_sweep(fleet, f"{tmp}/template")
+    names = [MEASURED] + [f"fleet-{i:03d}" for i in range(1, args.replicas)]
+    print(f"template sweep: {template.num_rows} rows; {args.replicas} replicas x {args.days} days", flush=True)
+    t = time.time()
+    today = generate_today(ledger, template, names)
+    cpu = today["compact_cpu_s"]
+    generated = {
+        "template_rows": template.num_rows,
+        "today_sweeps": today["sweeps"],
+        "compactions": today["compactions"],
+        "compact_mean_s": sum(cpu) / len(cpu) if cpu else 0.0,
+        "compact_max_s": max(cpu, default=0.0),
+        "today_s": time.time() - t,
+    }
+    print(f"today: {today['sweeps']} sweeps, {today['compactions']} compactions in {generated['today_s']:.0f} s", flush=True)
+    generated["day1"] = point("last hour, day 1", fleet, ledger, scratch, f"{TODAY}-23:00", args.reps)
+    store = LedgerStore(ledger)
+    t = time.time()
+    for back in range(1, args.days):  # history: one commit per (compacted) day
+        day = (date.fromisoformat(TODAY) - timedelta(days=back)).isoformat()
+        data, batches = copies(template, day, [(n, h) for n in names for h in range(24)])
+        store.commit_tables(day, batches, data, operation="generated")
+    generated["history_s"] = time.time() - t
+    print(f"history: {args.days - 1} days in {generated['history_s']:.0f} s", flush=True)
+    return generated
+
+
+def write_results(rows: list[dict], args: argparse.Namespace, generated: dict, seconds: float) -> None:
+    mean = generated["compact_mean_s"]
     lines = [
         "# The 200-replica month: one replica's sweep and checks, first hour vs day 30 (bench/ledger_month_bench.py)",
         "",
         f"Generated ledger: {args.replicas} replicas swept hourly, {args.days} days. Today: {generated['today_sweeps']} "
         f"sweeps, one file per sweep and dataset, added in one Delta commit per {COMPACT_EVERY} sweeps, each but the "
         f"last followed by the day's compaction (`LedgerStore.compact_day`, what every {COMPACT_EVERY}th commit runs): "
-        f"{generated['compactions']} compactions, {mean:.2f} s CPU each on average (max {max(cpu, default=0.0):.2f} s), "
+        f"{generated['compactions']} compactions, {mean:.2f} s CPU each on average (max {generated['compact_max_s']:.2f} s), "
         f"i.e. {mean / COMPACT_EVERY:.3f} s per sweep amortized ({generated['today_s']:.0f} s wall in all). "
         f"History: one commit per day, the compacted state ({generated['history_s']:.0f} s). Each generated sweep "
-        f"is {template_rows} rows (a real `sim-64` sweep: 64 GPUs, k = 8, one slow GPU, 3 repeats). The measured "
+        f"is {generated['template_rows']} rows (a real `sim-64` sweep: 64 GPUs, k = 8, one slow GPU, 3 repeats). The measured "
         "sweep is a real `faultsense_sweep` run of `sim-64` (Phase 1, drill-down, `fault_ledger`, three asset "
         f"checks), then the day's analytics partition. {args.reps} fresh processes per point; median CPU (user + "
-        "system); largest peak RSS of the process; 'runs that compacted': measured sweeps whose commit was a "
+        "system); largest peak RSS of the process (`VmHWM`); 'runs that compacted': measured sweeps whose commit was a "
         f"{COMPACT_EVERY}th version and so also compacted the day. Shared 2-core machine (load "
-        f"{os.getloadavg()[0]:.1f} at the end); whole run {seconds / 60:.1f} min.",
+        f"{os.getloadavg()[0]:.1f} at the end); {'pairs measured again on the kept month, ' if args.measure_only else ''}"
+        f"this run {seconds / 60:.1f} min.",
         "",
         *results_table(rows, args.days),
         f"The first-hour and day-{args.days} runs alternate (first hour on a new, empty ledger each time), so "
