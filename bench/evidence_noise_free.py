@@ -77,7 +77,7 @@ def main() -> None:
         [
             "# The evidence drill-down on noise-free probes (bench/evidence_noise_free.py)",
             "",
-            f"`python -m bench.evidence_noise_free --seeds {args.seeds}`: the paper's noise-free grid, "
+            f"`python -m bench.evidence_noise_free --seeds {args.seeds}{' --perturb' if args.perturb else ''}`: the paper's noise-free grid, "
             f"{args.seeds} scenario(s) per cell, best cover; {time.process_time() - t0:.0f} s CPU; on {commit}.",
             "",
             *rows,
