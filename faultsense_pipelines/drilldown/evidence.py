@@ -368,7 +368,11 @@ class _State:
     pair_ds: list[float] = field(default_factory=list)  # every measured pair's d, in order
     deferred: list[tuple[int, ...]] = field(default_factory=list)  # units an open GPU closed
     phase1_sigma: float = field(init=False)  # the model's noise scale as given (Phase 1's; :func:`_recalibrate`)
-    _neighbours: dict[int, set[int]] | None = None  # GPU -> GPUs it shares a suspect pair with
+    # the suspect Phase 1 probes; their pairs are :attr:`suspect_pairs` (empty: every suspect
+    # pair stays open, :meth:`open_pairs`)
+    suspect_probes: tuple[frozenset[int], ...] = ()
+    # the suspect pairs no known fault explains, their adjacency, and the known faults they were built for
+    _open: tuple[object, set[tuple[int, int]], dict[int, set[int]]] | None = None
     # the healthiest-first padding order and the key of the state it was sorted for (:meth:`pool`)
     _pool_order: tuple[object, list[int]] | None = None
     # per GPU, its single-GPU Phase 1 evidence and the known faults it was summed for (:func:`_phase1_evidence`)
@@ -405,12 +409,40 @@ class _State:
         """Whether GPUs ``a`` and ``b`` share a suspect Phase 1 probe."""
         return (min(a, b), max(a, b)) in self.suspect_pairs
 
+    def open_pairs(self) -> tuple[set[tuple[int, int]], dict[int, set[int]]]:
+        """The suspect pairs still unexplained, ``(a, b)`` with ``a < b``, and their adjacency
+        (GPU -> the GPUs it shares such a pair with).
+
+        A pair is open while some suspect Phase 1 probe holding it holds no fault found so far
+        (:meth:`known_bad`): a probe a confirmed fault explains no longer hints at a slow link
+        among its other GPUs, so they may pad and join references together again. Without
+        :attr:`suspect_probes` every suspect pair stays open. Rebuilt when the known faults
+        change (:meth:`known_key`).
+        """
+        key = self.known_key()
+        if self._open is None or self._open[0] != key:
+            if self.suspect_probes:
+                pairs = {(a, b) for p in self.suspect_probes if not self.known_bad(p) for a in p for b in p if a < b}
+            else:
+                pairs = set(self.suspect_pairs)
+            adjacency: dict[int, set[int]] = {}
+            for a, b in pairs:
+                adjacency.setdefault(a, set()).add(b)
+                adjacency.setdefault(b, set()).add(a)
+            self._open = (key, pairs, adjacency)
+        return self._open[1], self._open[2]
+
+    def _kept_apart(self, a: int, b: int) -> bool:
+        """Whether ``a`` and ``b`` must not pad or join a reference together: an open suspect
+        pair (:meth:`open_pairs`) or a confirmed slow link."""
+        return (min(a, b), max(a, b)) in self.open_pairs()[0] or self._closes(a, b)
+
     def measure(self, test_set: set[int], avoid: frozenset[int] = frozenset()) -> tuple[frozenset[int], float] | None:
         """One paired test: ``test_set`` padded to k with healthy GPUs, against a healthy reference.
 
-        Pads come first from GPUs that share no suspect link with the tested GPUs (a link held
-        by a suspect Phase 1 probe: a slow link to the padding would accuse the tested GPU),
-        then, where too few do (a slow GPU's probes hold all its links; tiny replicas), from the
+        Pads come first from GPUs that share no open suspect pair with the tested GPUs
+        (:meth:`open_pairs`: a pair held by a suspect Phase 1 probe that no known fault
+        explains; a slow link to the padding would accuse the tested GPU), then, where too few do (a slow GPU's probes hold all its links; tiny replicas), from the
         others at random; never from ``avoid`` or next to a known slow link. Pads and
         references rotate among the healthiest GPUs, so an unknown fault among them cannot
         accuse the same component every time. Returns ``None`` when too few GPUs remain or the
@@ -473,8 +505,10 @@ class _State:
 
     def _spread(self, preferred: Sequence[int], pool: Sequence[int], count: int) -> list[int]:
         """``count`` GPUs drawn at random from ``preferred`` (then the rest of ``pool``) with no
-        suspect link among them; where too few exist (tiny replicas, where every GPU shares a
-        suspect probe with the others), the rest at random from ``preferred``."""
+        open suspect pair among them (:meth:`open_pairs`); where too few exist (small replicas,
+        where every GPU shares an unexplained suspect probe with the others), the rest from
+        ``preferred``, each opening the fewest such pairs with those chosen. Never two GPUs of
+        a confirmed slow link."""
         order = list(preferred)
         self.rng.shuffle(order)
         chosen: list[int] = []
@@ -482,27 +516,36 @@ class _State:
         for g in chain(order, (g for g in pool if g not in first)):
             if len(chosen) == count:
                 break
-            if not any(self.suspect_link(g, c) for c in chosen):
+            if not any(self._kept_apart(g, c) for c in chosen):
                 chosen.append(g)
         if len(chosen) < count:
+            # too few: fill greedily with the GPUs that open the fewest suspect pairs with the
+            # chosen (an unknown slow link among them would slow every probe they join), in
+            # random order among equals; never closing a confirmed slow link
             left = [g for g in order if g not in chosen]
-            chosen += self.rng.sample(left, min(count - len(chosen), len(left)))
+            self.rng.shuffle(left)
+            adjacency = self.open_pairs()[1]
+            while len(chosen) < count:
+                options = [g for g in left if g not in chosen and not any(self._closes(g, c) for c in chosen)]
+                if not options:
+                    break
+                chosen.append(min(options, key=lambda g: len(adjacency.get(g, set()).intersection(chosen))))
         return chosen
 
+    def _closes(self, a: int, b: int) -> bool:
+        """Whether ``a`` and ``b`` are the two GPUs of a confirmed slow link."""
+        return (a, b) in self.confirmed_links or (b, a) in self.confirmed_links
+
     def _reference(self, size: int, pool: Sequence[int]) -> tuple[int, ...] | None:
-        """``size`` GPUs with no suspect link among them, drawn from the healthiest of ``pool``."""
+        """``size`` GPUs with no open suspect pair among them, drawn from the healthiest of ``pool``."""
         chosen = self._spread(pool[: max(3 * size, size + 6)], pool, size)
         return tuple(sorted(chosen)) if len(chosen) == size else None
 
     def linked(self, gpus: set[int] | frozenset[int]) -> set[int]:
-        """The GPUs ``g`` with ``suspect_link(g, s)`` for some ``s`` in ``gpus``: one set union
-        over the suspect pairs' adjacency (built once) instead of a pair look-up per GPU."""
-        if self._neighbours is None:
-            self._neighbours = {}
-            for a, b in self.suspect_pairs:
-                self._neighbours.setdefault(a, set()).add(b)
-                self._neighbours.setdefault(b, set()).add(a)
-        return set().union(*(self._neighbours.get(s, ()) for s in gpus))
+        """The GPUs ``g`` that share an open suspect pair (:meth:`open_pairs`) with some GPU of
+        ``gpus``: one set union over the pairs' adjacency instead of a pair look-up per GPU."""
+        adjacency = self.open_pairs()[1]
+        return set().union(*(adjacency.get(s, ()) for s in gpus))
 
     def _closing(self, test_set: set[int]) -> set[int]:
         """The GPUs that would close a confirmed slow link with one of ``test_set``."""
@@ -1488,8 +1531,11 @@ def evidence_drilldown(
         raise ValueError(f"suspect probe index outside 0..{len(phase1) - 1}")
     index = ProbeIndex.build(n, measured)
     evidence = _gpu_evidence(model, index)
-    suspect_pairs = {(a, b) for i in suspects for a in phase1[i][0] for b in phase1[i][0] if a < b}
-    state = _State(n, k, model, pair, random.Random(seed), evidence, suspect_pairs, index, topology=topology)
+    suspect_probes = tuple(frozenset(phase1[i][0]) for i in suspects)
+    suspect_pairs = {(a, b) for p in suspect_probes for a in p for b in p if a < b}
+    state = _State(
+        n, k, model, pair, random.Random(seed), evidence, suspect_pairs, index, topology=topology, suspect_probes=suspect_probes
+    )
     if runs_shared_stage(topology) and timeline:
         _shared(state, [frozenset(p) for p, _ in phase1], timeline, measured, suspects)
     in_suspects = sorted({g for i in suspects for g in phase1[i][0]}, key=lambda g: (-evidence[g], g))
