@@ -45,7 +45,7 @@ from .aligned import aligned_td_cover
 from .bounds import is_large_cover, schonheim_bound
 from .designs import blocks_by_class, build_design, design_sources, max_td_groups, td_coordinates
 from .greedy import greedy_cover
-from .recursion import MAX_INFINITE, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
+from .recursion import MAX_INFINITE, clear_td_columns, fill_labels, group_sizes, interleaved_rounds, td_alive, td_orders
 from .refine import extend, fill_to_size, merge_small, remove_redundant, sorted_block, truncate
 from .rounds import ordered_rounds, plan_rounds, rounds_lower_bound
 from .table import Key, StoredCover, cyclic_cover, holey_cover, override_tables, resolvable_cover, tabled_cover
@@ -121,7 +121,7 @@ def best_cover(n: int, k: int) -> list[Block]:
     blocks, rounds = c.blocks, c.rounds
     if n <= k:
         return [tuple(range(n))]
-    filled = fill_to_size(blocks, rounds, n, k)
+    filled = fill_to_size(blocks, rounds, n, k, presorted=True)  # a candidate's blocks are sorted tuples
     return [filled[i] for r in rounds for i in r]
 
 
@@ -205,6 +205,7 @@ def clear_caches() -> None:
     """Forget every memoised sub-cover (for benchmarks of cold planning, and the table generators)."""
     for f in (_candidates, _best, _fewest_rounds, _greedy, td_alive, _planned_rounds, _aligned):
         f.cache_clear()
+    clear_td_columns()
 
 
 @contextmanager
@@ -385,9 +386,10 @@ def _refined(blocks: list[Block], n: int, k: int, source: str) -> Candidate:
     return Candidate(tuple(tuple(sorted(b)) for b in blocks), (), source)
 
 
-def _by_rounds(blocks: list[Block], rounds: list[list[int]], source: str) -> Candidate:
+def _by_rounds(blocks: list[Block], rounds: list[list[int]], source: str, presorted: bool = False) -> Candidate:
+    """``blocks`` listed round by round as sorted tuples (``presorted``: they are already)."""
     order = [i for r in rounds for i in r]
-    out = tuple(sorted_block(blocks[i]) for i in order)
+    out = tuple(blocks[i] for i in order) if presorted else tuple(sorted_block(blocks[i]) for i in order)
     regrouped, start = [], 0
     for r in rounds:
         regrouped.append(tuple(range(start, start + len(r))))
@@ -483,7 +485,8 @@ def _build_td(n: int, k: int, m: int, e: int, rounds_first: bool = False) -> Can
                 r.extend(range(pos, pos + len(sub.rounds[j])))
                 pos += len(sub.rounds[j])
         rounds.append(r)
-    return _by_rounds(blocks, rounds, f"TD({k},{m})" + (" in rounds" if rounds_first else ""))
+    # sorted tuples: the TD's rows ascend (_truncated_td), the groups' blocks are sorted above
+    return _by_rounds(blocks, rounds, f"TD({k},{m})" + (" in rounds" if rounds_first else ""), presorted=True)
 
 
 def _truncated_td(k: int, m: int, sizes: list[int], resolvable: bool) -> tuple[list[Block], list[list[int]]]:

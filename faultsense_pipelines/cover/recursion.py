@@ -20,7 +20,17 @@ from .designs import td_coordinates
 from .fields import factor
 from .rounds import ordered_rounds
 
-__all__ = ["MAX_INFINITE", "TD_EXTRA_M", "fill_labels", "group_sizes", "interleaved_rounds", "td_alive", "td_kept", "td_orders"]
+__all__ = [
+    "MAX_INFINITE",
+    "TD_EXTRA_M",
+    "clear_td_columns",
+    "fill_labels",
+    "group_sizes",
+    "interleaved_rounds",
+    "td_alive",
+    "td_kept",
+    "td_orders",
+]
 
 Block = tuple[int, ...]
 
@@ -66,14 +76,29 @@ def td_alive(k: int, m: int, sizes: tuple[int, ...]) -> int:
     >>> td_alive(4, 5, (5, 5, 5, 5)), td_alive(4, 5, (5, 1, 1, 1))
     (25, 13)
     """
+    if sum(s < m for s in sizes) <= k - 2:  # at most k - 2 points cut from any block: all keep two
+        return m * m
     return int((td_kept(k, m, sizes) >= 2).sum())
 
 
 def td_kept(k: int, m: int, sizes: tuple[int, ...]) -> np.ndarray:
     """(m^2,) int8: points each TD(k, m) block keeps when group i keeps its first sizes[i] points
     (rows in the order of :func:`.designs.td_coordinates`)."""
-    kept: np.ndarray = (td_coordinates(k, m) < np.asarray(sizes)).sum(axis=1, dtype=np.int8)
+    columns = _td_columns(k, m)
+    dropped = np.zeros(m * m, dtype=np.int8)
+    for i, s in enumerate(sizes):
+        if s < m:  # only a cut group drops points; one contiguous column at a time
+            dropped += columns[:, i] >= s
+    kept: np.ndarray = k - dropped
     return kept
+
+
+@lru_cache(maxsize=2)
+def _td_columns(k: int, m: int) -> np.ndarray:
+    """:func:`.designs.td_coordinates` in column-major order (each group's coordinates contiguous)."""
+    out = np.asfortranarray(td_coordinates(k, m))
+    out.setflags(write=False)
+    return out
 
 
 def interleaved_rounds(blocks: list[Block], n: int, td_class: dict[Block, int], infinite: set[int]) -> list[list[int]]:
@@ -116,3 +141,8 @@ def fill_labels(sub_blocks: tuple[Block, ...], s: int, e: int, offset: int, infi
     for j, p in enumerate(sorted(int(p) for p in order[e:])):
         label[p] = offset + j
     return label
+
+
+def clear_td_columns() -> None:
+    """Forget the column-major TD coordinates :func:`td_kept` keeps (a few MB per order)."""
+    _td_columns.cache_clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
+from typing import cast
 
 import numpy as np
 
@@ -217,16 +218,19 @@ def _partner(
     return found
 
 
-def fill_to_size(blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]], n: int, k: int) -> list[Block]:
+def fill_to_size(
+    blocks: Sequence[Sequence[int]], rounds: Sequence[Sequence[int]], n: int, k: int, *, presorted: bool = False
+) -> list[Block]:
     """Add GPUs idle in a probe's round to probes with fewer than ``k`` GPUs, least-used first.
 
     Filling only adds coverage and keeps every round GPU-disjoint; a probe whose round has
-    too few idle GPUs stays short (execution pads it).
+    too few idle GPUs stays short (execution pads it). ``presorted``: every block is a sorted
+    tuple already (not checked), so none is copied.
 
     >>> fill_to_size([(0, 1), (2, 3, 4)], [[0, 1]], 6, 3)
     [(0, 1, 5), (2, 3, 4)]
     """
-    out = [sorted_block(b) for b in blocks]
+    out = list(cast(Sequence[Block], blocks)) if presorted else [sorted_block(b) for b in blocks]
     if all(len(b) >= k for b in out):
         return out
     use = np.bincount(np.fromiter(chain.from_iterable(set(b) for b in out), dtype=np.int64), minlength=n)

@@ -13,7 +13,7 @@ fixed budget of moves so that the result is deterministic.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, pairwise
 
 import numpy as np
 
@@ -47,6 +47,10 @@ def ordered_rounds(probes: Sequence[Sequence[int]], n: int, order: Sequence[int]
     >>> ordered_rounds([(0, 1), (2, 3), (1, 2), (0, 3)], 4)
     [[0, 1], [2, 3]]
     """
+    if len(probes) >= _BATCHED_FROM:
+        batched = _ordered_rounds_batched(probes, n, order)
+        if batched is not None:
+            return batched
     order = range(len(probes)) if order is None else order
     busy = [0] * n  # busy[g]: bit r set when GPU g is busy in round r
     rounds: list[list[int]] = []
@@ -64,6 +68,88 @@ def ordered_rounds(probes: Sequence[Sequence[int]], n: int, order: Sequence[int]
         else:
             rounds[r].append(i)
     return [sorted(r) for r in rounds]
+
+
+#: Probes from which :func:`ordered_rounds` places GPU-disjoint runs of probes as arrays.
+_BATCHED_FROM = 20_000
+
+
+def _ordered_rounds_batched(probes: Sequence[Sequence[int]], n: int, order: Sequence[int] | None) -> list[list[int]] | None:
+    """:func:`ordered_rounds` (the same rounds) for probes of one size with distinct GPUs, a run
+    of consecutive GPU-disjoint probes (in ``order``) at a time; ``None`` where it does not apply.
+
+    Probes of one run share no GPU, so placing one cannot change where another goes: each
+    takes the first round where its GPUs are idle as the run began, found for the whole run
+    at once in numpy. Each GPU's busy rounds are held as ``low`` (rounds 0..low-1 all busy)
+    and a 62-bit mask of the busy rounds above it; a probe's round lies at or above the
+    largest ``low`` of its GPUs. ``None`` (the caller places probe by probe) for probes of
+    unequal sizes, a GPU twice in a probe or outside ``0..n-1``, or a GPU whose busy rounds
+    spread more than 62 rounds beyond its ``low``.
+
+    Notes:
+        O(P k) numpy work in R runs of GPU-disjoint probes, plus a Python loop over the P
+        probes to find the runs.
+    """
+    sizes = {len(p) for p in probes}
+    if len(sizes) != 1:
+        return None
+    (k,) = sizes
+    if k == 0:
+        return None
+    members = np.fromiter(chain.from_iterable(probes), dtype=np.int64, count=k * len(probes)).reshape(len(probes), k)
+    index = np.arange(len(probes)) if order is None else np.asarray(order, dtype=np.int64)
+    if len(index) != len(probes) or (len(index) and members.min(initial=0) < 0) or members.max(initial=0) >= n:
+        return None
+    G = members[index]  # row j: the j-th probe placed
+    if k > 1 and not (np.diff(G, axis=1) > 0).all():  # not ascending: distinct once sorted?
+        ordered = np.sort(G, axis=1)
+        if not (ordered[:, 1:] != ordered[:, :-1]).all():
+            return None
+    # prev[j]: the last position before j holding one of probe j's GPUs (-1 if none)
+    flat = G.ravel()
+    pos = np.repeat(np.arange(len(G)), k)
+    by = np.argsort(flat.astype(np.int16 if n < 2**15 else np.int32), kind="stable")  # by GPU, then position
+    prev_flat = np.full(len(flat), -1, dtype=np.int64)
+    same = flat[by[1:]] == flat[by[:-1]]
+    prev_flat[by[1:][same]] = pos[by[:-1][same]]
+    prev = prev_flat.reshape(len(G), k).max(axis=1)
+    starts = [0]  # a run ends before the first probe sharing a GPU with one since the run began
+    s, window = 0, 1024
+    while s < len(G):
+        hit = np.flatnonzero(prev[s + 1 : s + 1 + window] >= s)
+        if len(hit):
+            s += 1 + int(hit[0])
+            starts.append(s)
+        elif s + 1 + window >= len(G):
+            break
+        else:
+            window *= 2  # a long run: look further (O(P) in all)
+            continue
+        window = max(1024, window // 2)
+    starts.append(len(G))
+    low = np.zeros(n, dtype=np.int64)
+    rest = np.zeros(n, dtype=np.int64)
+    placed = np.empty(len(G), dtype=np.int64)
+    for a, b in pairwise(starts):
+        g = G[a:b]
+        low_g, rest_g = low[g], rest[g]
+        top = low_g.max(axis=1)
+        shift = top[:, None] - low_g
+        used = np.bitwise_or.reduce(np.where(shift < 63, rest_g >> np.minimum(shift, 62), 0), axis=1)
+        free = ~used & (used + 1)  # the lowest round at or above ``top`` none of its GPUs is busy in
+        r = top + (np.frexp(free.astype(np.float64))[1] - 1)
+        at = r[:, None] - low_g
+        if (at >= 62).any():
+            return None
+        mask = rest_g | (np.int64(1) << at)
+        ones = np.frexp((~mask & (mask + 1)).astype(np.float64))[1] - 1  # trailing busy rounds: into ``low``
+        rest[g] = mask >> ones
+        low[g] = low_g + ones
+        placed[a:b] = r
+    by_round = np.lexsort((index, placed))
+    bounds = np.searchsorted(placed[by_round], np.arange(int(placed.max(initial=-1)) + 2))
+    ids = index[by_round]
+    return [ids[bounds[r] : bounds[r + 1]].tolist() for r in range(len(bounds) - 1)]
 
 
 def first_fit_rounds(probes: Sequence[Sequence[int]], n: int) -> list[list[int]]:
