@@ -96,23 +96,27 @@ def _ordered_rounds_batched(probes: Sequence[Sequence[int]], n: int, order: Sequ
     (k,) = sizes
     if k == 0:
         return None
-    members = np.fromiter(chain.from_iterable(probes), dtype=np.int64, count=k * len(probes)).reshape(len(probes), k)
+    if n >= 2**31 or len(probes) * k >= 2**31:
+        return None
+    members = np.fromiter(chain.from_iterable(probes), dtype=np.int32, count=k * len(probes)).reshape(len(probes), k)
     index = np.arange(len(probes)) if order is None else np.asarray(order, dtype=np.int64)
     if len(index) != len(probes) or (len(index) and members.min(initial=0) < 0) or members.max(initial=0) >= n:
         return None
-    G = members[index]  # row j: the j-th probe placed
+    G = members if order is None else members[index]  # row j: the j-th probe placed
+    del members
     if k > 1 and not (np.diff(G, axis=1) > 0).all():  # not ascending: distinct once sorted?
         ordered = np.sort(G, axis=1)
         if not (ordered[:, 1:] != ordered[:, :-1]).all():
             return None
     # prev[j]: the last position before j holding one of probe j's GPUs (-1 if none)
     flat = G.ravel()
-    pos = np.repeat(np.arange(len(G)), k)
-    by = np.argsort(flat.astype(np.int16 if n < 2**15 else np.int32), kind="stable")  # by GPU, then position
-    prev_flat = np.full(len(flat), -1, dtype=np.int64)
+    by = np.argsort(flat.astype(np.int16) if n < 2**15 else flat, kind="stable")  # by GPU, then position
+    prev_flat = np.full(len(flat), -1, dtype=np.int32)
     same = flat[by[1:]] == flat[by[:-1]]
-    prev_flat[by[1:][same]] = pos[by[:-1][same]]
+    prev_flat[by[1:][same]] = by[:-1][same] // k  # int32 memory: a large cover has tens of millions of entries
+    del by, same
     prev = prev_flat.reshape(len(G), k).max(axis=1)
+    del prev_flat
     starts = [0]  # a run ends before the first probe sharing a GPU with one since the run began
     s, window = 0, 1024
     while s < len(G):
