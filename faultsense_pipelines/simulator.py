@@ -14,7 +14,7 @@ latencies in ms scale with it; the suspect rules are scale-free, so verdicts do 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 
 import numpy as np
@@ -155,9 +155,17 @@ class SimulatedReplica:
             return [self.run(p, repeats) for p in probes]
         if self._model is not None:  # production-like noise draws measurement by measurement
             return [self.run(p, repeats) for p in probes]
-        slowdown = np.ones(len(sets))
-        if self._slow:
-            touched = self.topology.holds_matrix_sorted([c for c, _ in self._slow], sets)  # (probes, faults)
+        touched = self.topology.holds_matrix_sorted([c for c, _ in self._slow], sets) if self._slow else None
+        latencies = self._draw(touched, len(sets), repeats, lambda i: sets[i])
+        return [ProbeMeasurement(tuple(s), tuple(row)) for s, row in zip(sets, latencies.tolist(), strict=True)]
+
+    def _draw(self, touched: np.ndarray | None, count: int, repeats: int, probe: Callable[[int], object]) -> np.ndarray:
+        """Latencies (ms) of ``count`` probes, ``(count, repeats)``: base times the largest
+        slowdown of the faults each probe holds (``touched``: ``(count, faults)`` bools, or
+        None without faults) times lognormal noise. Counts the probes run. Raises ValueError
+        naming the first probe (``probe(i)``) whose latency is not finite."""
+        slowdown = np.ones(count)
+        if touched is not None:
             for j, (_, slow) in enumerate(self._slow):
                 slowdown[touched[:, j]] = np.maximum(slowdown[touched[:, j]], slow)
         mean = self.base_ms * slowdown
@@ -165,16 +173,16 @@ class SimulatedReplica:
             latencies = np.repeat(mean[:, None], repeats, axis=1)
         else:
             with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
-                latencies = mean[:, None] * np.exp(self._rng.normal(0.0, self.noise_sigma, size=(len(sets), repeats)))
+                latencies = mean[:, None] * np.exp(self._rng.normal(0.0, self.noise_sigma, size=(count, repeats)))
         bad = np.flatnonzero(~np.isfinite(latencies).all(axis=1))
-        self.probes_run += len(sets) if not len(bad) else int(bad[0]) + 1
+        self.probes_run += count if not len(bad) else int(bad[0]) + 1
         if len(bad):
-            probe = sets[int(bad[0])]
             raise ValueError(
-                f"simulated latency of probe {probe} overflows: base_ms={self.base_ms!r} x slowdown "
+                f"simulated latency of probe {probe(int(bad[0]))} overflows: base_ms={self.base_ms!r} x slowdown "
                 f"{float(slowdown[bad[0]])!r} x lognormal noise (sigma {self.noise_sigma!r}) is not a finite number of ms"
             )
-        return [ProbeMeasurement(tuple(s), tuple(row)) for s, row in zip(sets, latencies.tolist(), strict=True)]
+        out: np.ndarray = latencies
+        return out
 
     def run_array(self, members: np.ndarray, repeats: int = 1) -> np.ndarray:
         """:meth:`run_many` of probes given as rows of a ``(P, k)`` integer array of
@@ -198,26 +206,8 @@ class SimulatedReplica:
         if not ok:
             rows = [m.latencies_ms for m in self.run_many(np.asarray(members).tolist(), repeats)]
             return np.asarray(rows, dtype=np.float64).reshape(len(rows), repeats)
-        slowdown = np.ones(len(members))
-        if self._slow:
-            touched = self.topology.holds_matrix_ids([c for c, _ in self._slow], members)  # (probes, faults)
-            for j, (_, slow) in enumerate(self._slow):
-                slowdown[touched[:, j]] = np.maximum(slowdown[touched[:, j]], slow)
-        mean = self.base_ms * slowdown
-        if self.noise_sigma == 0.0:
-            latencies = np.repeat(mean[:, None], repeats, axis=1)
-        else:
-            with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
-                latencies = mean[:, None] * np.exp(self._rng.normal(0.0, self.noise_sigma, size=(len(members), repeats)))
-        bad = np.flatnonzero(~np.isfinite(latencies).all(axis=1))
-        self.probes_run += len(members) if not len(bad) else int(bad[0]) + 1
-        if len(bad):
-            raise ValueError(
-                f"simulated latency of probe {members[int(bad[0])].tolist()} overflows: base_ms={self.base_ms!r} x slowdown "
-                f"{float(slowdown[bad[0]])!r} x lognormal noise (sigma {self.noise_sigma!r}) is not a finite number of ms"
-            )
-        out: np.ndarray = latencies
-        return out
+        touched = self.topology.holds_matrix_ids([c for c, _ in self._slow], members) if self._slow else None
+        return self._draw(touched, len(members), repeats, lambda i: members[i].tolist())
 
     def close(self) -> None:
         """Nothing to release; safe to call twice."""
