@@ -40,7 +40,7 @@ from .fleet_sections import (  # the section models are re-exported from here
 from .scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, as a scenario's
 from .textfile import TextFileError, load_yaml, read_text
 from .topology import ReplicaTopology
-from .validation import MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
+from .validation import MAX_REPEATS, MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
 from .vocabulary import ExecutorKind
 
 __all__ = [
@@ -72,8 +72,6 @@ DEFAULT_FLEET_PATH = Path(__file__).resolve().parent / "data" / "fleet.yaml"
 #: is built: :data:`faultsense_pipelines.probe.executors.EXECUTOR_BUILDERS`).
 EXECUTORS: tuple[str, ...] = ExecutorKind.values()
 NAME_PATTERN = r"[a-z0-9_-]+"
-#: Most measurements per probe a sweep or a simulation takes (fleet ``repeats``, ``--repeats``).
-MAX_REPEATS = 100
 #: The largest fleet file read (bytes). A replica takes 60-300 bytes of YAML, so 1024 of them fit;
 #: parsing takes about a second per MiB here, so a bigger file is refused before it is parsed.
 MAX_FLEET_BYTES = 512 * 1024
@@ -316,8 +314,13 @@ def parse_fleet(data: Any, source: str = "fleet") -> Fleet:
             :data:`MAX_REPLICAS` replicas or a string over 4096 characters
             (:data:`~.validation.MAX_STRING_CHARS`) is refused before any field is validated.
     """
+    if data is None:  # an empty file, or one of comments only
+        raise FleetError(f"{source}: the fleet file is empty; it needs 'ledger' and 'replicas' (README: The fleet file)")
     if not isinstance(data, Mapping):
-        raise FleetError(f"{source}: the fleet must be a mapping with 'ledger' and 'replicas', got {type(data).__name__}")
+        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true/false"}.get(
+            type(data), type(data).__name__
+        )
+        raise FleetError(f"{source}: the fleet must be a mapping with 'ledger' and 'replicas', got {kind}")
     replicas = data.get("replicas")
     if isinstance(replicas, list) and len(replicas) > MAX_REPLICAS:  # before validating each of them
         raise FleetError(f"{source}: replicas: at most {MAX_REPLICAS} replicas in one fleet, got {len(replicas)}")

@@ -174,7 +174,9 @@ class Verdict:
         slowdown: observed latency of the probe that pinned it / healthy baseline; ``None``
             when unknown.
         phase: the phase that produced the verdict.
-        probes_used: Phase 2 probes spent to reach it.
+        probes_used: Phase 2 probes spent on it: with ``adaptive`` and ``paper`` those since
+            the previous verdict (so they sum to the Phase 2 total), with ``evidence`` two per
+            paired test of this component.
         confidence: posterior probability that the component is faulty, from the weighed
             evidence (``--drilldown evidence``); ``None`` where the drill-down treats probes
             as binary tests (``adaptive``, ``paper``) or the component is masked.

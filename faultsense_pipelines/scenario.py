@@ -6,7 +6,9 @@ The JSON form read by ``faultsense simulate --scenario FILE``::
      "faults": [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}],
      "noise": {"sigma": 0.02}, "seed": 7}
 
-``noise`` and ``seed`` are optional (noise-free, seed 0). ``noise`` is ``{"sigma": s}``, any
+``noise``, ``seed`` and ``repeats`` are optional (noise-free, seed 0, one measurement per
+probe; ``repeats`` is what ``faultsense simulate`` uses unless ``--repeats`` is given, so a
+scenario that needs several measurements per probe to settle says so itself). ``noise`` is ``{"sigma": s}``, any
 fields of :class:`~faultsense_pipelines.latency_model.NoiseModel` (heavy tails, stalls, drift,
 load bursts, spillover) or ``"production"``. An optional ``topology``
 (``{"gpus_per_node": 8, "nodes_per_switch": 4, "rails": false, "node_names": [...]}``, the
@@ -34,8 +36,8 @@ from .faults import Fault, parse_faults
 from .latency_model import NoiseModel, parse_noise
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA, SimulatedReplica
 from .topology import ReplicaTopology
+from .validation import MAX_REPEATS, shown
 from .validation import MAX_SEED as _MAX_SEED
-from .validation import shown
 
 __all__ = ["MAX_SCENARIO_BYTES", "MAX_SEED", "Scenario", "parse_scenario"]
 
@@ -46,7 +48,7 @@ MAX_SCENARIO_BYTES = 1024 * 1024
 #: (:data:`faultsense_pipelines.validation.MAX_SEED`, re-exported).
 MAX_SEED = _MAX_SEED
 
-_FIELDS = {"gpus", "probe_size", "faults", "noise", "seed", "topology"}
+_FIELDS = {"gpus", "probe_size", "faults", "noise", "seed", "topology", "repeats"}
 _TOPOLOGY_FIELDS = {"gpus_per_node", "nodes_per_switch", "rails", "node_names"}
 
 
@@ -63,6 +65,7 @@ class Scenario:
         base_ms: healthy probe latency, ms (not in the JSON: the simulator's default).
         noise: the production-like effects, where the JSON gives more than ``sigma``.
         topology: where the GPUs sit (``None``: GPUs and links only).
+        repeats: measurements per probe (the median is used), 1..100.
     """
 
     n_gpus: int
@@ -73,6 +76,7 @@ class Scenario:
     base_ms: float = DEFAULT_BASE_MS
     noise: NoiseModel | None = None
     topology: ReplicaTopology | None = None
+    repeats: int = 1
 
     def replica(self) -> SimulatedReplica:
         """The simulated replica (``simulated`` executor) of this scenario."""
@@ -86,7 +90,8 @@ def parse_scenario(obj: object) -> Scenario:
 
     Raises:
         ValueError: naming the bad field (missing, unknown, wrong type, k > n, unknown GPU
-            id, slowdown outside [1, 1000], sigma outside [0, 1], seed outside 0..2^32-1, ...).
+            id, slowdown outside [1, 1000], sigma outside [0, 1], seed outside 0..2^32-1,
+            repeats outside 1..100, ...).
 
     >>> parse_scenario({"gpus": 8, "probe_size": 4, "faults": [{"link": [4, 3], "slowdown": 2.0}]}).faults
     (LinkFault(link=(3, 4), slowdown=2.0),)
@@ -118,7 +123,8 @@ def parse_scenario(obj: object) -> Scenario:
             noise = parse_noise(obj["noise"])
             sigma = noise.sigma
     seed = _int(obj.get("seed", 0), "seed", 0, MAX_SEED)
-    return Scenario(n, k, faults, float(sigma), seed, noise=noise, topology=topology)
+    repeats = _int(obj.get("repeats", 1), "repeats", 1, MAX_REPEATS)
+    return Scenario(n, k, faults, float(sigma), seed, noise=noise, topology=topology, repeats=repeats)
 
 
 def _topology(obj: object, n: int) -> ReplicaTopology:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 __all__ = [
     "MAX_PATH_CHARS",
+    "MAX_REPEATS",
     "MAX_SEED",
     "MAX_STRING_CHARS",
     "SHOWN_VALUE_CHARS",
@@ -51,6 +52,9 @@ MAX_STRING_CHARS = 4096
 #: The largest seed any input takes (a scenario's, a fleet's simulated section, ``--seed``):
 #: 32-bit unsigned, what NumPy's and torch's generators take whole.
 MAX_SEED = 2**32 - 1
+#: Most measurements per probe any input asks for (a fleet's or a scenario's ``repeats``,
+#: ``--repeats``).
+MAX_REPEATS = 100
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 

@@ -146,13 +146,23 @@ def test_a_malformed_replica_gets_one_error_naming_the_field(changes: dict, expe
         ({**BASE, "ledger": "nosuchfs://bucket/ledger"}, "ledger: unknown filesystem scheme 'nosuchfs'"),
         ({**BASE, "ledger": ""}, "ledger:"),
         ({"ledger": "/x", "replicas": []}, "replicas:"),
-        ([1, 2], "the fleet must be a mapping"),
+        ([1, 2], "the fleet must be a mapping with 'ledger' and 'replicas', got a list"),
+        ("sim-8", "the fleet must be a mapping with 'ledger' and 'replicas', got a string"),
+        (None, "the fleet file is empty; it needs 'ledger' and 'replicas'"),
     ],
 )
 def test_a_malformed_fleet_gets_one_error_naming_the_field(data: object, expected: str) -> None:
     with pytest.raises(FleetError, match=None) as err:
         parse_fleet(data, source="f.yaml")
     assert str(err.value).startswith(f"f.yaml: {expected}"), str(err.value)
+
+
+@pytest.mark.parametrize("text", ["", "# replicas go here\n", "\n\n"])
+def test_an_empty_fleet_file_says_so(tmp_path: Path, text: str) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(text)
+    with pytest.raises(FleetError, match=r"empty.yaml: the fleet file is empty"):
+        load_fleet(empty)
 
 
 def test_files_that_are_missing_or_not_yaml_are_named_in_the_error(tmp_path: Path) -> None:

@@ -30,7 +30,9 @@ def simulate(
     drilldown: Annotated[
         str, typer.Option("--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}.")
     ] = DEFAULT_DRILLDOWN.value,
-    repeats: Annotated[int, typer.Option("--repeats", help="Measurements per probe (median).")] = 1,
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", help="Measurements per probe (median); default: the scenario's, else 1.")
+    ] = None,
     alpha: Annotated[
         float | None,
         typer.Option("--alpha", help="Use the paper's rule T_i > alpha * median(T) instead of the robust rule."),
@@ -49,7 +51,7 @@ def simulate(
     if cover not in COVER_METHODS:
         fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {shown(cover)}")
     method = check_drilldown_option(drilldown, recheck)
-    if not 1 <= repeats <= MAX_REPEATS:
+    if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
         fail(f"--repeats must be in 1..{MAX_REPEATS}, got {repeats}")
     try:
         obj = load_json(read_text(scenario, MAX_SCENARIO_BYTES))  # duplicate keys and huge integers refused
@@ -65,7 +67,13 @@ def simulate(
     plan = plan_cover(sc.n_gpus, sc.probe_size, cover)
     try:
         result = localize(
-            sc.replica(), plan, repeats=repeats, rule=rule, method=method, recheck_explained=recheck, topology=sc.topology
+            sc.replica(),
+            plan,
+            repeats=sc.repeats if repeats is None else repeats,
+            rule=rule,
+            method=method,
+            recheck_explained=recheck,
+            topology=sc.topology,
         )
     except ValueError as exc:  # the scenario's bounds leave none, but a simulated latency that overflows says so in one line
         fail(f"scenario {scenario}: {exc}")

@@ -52,7 +52,8 @@ class FaultRow:
         slowdown: observed / healthy median latency (> 0), or None when not measured.
         gpu, peer_gpu: the GPU ids (``peer_gpu`` for links, smaller id in ``gpu``), or None.
         phase: 1 or 2 for FaultSense, None for passive detectors.
-        probes_used: probes the sweep spent (Phase 1 + Phase 2), or None.
+        probes_used: the sweep's Phase 1 probes plus the Phase 2 probes spent on this
+            component (:attr:`~faultsense_pipelines.localization.Verdict.probes_used`), or None.
         confidence: posterior probability that the component is faulty (the evidence
             drill-down), or None where the detector states none (schema version 2).
     """

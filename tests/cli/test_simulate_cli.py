@@ -54,6 +54,29 @@ def test_alpha_switches_to_the_paper_rule_and_repeats_are_accepted(tmp_path):
     assert out["threshold_ms"] == pytest.approx(1.2 * out["baseline_ms"])
 
 
+def test_a_scenarios_repeats_is_used_unless_the_flag_overrides_it(tmp_path):
+    def out(scenario, *flags):
+        result = _simulate(tmp_path, scenario, "--json", *flags)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    once, thrice = out(SCENARIO), out(SCENARIO, "--repeats", "3")
+    assert once["baseline_ms"] != thrice["baseline_ms"]  # a median of three draws, not the first draw
+    assert out({**SCENARIO, "repeats": 3}) == thrice
+    assert out({**SCENARIO, "repeats": 3}, "--repeats", "1") == once
+
+
+def test_the_nic_example_as_written_names_the_nic_and_the_unrelated_gpu():
+    """docs/components.md's worked example: examples/components/nic.json, run with no flags."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "components" / "nic.json"
+    result = runner.invoke(app, ["simulate", "--scenario", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    found = {(c["kind"], c.get("node", c.get("gpu"))) for c in json.loads(result.stdout)["faulty_components"]}
+    assert found == {("nic", 3), ("gpu", 60)}
+
+
 def test_without_json_a_table_names_the_faults(tmp_path):
     result = _simulate(tmp_path, SCENARIO)
     assert result.exit_code == 0
@@ -73,6 +96,10 @@ def test_without_json_a_table_names_the_faults(tmp_path):
         ({k: v for k, v in SCENARIO.items() if k != "gpus"}, "gpus"),
         ({**SCENARIO, "noise": {"sigma": -0.1}}, "noise.sigma"),
         ({**SCENARIO, "seed": "x"}, "seed"),
+        ({**SCENARIO, "repeats": 0}, "repeats"),
+        ({**SCENARIO, "repeats": 101}, "repeats must be an integer in 1..100, got 101"),
+        ({**SCENARIO, "repeats": True}, "repeats"),
+        ({**SCENARIO, "repeats": "3"}, "repeats"),
         ('{"gpus": 32, "probe_size": 4, "faults": [', "malformed JSON"),
     ],
 )
