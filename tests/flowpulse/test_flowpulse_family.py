@@ -32,22 +32,12 @@ from faultsense_pipelines.flowpulse.detect import (
     family_tests,
     is_calibrated_family,
 )
-
-
-def _arl(mu: float, sd: float, h: float, bins: int = 300) -> float:
-    """Mean run length to h of the CUSUM max(0, S + X), X ~ N(mu, sd^2): Brook & Evans' Markov chain."""
-    width = h / bins
-    points = np.concatenate([[0.0], (np.arange(bins) + 0.5) * width])
-    cdf = norm.cdf((np.arange(bins + 1)[None, :] * width - points[:, None] - mu) / sd)
-    q = np.zeros((bins + 1, bins + 1))
-    q[:, 0] = cdf[:, 0]
-    q[:, 1:] = np.diff(cdf, axis=1)
-    return float(np.linalg.solve(np.eye(bins + 1) - q, np.ones(bins + 1))[0])
+from tests.flowpulse.brook_evans import cusum_arl
 
 
 def _single_rate(d: float, h: float) -> float:
     """False alarms per row of one design's CUSUM (log-likelihood ratio d (z - d/2), z ~ N(0, 1))."""
-    return 1 / _arl(-d * d / 2, d, h) if d < 8 else float(norm.sf(h / d + d / 2))
+    return 1 / cusum_arl(-d * d / 2, d, h, bins=300) if d < 8 else float(norm.sf(h / d + d / 2))
 
 
 def _family(base: float) -> np.ndarray:

@@ -15,32 +15,23 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 
 from faultsense_pipelines.flowpulse.detect import reference_inflation, reference_load
 from faultsense_pipelines.flowpulse.scan import ScanConfig, cross_checked_shares, scan_ingress
 from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, simulate, simulated_ingress
 from faultsense_pipelines.flowpulse.topology import fat_tree
+from tests.flowpulse.brook_evans import cusum_arl
 
 DOWN = ((3, 10), (17, 40))  # the benchmark's marked down links
-
-
-def _arl(mu: float, sd: float, h: float, bins: int = 200) -> float:
-    """Mean run length to h of the CUSUM max(0, S + X), X ~ N(mu, sd^2): Brook & Evans' Markov chain."""
-    width = h / bins
-    points = np.concatenate([[0.0], (np.arange(bins) + 0.5) * width])
-    cdf = norm.cdf((np.arange(bins + 1)[None, :] * width - points[:, None] - mu) / sd)
-    q = np.zeros((bins + 1, bins + 1))
-    q[:, 0] = cdf[:, 0]
-    q[:, 1:] = np.diff(cdf, axis=1)
-    return float(np.linalg.solve(np.eye(bins + 1) - q, np.ones(bins + 1))[0])
 
 
 def _rate_over_reference_error(delta: float, h: float, k: float, c: float, nodes: int = 30) -> float:
     """False alarms per row, averaged over a frozen reference error b ~ N(0, 1/k), LLR divided by c."""
     x, w = np.polynomial.hermite_e.hermegauss(nodes)
     w = w / w.sum()
-    return float(sum(wi / _arl(delta * (xi / math.sqrt(k) - delta / 2) / c, delta / c, h) for xi, wi in zip(x, w, strict=True)))
+    return float(
+        sum(wi / cusum_arl(delta * (xi / math.sqrt(k) - delta / 2) / c, delta / c, h) for xi, wi in zip(x, w, strict=True))
+    )
 
 
 def test_reference_inflation_is_the_smallest_factor_that_keeps_the_exponent():
@@ -60,7 +51,7 @@ def test_divided_by_c_a_the_cusum_keeps_the_budget_of_an_exact_reference(a):
     # 0.25% at 522k packets on a spine port: delta = 1.8, h = 22 (the benchmark's thresholds)
     delta, h = 1.8, 22.0
     k = 2 * h / (delta**2 * a)
-    exact = 1.0 / _arl(-(delta**2) / 2, delta, h)
+    exact = 1.0 / cusum_arl(-(delta**2) / 2, delta, h)
     assert _rate_over_reference_error(delta, h, k, float(reference_inflation(a))) <= exact
     # the old inflation 1 + a (the window rule) overspends: 1.5x, 4.8x, 11x at these loads
     assert _rate_over_reference_error(delta, h, k, 1 + a) > 1.4 * exact
