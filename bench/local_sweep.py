@@ -120,10 +120,11 @@ def main() -> None:
         for h in hogs:
             h.kill()
             h.join()
-    _write(rows, args)
+        if rows:  # a run stopped early (SIGTERM, Ctrl-C, a dead pool) records what it measured
+            _write(rows, args, stopped=sys.exc_info()[0] is not None)
 
 
-def _write(rows: list[dict], args) -> None:
+def _write(rows: list[dict], args, stopped: bool = False) -> None:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "local_sweep.csv"
     new_file = not path.exists()
@@ -134,7 +135,9 @@ def _write(rows: list[dict], args) -> None:
         w.writerows(rows)
     lines = [
         f"\n## run {args.tag or time.strftime('%Y-%m-%d %H:%M')}: {args.sweeps} sweeps per cell, "
-        f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}\n",
+        f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}"
+        + (f" (stopped after {len(rows)} sweeps)" if stopped else "")
+        + "\n",
         "| case | mode | exact | wrong | degraded | missed | mean s/sweep |",
         "|---|---|---|---|---|---|---|",
     ]
