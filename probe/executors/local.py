@@ -13,7 +13,8 @@ A worker that dies or hangs turns the probe into an error measurement within ``t
 the pool is then torn down and later probes return errors too (make a new executor).
 Workers are always reaped: on :meth:`LocalExecutor.close`, on leaving a ``with`` block, when
 the executor is garbage-collected, at interpreter exit, and a worker exits by itself when
-its driver's pipe closes.
+its driver's pipe closes or, within :data:`ORPHAN_CHECK_S`, when its driver process is gone
+(a sweep killed with SIGKILL mid-probe leaves no worker busy with the probe in hand).
 """
 
 from __future__ import annotations
@@ -41,7 +42,24 @@ from .common import WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
 from .moe_worker import LayerShape, ProbeWorker
 
-__all__ = ["LocalExecutor"]
+__all__ = ["ORPHAN_CHECK_S", "LocalExecutor"]
+
+#: How often a worker checks that its driver process is still its parent, seconds.
+ORPHAN_CHECK_S = 0.5
+
+
+def _exit_when_orphaned(driver_pid: int) -> None:
+    """Body of a worker's daemon thread: end the worker at once when its driver is gone.
+
+    A driver killed with SIGKILL runs no cleanup, and a worker in the middle of a probe
+    (an injected link delay or slowdown can keep it there for minutes) would only notice
+    the closed pipe when it next talks to the driver. The kernel re-parents an orphan, so
+    a parent PID other than ``driver_pid`` means the driver has exited. ``os._exit``: the
+    process group and the probe in hand are abandoned, as the driver's death already did.
+    """
+    while os.getppid() == driver_pid:
+        time.sleep(ORPHAN_CHECK_S)
+    os._exit(0)
 
 
 def _worker_main(
@@ -53,10 +71,14 @@ def _worker_main(
     injections: tuple[Injection, ...],
     conn: connection.Connection,
     engine: str = Engine.MEMBER_ONLY,
+    driver_pid: int | None = None,
 ) -> None:
-    """Body of worker process ``rank``: join the group, then serve commands until told to stop."""
+    """Body of worker process ``rank``: join the group, then serve commands until told to stop
+    (or until the driver process ``driver_pid`` is gone: :func:`_exit_when_orphaned`)."""
     import torch.distributed as dist
 
+    if driver_pid is not None:
+        threading.Thread(target=_exit_when_orphaned, args=(driver_pid,), name="orphan-check", daemon=True).start()
     torch.set_num_threads(1)
     device = f"cuda:{rank}" if backend == "nccl" else "cpu"
     if backend == "nccl":
@@ -244,7 +266,17 @@ class LocalExecutor(WorkerPoolExecutor):
                 target=_worker_main,
                 name=f"faultsense-gpu{rank}",
                 daemon=True,
-                args=(rank, self.shape, self.backend, init_method, pg_timeout_s, self.injections, child, self.engine.value),
+                args=(
+                    rank,
+                    self.shape,
+                    self.backend,
+                    init_method,
+                    pg_timeout_s,
+                    self.injections,
+                    child,
+                    self.engine.value,
+                    os.getpid(),
+                ),
             )
             with _workers_ignore_sigint():  # the worker inherits an ignored SIGINT: Ctrl-C is the driver's
                 p.start()

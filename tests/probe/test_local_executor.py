@@ -222,3 +222,35 @@ def test_workers_are_reaped_when_the_with_block_raises():
         pids = ex.worker_pids
         raise RuntimeError("boom")
     assert not any(_alive(p) for p in pids)
+
+
+DRIVER = """
+import sys
+from faultsense_pipelines.probe.executors.local import LocalExecutor
+ex = LocalExecutor(2, 2, hidden=64, intermediate=32, tokens=4, timeout_s=3600)
+ex.set_injections([{"link": [0, 1], "delay_ms": 600000.0}])  # each transfer waits 10 min
+print(*ex.worker_pids, flush=True)
+ex.run([0, 1], repeats=1)
+"""
+
+
+def test_workers_of_a_driver_killed_mid_probe_exit_instead_of_finishing_it():
+    """SIGKILL runs no cleanup: the workers, 10 min into a 20-min probe, must notice by
+    themselves that their driver is gone (before, they slept out the probe's link delay)."""
+    import subprocess
+    import time
+
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in driver.stdout.readline().split()]
+        assert len(pids) == 2, "the driver did not start its pool"
+        time.sleep(2.0)  # the probe is dispatched: both workers sit in the delayed link's wait
+        assert all(_alive(p) for p in pids)
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 60.0  # far inside the 600 s each worker would still wait
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in pids), "workers outlived their killed driver"
+    finally:
+        driver.kill()
