@@ -65,8 +65,8 @@ def _command(name: str) -> Any:
 
 
 class OneLineUsageErrors(TyperGroup):
-    """The root command group, whose usage errors (a missing or unknown option, ``--repeats abc``)
-    are one line naming the option, ``error: Invalid value for '--repeats': ...``, and exit 2,
+    """The root command group, whose usage errors (a missing or unknown option, ``--alpha abc``)
+    are one line naming the option, ``error: Invalid value for '--alpha': ...``, and exit 2,
     like every other bad input; Typer's own is a 5-line box.
 
     Help (``--help``, and a group called without a command) is printed as Typer prints it.

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the CLI's limit
 from ..redaction import clip
-from ..validation import MAX_SEED, shown
+from ..validation import MAX_REPEATS, MAX_SEED, shown
 from ..vocabulary import DrilldownMethod
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -28,6 +28,7 @@ __all__ = [
     "check_drilldown_option",
     "check_int_option",
     "check_number_option",
+    "check_repeats_option",
     "cover_too_large",
     "error_line",
     "fail",
@@ -99,6 +100,21 @@ def check_int_option(value: int | None, flag: str, low: int, high: int) -> None:
     integer in 0..4294967295, got -5``. Seeds are bounded by :data:`MAX_SEED` (32 bits)."""
     if value is not None and not low <= value <= high:
         fail(f"{flag} must be an integer in {low}..{high}, got {shown(value)}")
+
+
+def check_repeats_option(text: str | None) -> int | None:
+    """``--repeats`` given as text: an integer in 1..:data:`~faultsense_pipelines.validation.MAX_REPEATS`,
+    or None when not given. Anything else (``abc``, ``2.5``, ``0``) is one line naming the flag and
+    the value, exit 2; the same line for every command that takes the flag."""
+    if text is None:
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_REPEATS:
+        fail(f"--repeats must be an integer in 1..{MAX_REPEATS}, got {shown(text)}")
+    return value
 
 
 def check_number_option(value: float | None, flag: str, low: float, high: float, *, low_open: bool = False) -> None:

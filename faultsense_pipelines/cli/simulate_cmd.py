@@ -11,14 +11,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cover import COVER_METHODS, plan_cover
-from ..fleet import MAX_REPEATS
 from ..localize import Localization, localize
 from ..scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..suspects import MedianRatioRule, default_rule
 from ..textfile import TextFileError, load_json, read_text
 from ..validation import shown
 from ..vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
-from .errors import check_drilldown_option, cover_too_large, fail
+from .errors import check_drilldown_option, check_repeats_option, cover_too_large, fail
 
 __all__ = ["register", "simulate"]
 
@@ -31,7 +30,8 @@ def simulate(
         str, typer.Option("--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}.")
     ] = DEFAULT_DRILLDOWN.value,
     repeats: Annotated[
-        int | None, typer.Option("--repeats", help="Measurements per probe (median); default: the scenario's, else 1.")
+        str | None,
+        typer.Option("--repeats", metavar="INTEGER", help="Measurements per probe (median); default: the scenario's, else 1."),
     ] = None,
     alpha: Annotated[
         float | None,
@@ -51,8 +51,7 @@ def simulate(
     if cover not in COVER_METHODS:
         fail(f"--cover must be one of {', '.join(COVER_METHODS)}, got {shown(cover)}")
     method = check_drilldown_option(drilldown, recheck)
-    if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
-        fail(f"--repeats must be in 1..{MAX_REPEATS}, got {repeats}")
+    count = check_repeats_option(repeats)
     try:
         obj = load_json(read_text(scenario, MAX_SCENARIO_BYTES))  # duplicate keys and huge integers refused
     except TextFileError as exc:
@@ -69,7 +68,7 @@ def simulate(
         result = localize(
             sc.replica(),
             plan,
-            repeats=sc.repeats if repeats is None else repeats,
+            repeats=sc.repeats if count is None else count,
             rule=rule,
             method=method,
             recheck_explained=recheck,

@@ -31,7 +31,7 @@ from faultsense_pipelines.redaction import scrub
 from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Status
 
 from ..validation import shown
-from .errors import check_drilldown_option, fail
+from .errors import check_drilldown_option, check_repeats_option, fail
 
 __all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_runs", "register", "run_sweep"]
 
@@ -479,21 +479,6 @@ def _lock_wait_option(text: str | None) -> float:
     return value
 
 
-def _repeats_option(text: str | None) -> int | None:
-    """``--repeats`` as an integer in 1..MAX_REPEATS (None: not given); one line + exit 2 otherwise."""
-    from faultsense_pipelines.fleet import MAX_REPEATS
-
-    if text is None:
-        return None
-    try:
-        value = int(text.strip())
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_REPEATS:
-        fail(f"--repeats must be an integer in 1..{MAX_REPEATS}, got {shown(text)}")
-    return value
-
-
 def register(app: typer.Typer) -> None:
     """Add ``faultsense sweep`` to ``app``."""
 
@@ -545,7 +530,7 @@ def register(app: typer.Typer) -> None:
             hour = check_hour_key(hour) if hour is not None else current_hour_key()
         except ValueError as exc:
             fail(f"--{exc}")
-        count = _repeats_option(repeats)
+        count = check_repeats_option(repeats)
         method = check_drilldown_option(drilldown, recheck)
         wait_s = _lock_wait_option(lock_wait)
         if ledger is not None and not ledger.strip():

@@ -232,7 +232,12 @@ OPTIONS = [
         ["$FAULTSENSE_LEDGER: must be a path or URI without leading"],
     ),
     ("ledger-show-space", ["ledger", "show", "--ledger", " /tmp/x"], {}, ["--ledger: must be a path or URI without leading"]),
-    ("repeats-not-int", ["simulate", "--scenario", "s.json", "--repeats", "abc"], {}, ["'--repeats'"]),
+    (
+        "repeats-not-int",
+        ["simulate", "--scenario", "s.json", "--repeats", "abc"],
+        {},
+        ["--repeats must be an integer in 1..100, got 'abc'"],
+    ),
     ("repeats-5000-digits", ["simulate", "--scenario", "s.json", "--repeats", "9" * 5000], {}, ["--repeats"]),
     ("missing-option", ["simulate"], {}, ["Missing option '--scenario'"]),
     ("unknown-option", ["simulate", "--scenari", "s.json"], {}, ["No such option: --scenari"]),
