@@ -439,9 +439,9 @@ def _fault_tag(v: object) -> str | None:
         return tag
     if isinstance(v, GpuFault | LinkFault):
         return "<gpu fault>" if isinstance(v, GpuFault) else "<link fault>"
-    if isinstance(v, Mapping) and ("gpu" in v) != ("link" in v):
+    if isinstance(v, Mapping) and ("gpu" in v) != ("link" in v) and not _SHARED_KEYS.keys() & set(v):
         return "<gpu fault>" if "gpu" in v else "<link fault>"
-    return None
+    return None  # no component, or two (``{"gpu": 9, "nic": 1}``): the union's one-line error
 
 
 def _injection_tag(v: object) -> str | None:
@@ -449,7 +449,7 @@ def _injection_tag(v: object) -> str | None:
         return tag
     if isinstance(v, GpuFault | LinkDelay):
         return "<gpu fault>" if isinstance(v, GpuFault) else "<link delay>"
-    if isinstance(v, Mapping):
+    if isinstance(v, Mapping) and not _SHARED_KEYS.keys() & set(v):
         keys = set(v)
         if "gpu" in keys and not keys & {"link", "delay_ms"}:
             return "<gpu fault>"

@@ -53,6 +53,8 @@ def test_a_link_fault_touches_a_probe_only_with_both_ends():
         ({"link": [5, 99], "slowdown": 1.5}, r"faults\[0\].link: GPU id 99 is outside 0..31"),
         ({"gpu": 1, "link": [2, 3], "slowdown": 1.5}, r"faults\[0\]: give exactly one of gpu, link, nic, nvswitch or switch"),
         ({"slowdown": 1.5}, r"faults\[0\]: give exactly one of gpu, link, nic, nvswitch or switch"),
+        ({"gpu": 9, "nic": 1, "slowdown": 1.8}, r"faults\[0\]: give exactly one of gpu, link, nic, nvswitch or switch"),
+        ({"link": [1, 2], "switch": 0, "slowdown": 1.8}, r"faults\[0\]: give exactly one of gpu, link, nic, nvswitch or switch"),
         ({"gpu": 1, "slowdown": 1.5, "extra": 1}, r"faults\[0\].extra: Extra inputs are not permitted"),
         ([1, 2], r"faults\[0\]: give exactly one of gpu, link, nic, nvswitch or switch, got \[1, 2\]"),
     ],

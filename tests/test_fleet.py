@@ -130,6 +130,10 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
             {"executor": "local", "local": {"inject": [{"gpu": 2, "delay_ms": 1.0}]}},
             "replicas[1].local.inject[0]: give {gpu, slowdown}, {link: [a, b], delay_ms} or {nic | nvswitch | switch: id, delay_ms}",
         ),
+        (
+            {"executor": "local", "local": {"inject": [{"gpu": 2, "nic": 0, "slowdown": 2.0}]}},
+            "replicas[1].local.inject[0]: give {gpu, slowdown}, {link: [a, b], delay_ms} or {nic | nvswitch | switch: id, delay_ms}",
+        ),
     ],
 )
 def test_a_malformed_replica_gets_one_error_naming_the_field(changes: dict, expected: str) -> None:
