@@ -183,7 +183,7 @@ class LocalExecutor(WorkerPoolExecutor):
             :data:`~.common.DEFAULT_TOKENS` of the engine (64 ``member_only``, 128 ``all_ranks``).
         hidden: model hidden size (OLMoE-1B-7B: 2048).
         intermediate: expert FFN width; default :data:`~.common.DEFAULT_INTERMEDIATE` of the
-            engine (1024, OLMoE-1B-7B's, ``member_only``; 2048 ``all_ranks``).
+            engine (1024, OLMoE-1B-7B's, ``member_only``; 8192 ``all_ranks``).
         experts_per_gpu: experts each GPU hosts.
         dtype: ``"bfloat16"`` (default), ``"float16"`` or ``"float32"``.
         backend: ``"gloo"`` or ``"nccl"``; default NCCL when ``n`` CUDA devices exist, else gloo.
