@@ -449,8 +449,7 @@ def _injection_tag(v: object) -> str | None:
         return tag
     if isinstance(v, GpuFault | LinkDelay):
         return "<gpu fault>" if isinstance(v, GpuFault) else "<link delay>"
-    if isinstance(v, Mapping) and not _SHARED_KEYS.keys() & set(v):
-        keys = set(v)
+    if isinstance(v, Mapping) and not (keys := set(v)) & _SHARED_KEYS.keys():
         if "gpu" in keys and not keys & {"link", "delay_ms"}:
             return "<gpu fault>"
         if "link" in keys and not keys & {"gpu", "slowdown"}:

@@ -70,15 +70,14 @@ def _worker_main(
     pg_timeout_s: float,
     injections: tuple[Injection, ...],
     conn: connection.Connection,
-    engine: str = Engine.MEMBER_ONLY,
-    driver_pid: int | None = None,
+    engine: str,
+    driver_pid: int,
 ) -> None:
     """Body of worker process ``rank``: join the group, then serve commands until told to stop
     (or until the driver process ``driver_pid`` is gone: :func:`_exit_when_orphaned`)."""
     import torch.distributed as dist
 
-    if driver_pid is not None:
-        threading.Thread(target=_exit_when_orphaned, args=(driver_pid,), name="orphan-check", daemon=True).start()
+    threading.Thread(target=_exit_when_orphaned, args=(driver_pid,), name="orphan-check", daemon=True).start()
     torch.set_num_threads(1)
     device = f"cuda:{rank}" if backend == "nccl" else "cpu"
     if backend == "nccl":
