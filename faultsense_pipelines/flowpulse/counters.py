@@ -18,7 +18,19 @@ import pandas as pd
 
 from faultsense_pipelines.flowpulse.topology import FabricTopology
 
-__all__ = ["COLUMNS", "MAX_COUNTER", "SwitchIngress", "check_topology", "ingress_packets", "load_counters", "validate_counters"]
+__all__ = [
+    "COLUMNS",
+    "MAX_COUNTER",
+    "LinkPairs",
+    "SpineBalance",
+    "SwitchIngress",
+    "check_topology",
+    "ingress_packets",
+    "link_pairs",
+    "load_counters",
+    "spine_balance",
+    "validate_counters",
+]
 
 COLUMNS = ("iteration", "switch", "port", "peer", "direction", "bytes", "packets")
 _INT_COLUMNS = ("iteration", "bytes", "packets")
@@ -45,6 +57,46 @@ class SwitchIngress:
     peers: tuple[str, ...]
     up: np.ndarray
     packets: np.ndarray
+
+
+@dataclass(frozen=True)
+class LinkPairs:
+    """Both ends' counters of fabric links, one column per link direction (sender -> receiver).
+
+    Attributes:
+        iterations: (T,) int64 iteration numbers, increasing, in which every column's two ends reported.
+        senders, sender_ports: the switch that transmits on each column's link and its port.
+        receivers, receiver_ports: the switch at the other end and its port.
+        sent: (T, K) int64 packets the sender's port transmitted (tx), per iteration.
+        received: (T, K) int64 packets the receiver's port counted (rx) in the same iterations.
+    """
+
+    iterations: np.ndarray
+    senders: tuple[str, ...]
+    sender_ports: tuple[str, ...]
+    receivers: tuple[str, ...]
+    receiver_ports: tuple[str, ...]
+    sent: np.ndarray
+    received: np.ndarray
+
+
+@dataclass(frozen=True)
+class SpineBalance:
+    """What the leaves sent into each spine and received out of it, from the leaves' own counters.
+
+    Attributes:
+        iterations: (T,) int64 iteration numbers in which every leaf with a live link to every
+            listed spine reported tx and rx on its port to it.
+        spines: S spine names; ``links``: (S,) int, live leaf links of each.
+        into: (T, S) int64 packets the leaves transmitted towards each spine (sum of their tx).
+        out: (T, S) int64 packets the leaves received from each spine (sum of their rx).
+    """
+
+    iterations: np.ndarray
+    spines: tuple[str, ...]
+    links: np.ndarray
+    into: np.ndarray
+    out: np.ndarray
 
 
 def _check_int(frame: pd.DataFrame, col: str) -> None:
@@ -211,3 +263,104 @@ def _wide(rows: pd.DataFrame) -> pd.DataFrame:
             packets = rows["packets"].to_numpy().reshape(-1, len(ports))
             return pd.DataFrame(packets, index=its[:, 0], columns=ports)
     return rows.pivot(index="iteration", columns="port", values="packets").sort_index().dropna()
+
+
+def link_pairs(frame: pd.DataFrame, topology: FabricTopology) -> LinkPairs:
+    """The fabric link directions whose two ends both report, from validated counters.
+
+    For every leaf-spine link and direction, the sender's ``tx`` row on its port and the
+    receiver's ``rx`` row on its own; a column is kept where both ends reported in at least one
+    common iteration, and the iterations kept are those in which every kept column's two ends
+    reported (a column that reported in fewer iterations than the others is dropped, so that one
+    exporter's gap does not blank the rest).
+
+    Returns:
+        :class:`LinkPairs` (K may be 0).
+
+    Examples:
+        >>> from faultsense_pipelines.flowpulse.topology import fat_tree
+        >>> rows = [(0, "leaf00", "up00", "spine00", "tx", 8, 2), (0, "spine00", "down00", "leaf00", "rx", 4, 1)]
+        >>> f = validate_counters(pd.DataFrame(rows, columns=list(COLUMNS)))
+        >>> p = link_pairs(f, fat_tree(1, 1, 1))
+        >>> p.senders, p.receivers, p.sent.tolist(), p.received.tolist()
+        (('leaf00',), ('spine00',), [[2]], [[1]])
+    """
+    fabric = frame[frame["peer"].isin(list(topology.tiers)) & frame["switch"].isin(list(topology.tiers))]
+    empty = LinkPairs(np.zeros(0, dtype=np.int64), (), (), (), (), np.zeros((0, 0), np.int64), np.zeros((0, 0), np.int64))
+    if fabric.empty:
+        return empty
+    wide = fabric.pivot(index="iteration", columns=["switch", "port", "direction"], values="packets").sort_index()
+    have = set(wide.columns)
+    cols: list[tuple[tuple[str, str, str], tuple[str, str, str]]] = []
+    for ln in topology.links:
+        if ln.a not in topology.tiers or ln.b not in topology.tiers:
+            continue
+        for (s, sp), (r, rp) in (((ln.a, ln.a_port), (ln.b, ln.b_port)), ((ln.b, ln.b_port), (ln.a, ln.a_port))):
+            tx, rx = (s, sp, "tx"), (r, rp, "rx")
+            if tx in have and rx in have:
+                cols.append((tx, rx))
+    if not cols:
+        return empty
+    both = np.column_stack([wide[tx].notna().to_numpy() & wide[rx].notna().to_numpy() for tx, rx in cols])
+    counts = both.sum(axis=0)
+    keep = [i for i in range(len(cols)) if counts[i] == counts.max() and counts[i] > 0]
+    rows = both[:, keep].all(axis=1)
+    cols = [cols[i] for i in keep]
+    sent = np.column_stack([wide[tx].to_numpy()[rows] for tx, _ in cols]).astype(np.int64)
+    received = np.column_stack([wide[rx].to_numpy()[rows] for _, rx in cols]).astype(np.int64)
+    return LinkPairs(
+        wide.index.to_numpy(dtype=np.int64)[rows],
+        tuple(str(tx[0]) for tx, _ in cols),
+        tuple(str(tx[1]) for tx, _ in cols),
+        tuple(str(rx[0]) for _, rx in cols),
+        tuple(str(rx[1]) for _, rx in cols),
+        sent,
+        received,
+    )
+
+
+def spine_balance(frame: pd.DataFrame, topology: FabricTopology) -> SpineBalance:
+    """Per spine, the leaves' tx towards it and rx from it, where every live leaf link of it reports both.
+
+    A spine forwards what it receives within the iteration, so, with no loss on any of its links,
+    ``into == out`` exactly: a conservation law that needs neither the spine's counters nor a
+    traffic model (FlowPulse's leaf-only setting). Spines with a live link whose leaf end does
+    not report both directions are left out.
+
+    Examples:
+        >>> from faultsense_pipelines.flowpulse.topology import fat_tree
+        >>> rows = [(0, "leaf00", "up00", "spine00", "tx", 8, 2), (0, "leaf00", "up00", "spine00", "rx", 8, 2),
+        ...         (0, "leaf01", "up00", "spine00", "tx", 8, 2), (0, "leaf01", "up00", "spine00", "rx", 4, 1)]
+        >>> b = spine_balance(validate_counters(pd.DataFrame(rows, columns=list(COLUMNS))), fat_tree(2, 1, 1))
+        >>> b.spines, b.into.tolist(), b.out.tolist()
+        (('spine00',), [[4]], [[3]])
+    """
+    leaves = set(topology.leaves)
+    rows = frame[frame["switch"].isin(list(leaves)) & frame["peer"].isin(list(topology.spines))]
+    empty = SpineBalance(np.zeros(0, np.int64), (), np.zeros(0, np.int64), np.zeros((0, 0), np.int64), np.zeros((0, 0), np.int64))
+    if rows.empty:
+        return empty
+    wide = rows.pivot(index="iteration", columns=["switch", "port", "direction"], values="packets").sort_index()
+    have = set(wide.columns)
+    spines, links, into, out, masks = [], [], [], [], []
+    for spine in topology.spines:
+        ends = [(leaf, port) for leaf in topology.leaves for port, peer, up in topology.fabric_ports(leaf) if peer == spine and up]
+        cols = [(leaf, port, d) for leaf, port in ends for d in ("tx", "rx")]
+        if not ends or not all(c in have for c in cols):
+            continue
+        block = wide[cols]
+        spines.append(spine)
+        links.append(len(ends))
+        masks.append(block.notna().all(axis=1).to_numpy())
+        into.append(block[[c for c in cols if c[2] == "tx"]].fillna(0).to_numpy().sum(axis=1))
+        out.append(block[[c for c in cols if c[2] == "rx"]].fillna(0).to_numpy().sum(axis=1))
+    if not spines:
+        return empty
+    keep = np.logical_and.reduce(masks)
+    return SpineBalance(
+        wide.index.to_numpy(dtype=np.int64)[keep],
+        tuple(spines),
+        np.array(links, dtype=np.int64),
+        np.column_stack(into)[keep].astype(np.int64),
+        np.column_stack(out)[keep].astype(np.int64),
+    )

@@ -27,8 +27,23 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from faultsense_pipelines.flowpulse.counters import SwitchIngress, check_topology, ingress_packets
-from faultsense_pipelines.flowpulse.detect import FALSE_ALARM_RATE, PortAlarm, detect_switch, detect_switch_learned
+from faultsense_pipelines.flowpulse.counters import (
+    LinkPairs,
+    SpineBalance,
+    SwitchIngress,
+    check_topology,
+    ingress_packets,
+    link_pairs,
+    spine_balance,
+)
+from faultsense_pipelines.flowpulse.detect import (
+    FALSE_ALARM_RATE,
+    PAIR_FLOOR,
+    PortAlarm,
+    detect_link_pairs,
+    detect_switch,
+    detect_switch_learned,
+)
 from faultsense_pipelines.flowpulse.model import (
     leaf_ring,
     learned_dispersion,
@@ -41,13 +56,21 @@ from faultsense_pipelines.flowpulse.topology import FabricTopology
 __all__ = [
     "LinkFault",
     "ScanConfig",
+    "ScanReport",
+    "TrafficChange",
     "analytic_fits",
+    "conservation_faults",
     "cross_checked_shares",
     "cross_spine_origin",
     "drop_echoes",
+    "explain_traffic",
+    "judge_fabric",
     "live_links",
+    "pair_faults",
     "scan",
     "scan_ingress",
+    "scan_report",
+    "silent_links",
     "symmetric_classes",
 ]
 
@@ -55,6 +78,8 @@ Model = Literal["learned", "analytic"]
 CHECK_SIGMAS = 5.0  # pooled residual, in standard errors, at which the analytic shares are refused
 MIN_REFERENCE = 2  # iterations a learned reference needs before any CUSUM may run
 ECHO_SIGMAS = 4.0  # a spine port's deficit, in standard errors, that explains a leaf's alarm behind it
+EXPLAIN_SLACK = 3  # iterations by which share alarms behind one spine (or a down link of it) count as the same moment
+SILENT_ROWS = 3  # trailing iterations with nothing on a link, every reported counter of it, that make it down
 
 
 @dataclass(frozen=True)
@@ -86,6 +111,10 @@ class ScanConfig:
         pool: a leaf's learned references pool its ports from spines with identical live
             columns (:func:`symmetric_classes`; a class whose counts do not fit equal shares is
             split); False: every port learns alone.
+        pairs: judge every link direction whose two ends both report by its own two counters
+            (sender's tx against receiver's rx, :func:`detect.detect_link_pairs`); the share
+            models then judge only the ports of links with one reporting end. False: shares only.
+        pair_floor: loss rate a healthy link may have in the two-ended test, in [0, design_loss).
     """
 
     model: Model = "learned"
@@ -99,6 +128,8 @@ class ScanConfig:
     echo_slack: int = 50
     cross_check: bool = True
     pool: bool = True
+    pairs: bool = True
+    pair_floor: float = PAIR_FLOOR
 
     def __post_init__(self) -> None:
         if self.model not in ("learned", "analytic"):
@@ -117,6 +148,8 @@ class ScanConfig:
             raise ValueError(f"false_alarm_rate must be in (0, 1), got {self.false_alarm_rate}")
         if self.threshold is not None and self.threshold <= 0:
             raise ValueError(f"threshold must be > 0, got {self.threshold}")
+        if not 0 <= self.pair_floor < self.design_loss:
+            raise ValueError(f"pair_floor must be in [0, design_loss), got {self.pair_floor}")
 
     @property
     def design_losses(self) -> tuple[float, ...]:
@@ -173,28 +206,36 @@ def _switch_shares(ing: SwitchIngress, analytic: dict[tuple[str, str], float], l
     return shares / shares.sum() if shares.sum() > 0 else shares
 
 
-def analytic_fits(packets: np.ndarray, shares: np.ndarray, dispersion: float = 1.0, sigmas: float = CHECK_SIGMAS) -> bool:
-    """Cross-check of the analytic shares against a switch's own counts, pooled over all its iterations.
+def analytic_fits(
+    packets: np.ndarray, shares: np.ndarray, dispersion: float = 1.0, sigmas: float = CHECK_SIGMAS, low: int = 0
+) -> bool:
+    """Cross-check of expected shares against a switch's own counts, pooled over all its iterations.
 
     With the common scale s (median over judged ports of observed over expected packets), port j's
     pooled standardized residual is z_j = (X_j - s E_j) / sqrt(dispersion * s E_j (1 - pi_j)).
-    A loss lowers one port; a wrong model (a traffic pattern other than assumed, a down link the
-    topology does not mark, hashing that is not uniform) moves several, or raises one. So the
-    shares fit when no port stands ``sigmas`` above its expectation and at most one below it. With
-    T iterations the check sees a model error of ``sigmas / sqrt(T)`` standard deviations an
-    iteration.
+    An analytic share model is a claim about every port, so it fits only when no port stands
+    ``sigmas`` from its expectation either way (``low=0``, the default): a model that fits "all
+    but one low port" would read a traffic effect on that port (a down link the topology does not
+    mark moves every leaf's share from that spine) as a loss from iteration 0 (issue 31). A class
+    of symmetric ports (:func:`symmetric_classes`) is a learned reference, not a model: it may keep
+    ``low=1`` port below (a lossy one, which its pooled reference then finds). With T iterations
+    the check sees a model error of ``sigmas / sqrt(T)`` standard deviations an iteration.
 
     Args:
-        packets: (T, P) packets; shares: (P,) analytic shares, 0 for a port not judged.
+        packets: (T, P) packets; shares: (P,) expected shares, 0 for a port not judged.
         dispersion: variance over binomial (>= 1). sigmas: the cut (> 0).
+        low: ports allowed more than ``sigmas`` below (>= 0).
 
     Returns:
-        True if the analytic shares are consistent with the counts.
+        True if the shares are consistent with the counts.
 
     Examples:
         >>> x = np.array([[1000, 1000, 1000, 1000], [1000, 1010, 990, 1000]])
         >>> analytic_fits(x, np.full(4, 0.25)), analytic_fits(x, np.array([0.3, 0.3, 0.2, 0.2]))
         (True, False)
+        >>> y = np.array([[1000, 1000, 1000, 700]] * 2)      # one port low: not the model's
+        >>> analytic_fits(y, np.full(4, 0.25)), analytic_fits(y, np.full(4, 0.25), low=1)
+        (False, True)
     """
     x = np.asarray(packets, dtype=float)
     judged = shares > 0
@@ -205,7 +246,7 @@ def analytic_fits(packets: np.ndarray, shares: np.ndarray, dispersion: float = 1
     scale = float(np.median(observed[judged] / expected[judged]))
     var = dispersion * scale * expected * (1 - shares)
     z = np.divide(observed - scale * expected, np.sqrt(var), out=np.zeros_like(var), where=judged & (var > 0))
-    return bool((z <= sigmas).all() and (z < -sigmas).sum() <= 1)
+    return bool((z <= sigmas).all() and (z < -sigmas).sum() <= low)
 
 
 def cross_checked_shares(packets: np.ndarray, candidates: list[np.ndarray], dispersion: float = 1.0) -> np.ndarray | None:
@@ -303,7 +344,7 @@ def symmetric_classes(packets: np.ndarray, labels: np.ndarray, dispersion: float
     fresh = int(out.max(initial=0)) + 1
     for label in np.unique(out):
         cols = np.flatnonzero(out == label)
-        if len(cols) < 2 or analytic_fits(x[:, cols], np.full(len(cols), 1.0 / len(cols)), dispersion):
+        if len(cols) < 2 or analytic_fits(x[:, cols], np.full(len(cols), 1.0 / len(cols)), dispersion, low=1):
             continue
         out[cols] = fresh + np.arange(len(cols))
         fresh += len(cols)
@@ -322,9 +363,14 @@ def _judge(
     config: ScanConfig,
     analytic: dict[str, dict[tuple[str, str], float]],
     classes: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
 ) -> list[LinkFault]:
-    packets = np.where(ing.up, ing.packets, 0)  # a down link is expected to carry nothing
-    live = ing.up & (packets.sum(axis=0) > 0)  # nor does a link that never carried a packet
+    """One switch's share-model alarms; ports in ``exclude`` (P,) bool (judged by their two ends) are left out."""
+    up = ing.up if exclude is None else ing.up & ~exclude
+    if up.sum() < 2:
+        return []
+    packets = np.where(up, ing.packets, 0)  # a down link is expected to carry nothing
+    live = up & (packets.sum(axis=0) > 0)  # nor does a link that never carried a packet
     packets = np.where(live, packets, 0)
     if packets.shape[0] < 2:
         return []
@@ -567,13 +613,334 @@ def _trace_echoes(
     return list(dict.fromkeys(out))
 
 
-def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config: ScanConfig = ScanConfig()) -> list[LinkFault]:
-    """Judge every switch of ``ingress`` locally, drop echoes, and name the lossy links.
+@dataclass(frozen=True)
+class TrafficChange:
+    """Share alarms behind one spine at one moment, explained as traffic, not loss.
+
+    Attributes:
+        spine: the spine whose ports at the leaves fell.
+        first_iteration: the iteration it began (the earliest onset among the alarms, or the
+            first silent iteration of the down link).
+        kind: ``"unmarked down link"`` (a link of the spine marked up carried nothing from
+            ``first_iteration`` on, on every counter reported) or ``"traffic shift"`` (several
+            leaves' ports from the spine fell at the same iteration, with no down link seen: a
+            drained or down link neither of whose ends reports, or traffic moved off the spine).
+        leaf: the down link's leaf (None for a traffic shift).
+        explains: the leaves whose alarms on their port from ``spine`` it explains (may be empty).
+    """
+
+    spine: str
+    first_iteration: int
+    kind: Literal["unmarked down link", "traffic shift"]
+    leaf: str | None = None
+    explains: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        """All fields, ``explains`` as a list."""
+        d = asdict(self)
+        d["explains"] = list(self.explains)
+        return d
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """What a scan found: lossy links (``faults``) and traffic changes that explain other alarms (``explained``)."""
+
+    faults: list[LinkFault]
+    explained: list[TrafficChange]
+
+
+def pair_faults(pairs: LinkPairs, config: ScanConfig = ScanConfig()) -> tuple[list[LinkFault], set[tuple[str, str]]]:
+    """Judge every link direction with both ends reporting by its own two counters (:func:`detect.detect_link_pairs`).
+
+    A column with a row in which the receiver counted more than the sender sent (counters that do
+    not cover the same packets) is not judged here, and its receiving port is left to the share
+    models.
+
+    Returns:
+        ``(faults, judged)``: a :class:`LinkFault` per lossy link direction (receiving switch and
+        port, sending peer), and the (receiver, receiver port) of every column judged.
+    """
+    sent, received = np.asarray(pairs.sent), np.asarray(pairs.received)
+    if sent.size == 0:
+        return [], set()
+    ok = np.flatnonzero(~(received > sent).any(axis=0))
+    alarms = detect_link_pairs(
+        sent[:, ok],
+        received[:, ok],
+        design_losses=config.design_losses,
+        false_alarm_rate=config.false_alarm_rate,
+        floor=config.pair_floor,
+        threshold=config.threshold,
+    )
+    its = pairs.iterations
+    faults = []
+    for a in alarms:
+        k = int(ok[a.port])
+        faults.append(
+            LinkFault(
+                pairs.receivers[k],
+                pairs.receiver_ports[k],
+                pairs.senders[k],
+                int(its[a.start]),
+                int(its[a.alarm]),
+                round(a.loss_estimate, 6),
+            )
+        )
+    return faults, {(pairs.receivers[k], pairs.receiver_ports[k]) for k in map(int, ok)}
+
+
+def conservation_faults(
+    balance: SpineBalance,
+    ingress: list[SwitchIngress],
+    spine_class: dict[str, int],
+    config: ScanConfig = ScanConfig(),
+    skip: set[str] | frozenset[str] = frozenset(),
+    sigmas: float = ECHO_SIGMAS,
+) -> list[LinkFault]:
+    """Losses behind spines that do not report, from the leaves' own tx and rx (:func:`counters.spine_balance`).
+
+    What the leaves sent into spine s and what they received out of it differ only by what s's
+    links lost: the two-ended test (:func:`detect.detect_link_pairs`) applies to the spine as a
+    whole, with the same floor and budget, and design losses divided by the spine's live links
+    (a loss p on one link of L carrying its share is p / L of the spine's traffic). It dates the
+    loss exactly and cannot be moved by traffic. The link is then named from the leaves: a
+    spine-to-leaf loss on s -> b leaves leaf b's port from s short of b's ports from the spines of
+    s's class (equal shares whatever the traffic, :func:`model.symmetric_spines`). Over rows
+    [onset, t], t from the alarm on, leaf b's deficit D_b = c M_b - X_b (M_b the mean count from
+    the classmates, c the median ratio X_b / M_b over the leaves, z_b = D_b / sqrt(c M_b G / (G - 1)))
+    is compared with the spine's: the first t at which the largest z_b >= ``sigmas`` and D_b
+    holds at least half the spine's deficit names (b, its port from s), detected at t. A
+    leaf-to-spine loss spreads over every leaf that a's traffic reaches through s, so no single
+    leaf holds it and nothing is named (the spine's own counters would); with ring traffic it
+    falls on one leaf, the echo of the existing leaf-only path, hence ``peer_observed=False``.
+
+    Args:
+        balance: the leaves' sums per spine.
+        ingress: per-switch ingress (the leaves' rx per port).
+        spine_class: spine -> class label (identical live columns).
+        config: designs, budget, floor.
+        skip: spines not to judge (their links are judged by both ends).
+        sigmas: the naming cut (> 0).
+
+    Returns:
+        A :class:`LinkFault` per named spine-to-leaf loss.
+    """
+    if not balance.spines:
+        return []
+    cols = [k for k, sp in enumerate(balance.spines) if sp not in skip]
+    leaves = {ing.switch: ing for ing in ingress}
+    its = balance.iterations
+    faults = []
+    for k in cols:
+        spine = balance.spines[k]
+        designs = tuple(d / max(int(balance.links[k]), 1) for d in config.design_losses)
+        if min(designs) <= config.pair_floor:
+            continue
+        into, out = balance.into[:, k : k + 1], balance.out[:, k : k + 1]
+        if (out > into).any():
+            continue  # the leaves' counters do not cover the same packets
+        alarms = detect_link_pairs(
+            into, out, design_losses=designs, false_alarm_rate=config.false_alarm_rate, floor=config.pair_floor, threshold=config.threshold
+        )
+        mates = [sp for sp, c in spine_class.items() if c == spine_class.get(spine) and sp != spine]
+        for a in alarms:
+            named = _name_leaf(spine, mates, leaves, its, a.start, a.alarm, (into - out)[:, 0], sigmas)
+            if named is not None:
+                faults.append(named)
+    return faults
+
+
+def _name_leaf(
+    spine: str, mates: list[str], leaves: dict[str, SwitchIngress], its: np.ndarray, start: int, alarm: int, deficit: np.ndarray, sigmas: float
+) -> LinkFault | None:
+    """The leaf whose port from ``spine`` holds the spine's deficit (see :func:`conservation_faults`), or None."""
+    if not mates:
+        return None
+    rows_of = {name: np.searchsorted(ing.iterations, its) for name, ing in leaves.items()}
+    cand = []
+    for name, ing in leaves.items():
+        if spine not in ing.peers or not np.isin(its, ing.iterations).all():
+            continue
+        cols = [ing.peers.index(m) for m in mates if m in ing.peers]
+        if not cols:
+            continue
+        x = np.asarray(ing.packets, dtype=float)[rows_of[name]]
+        cand.append((name, ing.ports[ing.peers.index(spine)], x[:, ing.peers.index(spine)], x[:, cols].mean(axis=1), len(cols) + 1))
+    if len(cand) < 2:
+        return None
+    for t in range(alarm, len(its)):
+        own = np.array([c[2][start : t + 1].sum() for c in cand])
+        mean = np.array([c[3][start : t + 1].sum() for c in cand])
+        g = np.array([c[4] for c in cand], dtype=float)
+        ratio = np.divide(own, mean, out=np.zeros_like(own), where=mean > 0)
+        scale = float(np.median(ratio))
+        d = scale * mean - own
+        z = d / np.sqrt(np.maximum(scale * mean * g / (g - 1), 1e-9))
+        b = int(np.argmax(z))
+        lost = float(deficit[start : t + 1].sum())
+        if z[b] >= sigmas and d[b] >= 0.5 * lost:
+            after = float(deficit[start:].sum())
+            loss = after / (after + float(cand[b][2][start:].sum()))
+            return LinkFault(cand[b][0], cand[b][1], spine, int(its[start]), int(its[t]), round(loss, 6), peer_observed=False)
+    return None
+
+
+def silent_links(
+    topology: FabricTopology, ingress: list[SwitchIngress], pairs: LinkPairs | None = None, rows: int = SILENT_ROWS
+) -> list[TrafficChange]:
+    """Leaf-spine links marked up that carried nothing, on every counter of them reported, from some iteration to the end.
+
+    A link's counters are the rx of its two ports (``ingress``) and the tx of its two ports
+    (``pairs``' sent columns); the link is down from t when all of them are 0 from t to their
+    last iteration, for at least ``rows`` iterations or the whole run. A drained or down link
+    moves traffic: every leaf that received through it from that spine gets less from it, which
+    is what the leaves' share models see; these are the explanations :func:`explain_traffic`
+    matches those alarms with.
+
+    Returns:
+        One ``TrafficChange(kind="unmarked down link")`` per such link, by spine and leaf.
+    """
+    leaves, spines = set(topology.leaves), set(topology.spines)
+    series: dict[tuple[str, str], list[tuple[np.ndarray, np.ndarray]]] = {}
+
+    def add(a: str, b: str, its: np.ndarray, packets: np.ndarray) -> None:
+        key = (a, b) if a in leaves else (b, a)
+        if key[0] in leaves and key[1] in spines and topology.is_up(*_port_of(topology, key)):
+            series.setdefault(key, []).append((np.asarray(its), np.asarray(packets)))
+
+    for ing in ingress:
+        for j, peer in enumerate(ing.peers):
+            add(ing.switch, peer, ing.iterations, ing.packets[:, j])
+    if pairs is not None:
+        for k, (s, r) in enumerate(zip(pairs.senders, pairs.receivers, strict=True)):
+            add(s, r, pairs.iterations, pairs.sent[:, k])
+    out = []
+    for (leaf, spine), parts in sorted(series.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        last_busy = max((int(its[np.flatnonzero(x > 0)[-1]]) if (x > 0).any() else -1) for its, x in parts)
+        end = max(int(its[-1]) for its, _ in parts if its.size)
+        first = min(int(its[0]) for its, _ in parts if its.size)
+        quiet = [its[its > last_busy] for its, _ in parts]
+        silent_rows = min(q.size for q in quiet)
+        if last_busy < end and (silent_rows >= rows or last_busy < first):
+            out.append(TrafficChange(spine, max(first, last_busy + 1), "unmarked down link", leaf))
+    return out
+
+
+def _port_of(topology: FabricTopology, key: tuple[str, str]) -> tuple[str, str]:
+    """(leaf, its port to the spine) of a leaf-spine pair."""
+    leaf, spine = key
+    for port, peer, _ in topology.fabric_ports(leaf):
+        if peer == spine:
+            return leaf, port
+    return leaf, ""
+
+
+def explain_traffic(
+    faults: list[LinkFault], downs: list[TrafficChange], spines: set[str], slack: int = EXPLAIN_SLACK
+) -> tuple[list[LinkFault], list[TrafficChange]]:
+    """Take out of ``faults`` (share-model alarms) those that one spine's traffic explains.
+
+    A loss is one link's; a down or drained link, or traffic moving off a spine, lowers the port
+    from that spine at *every* leaf that received through it, at the same iteration. So alarms of
+    leaves on ports from spine s with onsets within ``slack`` iterations of each other are one
+    traffic change, not several losses, when (a) a link of s went silent (``downs``,
+    :func:`silent_links`) within ``slack`` of them (this also takes the down link's own port), or
+    (b) two or more leaves alarm so. Where both ends of a link report, its loss is judged by its
+    own counters (:func:`pair_faults`), which a traffic change cannot move, so only links with one
+    reporting end reach here. The price: two independent losses starting at the same iteration on
+    links from the same spine, each seen only from one end, are reported as one traffic shift.
+
+    Returns:
+        ``(faults left, explanations)``: each down link once (with the leaves it explains), and a
+        ``"traffic shift"`` per group of (b).
+    """
+    share = [f for f in faults if f.peer in spines]
+    keep = [f for f in faults if f.peer not in spines]
+    explained: list[TrafficChange] = []
+    used: set[int] = set()
+    for d in downs:
+        hit = [i for i, f in enumerate(share) if f.peer == d.spine and abs(f.first_iteration - d.first_iteration) <= slack]
+        used.update(hit)
+        explained.append(replace(d, explains=tuple(sorted({share[i].switch for i in hit}))))
+    rest = [(i, f) for i, f in enumerate(share) if i not in used]
+    for spine in sorted({f.peer for _, f in rest}):
+        group = sorted(((i, f) for i, f in rest if f.peer == spine), key=lambda t: t[1].first_iteration)
+        while group:
+            lead = group[0][1].first_iteration
+            near = [(i, f) for i, f in group if f.first_iteration - lead <= slack]
+            if len({f.switch for _, f in near}) >= 2:
+                used.update(i for i, _ in near)
+                explained.append(TrafficChange(spine, lead, "traffic shift", None, tuple(sorted({f.switch for _, f in near}))))
+                group = [g for g in group if g not in near]
+            else:
+                group = group[1:]
+    keep += [f for i, f in enumerate(share) if i not in used]
+    return keep, sorted(explained, key=lambda e: (e.first_iteration, e.spine, e.leaf or ""))
+
+
+def judge_fabric(
+    ingress: list[SwitchIngress],
+    topology: FabricTopology,
+    config: ScanConfig = ScanConfig(),
+    pairs: LinkPairs | None = None,
+    balance: SpineBalance | None = None,
+) -> ScanReport:
+    """Judge a fabric: links with two reporting ends by their own counters, the rest by share models.
+
+    1. Every link direction whose sender's tx and receiver's rx are both present is judged by
+       :func:`pair_faults` (a loss is what was sent and not received; no traffic model).
+    2. Every reporting switch judges its remaining ingress ports by its share model (analytic
+       where it fits every port, else learned; :func:`_judge`), echoes traced and dropped as before.
+    3. Share alarms that one spine's traffic explains (:func:`silent_links`,
+       :func:`explain_traffic`) are reported once as a :class:`TrafficChange`, not as losses.
+
+    Args:
+        ingress: per-switch ingress (:func:`counters.ingress_packets`).
+        topology: the fabric.
+        config: detector settings (``config.pairs=False`` skips step 1).
+        pairs: both ends' counters (:func:`counters.link_pairs`); None: none.
+        balance: the leaves' tx into and rx out of each spine (:func:`counters.spine_balance`),
+            judged for spines without two-ended links (:func:`conservation_faults`); None: none.
+
+    Returns:
+        :class:`ScanReport`, faults sorted by first iteration, switch and port.
+    """
+    analytic = {t: _analytic_shares(topology, t) for t in ("uniform", "ring")}
+    spine_class = dict(zip(topology.spines, map(int, symmetric_spines(live_links(topology, ingress))), strict=True))
+    two_ended, judged = pair_faults(pairs, config) if pairs is not None and config.pairs else ([], set())
+    share: list[LinkFault] = []
+    for ing in ingress:
+        exclude = np.array([(ing.switch, p) in judged for p in ing.ports], dtype=bool)
+        share += _judge(ing, config, analytic, _leaf_classes(ing, spine_class), exclude)
+    if config.pool:  # pooled leaves can be quicker than their spines: trace their alarms upstream
+        share = _trace_echoes(share, ingress, topology, spine_class)
+    if balance is not None and config.pairs:  # spines that do not report: the leaves' sums into and out of them
+        whole = conservation_faults(balance, ingress, spine_class, config, skip={r for r, _ in judged} | {s for s, _ in judged})
+        found = {(f.switch, f.port) for f in whole}
+        share = [f for f in share if (f.switch, f.port) not in found] + whole
+    share, explained = explain_traffic(share, silent_links(topology, ingress, pairs), set(topology.spines))
+    reporting = {ing.switch for ing in ingress}
+    faults = [
+        f if f.peer in reporting else replace(f, peer_observed=False)
+        for f in drop_echoes(two_ended + share, reporting, config.echo_slack)
+    ]
+    return ScanReport(sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port)), explained)
+
+
+def scan_ingress(
+    ingress: list[SwitchIngress],
+    topology: FabricTopology,
+    config: ScanConfig = ScanConfig(),
+    pairs: LinkPairs | None = None,
+) -> list[LinkFault]:
+    """The lossy links of :func:`judge_fabric` (without the traffic explanations).
 
     Args:
         ingress: per-switch ingress matrices (:func:`counters.ingress_packets`).
         topology: the fabric they come from.
         config: detector settings.
+        pairs: both ends' counters of the links (:func:`counters.link_pairs`); None: share models only.
 
     Returns:
         Lossy links, sorted by first iteration, switch and port.
@@ -581,16 +948,22 @@ def scan_ingress(ingress: list[SwitchIngress], topology: FabricTopology, config:
     Notes:
         O(T * P) per switch for the CUSUM.
     """
-    analytic = {t: _analytic_shares(topology, t) for t in ("uniform", "ring")}
-    spine_class = dict(zip(topology.spines, map(int, symmetric_spines(live_links(topology, ingress))), strict=True))
-    faults = [f for ing in ingress for f in _judge(ing, config, analytic, _leaf_classes(ing, spine_class))]
-    if config.pool:  # pooled leaves can be quicker than their spines: trace their alarms upstream
-        faults = _trace_echoes(faults, ingress, topology, spine_class)
-    reporting = {ing.switch for ing in ingress}
-    faults = [
-        f if f.peer in reporting else replace(f, peer_observed=False) for f in drop_echoes(faults, reporting, config.echo_slack)
-    ]
-    return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port))
+    return judge_fabric(ingress, topology, config, pairs).faults
+
+
+def scan_report(frame: pd.DataFrame, topology: FabricTopology, config: ScanConfig = ScanConfig()) -> ScanReport:
+    """Lossy links and traffic explanations in validated counters (:func:`counters.validate_counters`).
+
+    Raises:
+        ValueError: counters naming a switch, port or peer the topology does not have.
+
+    Notes:
+        O(rows) to check and pivot, then :func:`judge_fabric`.
+    """
+    check_topology(frame, topology)
+    pairs = link_pairs(frame, topology) if config.pairs else None
+    balance = spine_balance(frame, topology) if config.pairs else None
+    return judge_fabric(ingress_packets(frame, topology), topology, config, pairs, balance)
 
 
 def scan(frame: pd.DataFrame, topology: FabricTopology, config: ScanConfig = ScanConfig()) -> list[LinkFault]:
@@ -602,13 +975,13 @@ def scan(frame: pd.DataFrame, topology: FabricTopology, config: ScanConfig = Sca
         config: detector settings.
 
     Returns:
-        Lossy links, sorted by first iteration, switch and port.
+        Lossy links, sorted by first iteration, switch and port (:func:`scan_report` also gives
+        the traffic changes that explain other alarms).
 
     Raises:
         ValueError: counters naming a switch, port or peer the topology does not have.
 
     Notes:
-        O(rows) to check and pivot, then :func:`scan_ingress`.
+        O(rows) to check and pivot, then :func:`judge_fabric`.
     """
-    check_topology(frame, topology)
-    return scan_ingress(ingress_packets(frame, topology), topology, config)
+    return scan_report(frame, topology, config).faults
