@@ -344,7 +344,9 @@ def spine_balance(frame: pd.DataFrame, topology: FabricTopology) -> SpineBalance
     have = set(wide.columns)
     spines, links, into, out, masks = [], [], [], [], []
     for spine in topology.spines:
-        ends = [(leaf, port) for leaf in topology.leaves for port, peer, up in topology.fabric_ports(leaf) if peer == spine and up]
+        ends = [
+            (leaf, port) for leaf in topology.leaves for port, peer, up in topology.fabric_ports(leaf) if peer == spine and up
+        ]
         cols = [(leaf, port, d) for leaf, port in ends for d in ("tx", "rx")]
         if not ends or not all(c in have for c in cols):
             continue

@@ -843,7 +843,9 @@ def detect_link_pairs(
         raise ValueError("sent and received packets must be >= 0")
     if (r > n).any():
         t, k = np.argwhere(r > n)[0]
-        raise ValueError(f"link column {k} received more than was sent in row {t}: the two counters do not cover the same packets")
+        raise ValueError(
+            f"link column {k} received more than was sent in row {t}: the two counters do not cover the same packets"
+        )
     if not 0.0 <= floor < 1.0:
         raise ValueError(f"floor must be in [0, 1), got {floor}")
     if not design_losses or not all(floor < d < 1.0 for d in design_losses):

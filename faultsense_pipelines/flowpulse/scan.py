@@ -712,8 +712,12 @@ def conservation_faults(
     is compared with the spine's: the first t at which the largest z_b >= ``sigmas`` and D_b
     holds at least half the spine's deficit names (b, its port from s), detected at t. A
     leaf-to-spine loss spreads over every leaf that a's traffic reaches through s, so no single
-    leaf holds it and nothing is named (the spine's own counters would); with ring traffic it
-    falls on one leaf, the echo of the existing leaf-only path, hence ``peer_observed=False``.
+    leaf holds it: the fault is then reported at the spine with port and peer ``"*"`` (a loss on
+    a link into it, the leaf unknown; the spine's own counters would name it), its loss estimate
+    relative to the spine's whole traffic. With ring traffic it falls on one leaf, the echo of the
+    existing leaf-only path, hence ``peer_observed=False`` on every fault named here. Where the
+    balance holds, no link of the spine loses packets, so the leaves' ports from a balanced spine
+    are not asked of the share models at all (a traffic change moves shares, not the balance).
 
     Args:
         balance: the leaves' sums per spine.
@@ -741,18 +745,31 @@ def conservation_faults(
         if (out > into).any():
             continue  # the leaves' counters do not cover the same packets
         alarms = detect_link_pairs(
-            into, out, design_losses=designs, false_alarm_rate=config.false_alarm_rate, floor=config.pair_floor, threshold=config.threshold
+            into,
+            out,
+            design_losses=designs,
+            false_alarm_rate=config.false_alarm_rate,
+            floor=config.pair_floor,
+            threshold=config.threshold,
         )
         mates = [sp for sp, c in spine_class.items() if c == spine_class.get(spine) and sp != spine]
         for a in alarms:
             named = _name_leaf(spine, mates, leaves, its, a.start, a.alarm, (into - out)[:, 0], sigmas)
-            if named is not None:
-                faults.append(named)
+            if named is None:  # a loss into the spine from a leaf its counters alone could name
+                named = LinkFault(spine, "*", "*", int(its[a.start]), int(its[a.alarm]), round(a.loss_estimate, 6), False)
+            faults.append(named)
     return faults
 
 
 def _name_leaf(
-    spine: str, mates: list[str], leaves: dict[str, SwitchIngress], its: np.ndarray, start: int, alarm: int, deficit: np.ndarray, sigmas: float
+    spine: str,
+    mates: list[str],
+    leaves: dict[str, SwitchIngress],
+    its: np.ndarray,
+    start: int,
+    alarm: int,
+    deficit: np.ndarray,
+    sigmas: float,
 ) -> LinkFault | None:
     """The leaf whose port from ``spine`` holds the spine's deficit (see :func:`conservation_faults`), or None."""
     if not mates:
@@ -766,7 +783,9 @@ def _name_leaf(
         if not cols:
             continue
         x = np.asarray(ing.packets, dtype=float)[rows_of[name]]
-        cand.append((name, ing.ports[ing.peers.index(spine)], x[:, ing.peers.index(spine)], x[:, cols].mean(axis=1), len(cols) + 1))
+        cand.append(
+            (name, ing.ports[ing.peers.index(spine)], x[:, ing.peers.index(spine)], x[:, cols].mean(axis=1), len(cols) + 1)
+        )
     if len(cand) < 2:
         return None
     for t in range(alarm, len(its)):
@@ -910,15 +929,19 @@ def judge_fabric(
     spine_class = dict(zip(topology.spines, map(int, symmetric_spines(live_links(topology, ingress))), strict=True))
     two_ended, judged = pair_faults(pairs, config) if pairs is not None and config.pairs else ([], set())
     share: list[LinkFault] = []
+    two_ended_switches = {r for r, _ in judged} | {s for s, _ in judged}
+    balanced: set[str] = set()  # spines whose every link the leaves' balance judges (conservation_faults)
+    if balance is not None and config.pairs:
+        balanced = {sp for sp in balance.spines if sp not in two_ended_switches}
     for ing in ingress:
-        exclude = np.array([(ing.switch, p) in judged for p in ing.ports], dtype=bool)
+        exclude = np.array(
+            [(ing.switch, p) in judged or q in balanced for p, q in zip(ing.ports, ing.peers, strict=True)], dtype=bool
+        )
         share += _judge(ing, config, analytic, _leaf_classes(ing, spine_class), exclude)
     if config.pool:  # pooled leaves can be quicker than their spines: trace their alarms upstream
         share = _trace_echoes(share, ingress, topology, spine_class)
-    if balance is not None and config.pairs:  # spines that do not report: the leaves' sums into and out of them
-        whole = conservation_faults(balance, ingress, spine_class, config, skip={r for r, _ in judged} | {s for s, _ in judged})
-        found = {(f.switch, f.port) for f in whole}
-        share = [f for f in share if (f.switch, f.port) not in found] + whole
+    if balanced and balance is not None:  # spines that do not report: the leaves' sums into and out of them
+        share += conservation_faults(balance, ingress, spine_class, config, skip=two_ended_switches)
     share, explained = explain_traffic(share, silent_links(topology, ingress, pairs), set(topology.spines))
     reporting = {ing.switch for ing in ingress}
     faults = [
