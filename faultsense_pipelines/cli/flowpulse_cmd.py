@@ -17,7 +17,7 @@ from rich.table import Table
 
 from faultsense_pipelines.cli.errors import MAX_SEED, check_int_option, check_number_option, fail, writing_to
 from faultsense_pipelines.flowpulse.counters import load_counters
-from faultsense_pipelines.flowpulse.scan import ScanConfig, scan
+from faultsense_pipelines.flowpulse.scan import ScanConfig, scan_report
 from faultsense_pipelines.flowpulse.simulate import LossyLink, RingAllReduce, counters_frame, simulate
 from faultsense_pipelines.flowpulse.topology import fat_tree, load_topology, topology_to_dict
 
@@ -73,11 +73,12 @@ def scan_cmd(
         )
         topo = load_topology(topology)
         frame = load_counters(counters)
-        faults = scan(frame, topo, config)
+        report = scan_report(frame, topo, config)
     except ValueError as exc:
         fail(str(exc))
+    faults = report.faults
     if as_json:
-        typer.echo(json.dumps({"faults": [f.to_json() for f in faults]}))
+        typer.echo(json.dumps({"faults": [f.to_json() for f in faults]}))  # the contract (tests/cli): faults only
         return
     table = Table(title=f"FlowPulse: {len(faults)} lossy link(s)")
     for col in ("switch", "port", "peer", "first iteration", "detected", "loss estimate"):
@@ -92,6 +93,9 @@ def scan_cmd(
             f"{100 * f.loss_estimate:.2f}%",
         )
     Console().print(table)
+    for e in report.explained:  # traffic, not loss: an unmarked down link, or one spine's traffic moved
+        where = f"{e.leaf}-{e.spine}" if e.leaf else e.spine
+        Console().print(f"not a loss: {escape(e.kind)} at {escape(where)} from iteration {e.first_iteration}")
 
 
 @flowpulse_app.command("simulate")
