@@ -23,8 +23,8 @@ FUZZ_SELECT ?= -m "hypothesis and not slow and not search and not exploratory"
 FUZZ_PATHS ?= tests
 
 # `python -m bench.<name>` for each; the README lists what each measures. Not here:
-# vllm_cpu_probe (needs .venv-vllm: `make bench-vllm`) and gpu_check (needs CUDA: `make bench-gpu`).
-BENCHES ?= cover_bench paper_sim recheck_bound anchor_noise evidence_bench probe_memory local_probe local_sweep minder_bench flowpulse_bench
+# bench_vllm_cpu_probe (needs .venv-vllm: `make bench-vllm`) and bench_gpu_check (needs CUDA: `make bench-gpu`).
+BENCHES ?= bench_cover bench_paper_sim bench_recheck_bound bench_anchor_noise bench_evidence bench_probe_memory bench_local_probe bench_local_sweep bench_minder bench_flowpulse
 
 .PHONY: help lint type check test-fast test test-slow test-exploratory fuzz bench bench-vllm bench-gpu
 
@@ -63,7 +63,7 @@ bench:
 	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done
 
 bench-vllm:
-	$(PY) -m bench.vllm_cpu_probe
+	$(PY) -m bench.bench_vllm_cpu_probe
 
 bench-gpu:
 	scripts/gpu-check.sh

@@ -1,7 +1,7 @@
 """``ledger_maintenance``: the daily job that compacts and trims the ledger's Delta table.
 
 At 00:30 UTC (schedule ``daily_ledger_maintenance``, running from the start) it applies the
-fleet file's ``maintenance:`` settings (:class:`~faultsense_pipelines.fleet_maintenance.MaintenanceOptions`)
+fleet file's ``maintenance:`` settings (:class:`~faultsense_pipelines.fleet.maintenance.MaintenanceOptions`)
 through :meth:`~faultsense_pipelines.ledger.LedgerStore.maintain`: days older than
 ``retain_days`` deleted, every finished day that still holds several files merged (and
 clustered by ``z_order``) into few large ones, unreferenced files older than ``vacuum_hours``

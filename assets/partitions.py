@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from faultsense_pipelines.hours import SWEEPS_START, check_hour_key, current_hour_key
+from faultsense_pipelines.fleet.hours import SWEEPS_START, check_hour_key, current_hour_key
 
 __all__ = [
     "DAILY",

@@ -14,7 +14,7 @@ import dagster as dg
 
 from faultsense_pipelines.ledger import gpu_component, link_component
 from faultsense_pipelines.localize import Phase1Result, ProbeRecord, Verdict
-from faultsense_pipelines.vocabulary import Outcome, Status
+from faultsense_pipelines.replica.vocabulary import Outcome, Status
 
 __all__ = ["component_of", "frame_markdown", "latency_plot", "suspects_markdown", "verdicts_markdown"]
 

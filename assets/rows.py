@@ -8,7 +8,7 @@ from datetime import datetime
 
 from faultsense_pipelines.ledger import FaultRow, ProbeRunRow, make_fault_id, replica_component
 from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecord
-from faultsense_pipelines.vocabulary import ComponentKind, Status
+from faultsense_pipelines.replica.vocabulary import ComponentKind, Status
 
 from .partitions import SweepKey
 from .report import component_of

@@ -24,11 +24,11 @@ from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.fleet import MAX_REPEATS, FleetError, Replica
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
+from faultsense_pipelines.localize.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
+from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome
 from faultsense_pipelines.resources.executors import ProbeExecutorResource, redact_secrets
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
-from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
-from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome
 
 from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key

@@ -41,6 +41,7 @@ from faultsense_pipelines.assets.sweep import phase1_probe_run, phase2_drilldown
 from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path
 from faultsense_pipelines.fleet import load_fleet
 from faultsense_pipelines.ledger.location import choose_ledger_uri
+from faultsense_pipelines.old_paths import alias_old_paths
 from faultsense_pipelines.resources.executors import ProbeExecutorResource
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
@@ -51,6 +52,11 @@ SWEEP_JOB = "faultsense_sweep"
 COVER_JOB = "faultsense_covers"
 ANALYTICS_JOB = "faultsense_analytics"
 FLEET_VIEW_JOB = "faultsense_fleet_view"
+
+# Outputs pickled by Dagster's IO manager before the stage packages name their classes by the
+# old flat module paths (faultsense_pipelines.localization, ...): alias those paths before
+# Dagster loads any of them (faultsense_pipelines/old_paths.py).
+alias_old_paths()
 
 
 def resolve_ledger_uri(uri: str) -> str:

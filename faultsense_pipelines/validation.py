@@ -1,7 +1,7 @@
 """One-line messages for validation errors, shared by every edge that reads user input.
 
 The fleet file (:mod:`faultsense_pipelines.fleet`), its executor sections and the scenario
-file (:mod:`faultsense_pipelines.scenario`) are validated by pydantic; :func:`first_error`
+file (:mod:`faultsense_pipelines.sim.scenario`) are validated by pydantic; :func:`first_error`
 turns the first error into ``<field>: <problem>, got <value>``, e.g.
 ``replicas[1].simulated.faults[0].slowdown: must be a finite number >= 1 (a gray failure slows
 down), got 0.5``. No message echoes a secret: a URL's password is redacted
@@ -147,7 +147,7 @@ def redact_url(v: str) -> str:
 def format_loc(loc: tuple[Any, ...]) -> str:
     """A pydantic error location as a field path: ``replicas[1].simulated.faults[0].gpu``.
 
-    Union tags (``<gpu fault>``, see :mod:`faultsense_pipelines.faults`) are left out: they
+    Union tags (``<gpu fault>``, see :mod:`faultsense_pipelines.replica.faults`) are left out: they
     name the model chosen, not a key of the file.
     """
     out = ""

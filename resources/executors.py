@@ -18,8 +18,8 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from faultsense_pipelines.fleet import LocalOptions, RayOptions, Replica, SimulatedOptions
-from faultsense_pipelines.probes import ProbeExecutor
-from faultsense_pipelines.vocabulary import ExecutorKind
+from faultsense_pipelines.replica.executor import ProbeExecutor
+from faultsense_pipelines.replica.vocabulary import ExecutorKind
 
 __all__ = ["ProbeExecutorResource", "executor_options", "redact_secrets"]
 
@@ -28,7 +28,7 @@ def executor_options(replica: Replica) -> dict[str, Any]:
     """Keyword options for ``make_executor`` from the replica's executor section.
 
     Faults (``simulated.faults``) and injections (``local.inject``, ``ray.inject``) are the
-    objects the fleet file was validated into (:mod:`faultsense_pipelines.faults`), not
+    objects the fleet file was validated into (:mod:`faultsense_pipelines.replica.faults`), not
     re-parsed dicts; the other options are the section's set fields.
     """
     section = replica.options

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of the probe model (bench/gpu_check.py): on a machine with CUDA GPUs, build both
+# GPU check of the probe model (bench/bench_gpu_check.py): on a machine with CUDA GPUs, build both
 # variants, measure GPU memory and probe-forward latency with transformers on cuda, serve the
 # slim probe with vLLM once per layout (TP 1/2/4/8 x DP n/TP with expert parallelism, from the
 # command `faultsense probe serve --dry-run` prints; routed experts via Model Runner V2), run
@@ -29,4 +29,4 @@ args=("$@")
 if [ -n "${VLLM_VENV:-}" ]; then
   args+=(--vllm-venv "$VLLM_VENV")
 fi
-exec "$python" -m bench.gpu_check "${args[@]}"
+exec "$python" -m bench.bench_gpu_check "${args[@]}"

@@ -7,13 +7,13 @@ from functools import partial
 
 import pytest
 
-from faultsense_pipelines.anchor import anchor_sweep, explains_slow_probes, healthy_cross_probes
 from faultsense_pipelines.cover import Cover, plan_cover
-from faultsense_pipelines.faults import GpuFault, LinkFault
 from faultsense_pipelines.localize import localize as _localize
-from faultsense_pipelines.simulator import SimulatedReplica
-from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, fast_cluster_verdict
-from faultsense_pipelines.vocabulary import DrilldownMethod
+from faultsense_pipelines.localize.anchor import anchor_sweep, explains_slow_probes, healthy_cross_probes
+from faultsense_pipelines.localize.suspects import MedianRatioRule, RobustRule, fast_cluster_verdict
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 #: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
 localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)

@@ -15,9 +15,9 @@ import pytest
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.cover.rounds import _BATCHED_FROM, ordered_rounds
-from faultsense_pipelines.faults import GpuFault, LinkFault
 from faultsense_pipelines.localize import run_phase1
-from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 
 class PerProbe:

@@ -14,11 +14,11 @@ from itertools import combinations
 
 import pytest
 
-from faultsense_pipelines.drilldown.common import Knowledge
-from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.interleave import measure_rounds
-from faultsense_pipelines.judge import measure_all
-from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.localize.drilldown.common import Knowledge
+from faultsense_pipelines.measure.repeats import measure_all
+from faultsense_pipelines.measure.rounds import measure_rounds
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 
 def _random_probes(rng: random.Random, n: int, count: int, k: int) -> list[tuple[int, ...]]:

@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from faultsense_pipelines.faults import GpuFault, LinkFault, parse_fault, parse_faults
-from faultsense_pipelines.scenario import parse_scenario
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault, parse_fault, parse_faults
+from faultsense_pipelines.sim.scenario import parse_scenario
 
 
 def test_faults_parse_from_the_issue_example_and_pickle():
@@ -18,7 +18,7 @@ def test_faults_parse_from_the_issue_example_and_pickle():
 
 
 def test_the_fleet_file_and_a_scenario_parse_a_fault_into_the_same_object():
-    from faultsense_pipelines.fleet_sections import LocalOptions, SimulatedOptions
+    from faultsense_pipelines.fleet.sections import LocalOptions, SimulatedOptions
 
     spec = {"link": [21, 3], "slowdown": 1.56}
     assert SimulatedOptions.model_validate({"faults": [spec]}).faults[0] == parse_fault(spec, 32) == LinkFault((3, 21), 1.56)
@@ -165,7 +165,7 @@ def test_a_scenario_with_a_topology_and_production_noise_names_its_shared_faults
 
 
 def test_a_slowdown_of_exactly_one_is_accepted_as_a_healthy_no_op() -> None:
-    from faultsense_pipelines.faults import GpuFault, parse_fault
+    from faultsense_pipelines.replica.faults import GpuFault, parse_fault
 
     assert parse_fault({"gpu": 3, "slowdown": 1}, 8) == GpuFault(3, 1.0)
 
@@ -173,8 +173,8 @@ def test_a_slowdown_of_exactly_one_is_accepted_as_a_healthy_no_op() -> None:
 def test_the_simulated_replica_reports_an_overflowing_latency_as_a_value_error_not_inf() -> None:
     import warnings
 
-    from faultsense_pipelines.faults import GpuFault
-    from faultsense_pipelines.simulator import SimulatedReplica
+    from faultsense_pipelines.replica.faults import GpuFault
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
 
     replica = SimulatedReplica(8, [GpuFault(1, 1000.0)], noise_sigma=1.0, seed=0, base_ms=1e306)
     with warnings.catch_warnings():
@@ -188,7 +188,7 @@ def test_the_simulated_replica_reports_an_overflowing_latency_as_a_value_error_n
 
 @pytest.mark.parametrize("sigma", [-0.1, 1.5, float("nan")])
 def test_the_simulated_replica_refuses_noise_outside_the_fleet_cap(sigma: float) -> None:
-    from faultsense_pipelines.simulator import SimulatedReplica
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
 
     with pytest.raises(ValueError, match=r"noise_sigma must be a finite number in \[0, 1\]"):
         SimulatedReplica(8, noise_sigma=sigma)
@@ -213,8 +213,8 @@ def test_a_duty_outside_zero_to_one_is_refused_by_name(duty: object) -> None:
 
 
 def test_real_workers_refuse_an_intermittent_fault() -> None:
-    from faultsense_pipelines.faults import parse_injections
-    from faultsense_pipelines.topology import ReplicaTopology
+    from faultsense_pipelines.replica.faults import parse_injections
+    from faultsense_pipelines.replica.topology import ReplicaTopology
 
     with pytest.raises(ValueError, match=r"^inject\[0\]\.duty: an intermittent fault \(duty < 1\) is simulated only"):
         parse_injections([{"gpu": 2, "slowdown": 3.0, "duty": 0.5}], 8)
@@ -226,7 +226,7 @@ def test_a_simulated_intermittent_gpu_is_slow_in_about_its_duty_of_the_measureme
     """Noise-free, so every measurement is either the healthy 20 ms or 2x: the share of slow
     ones is the chain's stationary P(on) = duty (runs of mean 20 measurements, so ~600 on/off
     cycles in 20,000 measurements: within 0.05 of the duty)."""
-    from faultsense_pipelines.simulator import SimulatedReplica
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
 
     for duty in (0.3, 0.6, 0.9):
         replica = SimulatedReplica(8, [GpuFault(3, 2.0, duty)], seed=11)
@@ -236,7 +236,7 @@ def test_a_simulated_intermittent_gpu_is_slow_in_about_its_duty_of_the_measureme
 
 
 def test_a_scenario_and_the_fleet_file_take_duty() -> None:
-    from faultsense_pipelines.fleet_sections import SimulatedOptions
+    from faultsense_pipelines.fleet.sections import SimulatedOptions
 
     sc = parse_scenario({"gpus": 16, "probe_size": 4, "faults": [{"gpu": 5, "slowdown": 2.0, "duty": 0.5}]})
     assert sc.faults == (GpuFault(5, 2.0, 0.5),)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from faultsense_pipelines.faults import GpuFault, LinkFault
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, EXECUTORS, FleetError, load_fleet, parse_fleet
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.replica.vocabulary import ExecutorKind
 from faultsense_pipelines.resources.executors import executor_options
-from faultsense_pipelines.simulator import DEFAULT_BASE_MS
-from faultsense_pipelines.vocabulary import ExecutorKind
+from faultsense_pipelines.sim.simulator import DEFAULT_BASE_MS
 
 ISSUE_EXAMPLE = """
 ledger: .faultsense/ledger          # local path or any fsspec / pyarrow filesystem URI
@@ -236,7 +236,7 @@ def test_a_bad_ledger_uri_error_redacts_its_password(ledger: str) -> None:
 def test_a_simulated_fault_listed_twice_is_refused_when_the_fleet_loads_in_the_scenario_words(
     faults: list, expected: str
 ) -> None:
-    from faultsense_pipelines.scenario import parse_scenario
+    from faultsense_pipelines.sim.scenario import parse_scenario
 
     with pytest.raises(FleetError) as err:
         parse_fleet(with_second(simulated={"faults": faults}), source="fleet.yaml")
@@ -342,7 +342,7 @@ def test_a_fleet_path_that_is_not_a_regular_file_is_refused_before_reading(path:
 
 
 def test_a_fleet_file_larger_than_any_fleet_is_refused(tmp_path: Path, monkeypatch) -> None:
-    from faultsense_pipelines import fleet
+    from faultsense_pipelines.fleet import file as fleet
 
     path = tmp_path / "huge.yaml"
     path.write_text("replicas: []\n" + "#" * 2048)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from faultsense_pipelines.hours import check_hour_key
+from faultsense_pipelines.fleet.hours import check_hour_key
 
 NOW = datetime(2026, 12, 3, 7, 30, tzinfo=UTC)
 

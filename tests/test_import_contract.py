@@ -1,16 +1,18 @@
 """The import-layer contract: data flows one way, and the algorithms stay free of I/O frameworks.
 
-topology -> plan -> probe -> evidence -> verdicts -> ledger -> analytics. The graph is read with
-:mod:`ast` from the source folders that ``pyproject.toml`` maps into the one installed namespace
-(``assets/`` installs as ``faultsense_pipelines.assets``, and so on), so a lazy import inside a
-function counts as much as one at the top of a module.
+The package is a stack of layers in the order a probe's latency travels (:data:`LAYERS`): the
+replica, the cover, measuring, localizing, then the simulator, the executors, the fleet file,
+the ledger, the passive detectors, and on top the Dagster layer and the CLI. The graph is read
+with :mod:`ast` from the source folders that ``pyproject.toml`` maps into the one installed
+namespace (``assets/`` installs as ``faultsense_pipelines.assets``, and so on), so a lazy import
+inside a function counts as much as one at the top of a module.
 
 Rules:
 
-1. The core algorithms import no Dagster, torch, Ray or httpx, no executor, no ledger, no CLI,
-   directly or through another module of the package.
-2. Nothing imports upward: ``definitions`` > ``assets`` > ``resources`` > ``probe``.
-3. Executors, detectors, the ledger and the fleet file never import the Dagster layer or the CLI.
+1. Every module belongs to a layer, and imports only from its own layer or the ones below.
+2. The core algorithms (:data:`CORE`) import no Dagster, torch, Ray or httpx, no executor, no
+   ledger, no CLI, directly or through another module of the package.
+3. Only the Dagster layer (resources, assets, definitions) and the CLI import ``dagster``.
 """
 
 from __future__ import annotations
@@ -25,60 +27,69 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 _PACKAGE_DIRS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 
+_P = "faultsense_pipelines"
+
+#: Bottom to top: a module may import its own layer and the layers before it, never a later one.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # reading user input with one-line errors, secrets kept out of messages; the package's docstring
+    ("input", (_P, f"{_P}.validation", f"{_P}.textfile", f"{_P}.redaction")),
+    ("replica", (f"{_P}.replica",)),
+    ("cover", (f"{_P}.cover",)),
+    ("measure", (f"{_P}.measure",)),
+    ("localize", (f"{_P}.localize",)),
+    ("sim", (f"{_P}.sim",)),
+    ("probe", (f"{_P}.probe",)),  # the executors and the probe model
+    ("fleet", (f"{_P}.fleet",)),
+    ("ledger", (f"{_P}.ledger",)),
+    ("detectors", (f"{_P}.minder", f"{_P}.flowpulse")),
+    ("resources", (f"{_P}.resources",)),
+    ("assets", (f"{_P}.assets",)),
+    ("definitions", (f"{_P}.definitions", f"{_P}.old_paths")),
+    ("cli", (f"{_P}.cli", f"{_P}.console")),
+)
+#: The core algorithms: pure functions over numbers and files, no I/O framework.
 CORE = (
-    "faultsense_pipelines.cover",
-    "faultsense_pipelines.drilldown",
-    "faultsense_pipelines.suspects",
-    "faultsense_pipelines.latency_noise",
-    "faultsense_pipelines.localize",
-    "faultsense_pipelines.localization",
-    "faultsense_pipelines.judge",
-    "faultsense_pipelines.interleave",
-    "faultsense_pipelines.anchor",
-    "faultsense_pipelines.topology",
-    "faultsense_pipelines.probes",
-    "faultsense_pipelines.faults",
-    "faultsense_pipelines.validation",
-    "faultsense_pipelines.vocabulary",
-    "faultsense_pipelines.simulator",
-    "faultsense_pipelines.flowpulse",
+    f"{_P}.validation",
+    f"{_P}.textfile",
+    f"{_P}.replica",
+    f"{_P}.cover",
+    f"{_P}.measure",
+    f"{_P}.localize",
+    f"{_P}.sim",
+    f"{_P}.flowpulse",
 )
 CORE_FORBIDDEN = (
     "dagster",
     "torch",
     "ray",
     "httpx",
-    "faultsense_pipelines.probe",
-    "faultsense_pipelines.assets",
-    "faultsense_pipelines.resources",
-    "faultsense_pipelines.definitions",
-    "faultsense_pipelines.ledger",
-    "faultsense_pipelines.cli",
+    f"{_P}.probe",
+    f"{_P}.assets",
+    f"{_P}.resources",
+    f"{_P}.definitions",
+    f"{_P}.ledger",
+    f"{_P}.cli",
 )
-LAYERS = (
-    "faultsense_pipelines.definitions",
-    "faultsense_pipelines.assets",
-    "faultsense_pipelines.resources",
-    "faultsense_pipelines.probe",
-)
-BELOW_DAGSTER = (
-    "faultsense_pipelines.probe",
-    "faultsense_pipelines.minder",
-    "faultsense_pipelines.flowpulse",
-    "faultsense_pipelines.ledger",
-    "faultsense_pipelines.fleet",
-    "faultsense_pipelines.fleet_sections",
-)
-DAGSTER_LAYER = (
-    "faultsense_pipelines.assets",
-    "faultsense_pipelines.resources",
-    "faultsense_pipelines.definitions",
-    "faultsense_pipelines.cli",
-)
+#: The layers that may import ``dagster`` itself.
+DAGSTER_USERS = ("resources", "assets", "definitions", "cli")
 
 
 def _within(module: str, prefixes: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def layer_of(module: str) -> int | None:
+    """The rank of ``module``'s layer in :data:`LAYERS` (longest matching prefix), or None.
+
+    The bare package name ``faultsense_pipelines`` matches only itself.
+    """
+    best: tuple[int, int] | None = None
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            matches = module == p or (p != _P and module.startswith(p + "."))
+            if matches and (best is None or len(p) > best[1]):
+                best = (rank, len(p))
+    return None if best is None else best[0]
 
 
 def _modules() -> dict[str, Path]:
@@ -122,7 +133,7 @@ def import_graph() -> dict[str, set[str]]:
     for name, path in modules.items():
         edges = set()
         for target in _imports(name, path):
-            if target.startswith("faultsense_pipelines"):
+            if target.startswith(_P):
                 # ``from .x import y`` names y too: keep only names that are modules
                 if target in modules:
                     edges.add(target)
@@ -136,6 +147,16 @@ def violations(graph: Mapping[str, set[str]]) -> list[str]:
     """Every broken rule of the contract, one line each (empty when the contract holds)."""
     out = []
     for name in sorted(graph):
+        rank = layer_of(name)
+        if rank is None:
+            out.append(f"{name} is in no layer (add it to LAYERS)")
+            continue
+        for target in sorted(graph[name]):
+            there = layer_of(target) if target.startswith(_P) else None
+            if there is not None and there > rank:
+                out.append(f"{name} imports {target} upward ({LAYERS[rank][0]} < {LAYERS[there][0]})")
+            if target == "dagster" and LAYERS[rank][0] not in DAGSTER_USERS:
+                out.append(f"{name} imports dagster (only {', '.join(DAGSTER_USERS)} may)")
         if _within(name, CORE):
             seen, stack, parent = {name}, [name], {name: ""}
             while stack:
@@ -150,18 +171,21 @@ def violations(graph: Mapping[str, set[str]]) -> list[str]:
                         seen.add(target)
                         parent[target] = here
                         stack.append(target)
-        for rank, layer in enumerate(LAYERS):
-            if _within(name, (layer,)):
-                out += [f"{name} imports {t} upward" for t in sorted(graph[name]) if _within(t, LAYERS[:rank])]
-        if _within(name, BELOW_DAGSTER):
-            out += [f"{name} imports the Dagster layer: {t}" for t in sorted(graph[name]) if _within(t, DAGSTER_LAYER)]
     return sorted(set(out))
 
 
 def test_the_package_keeps_the_import_contract() -> None:
     graph = import_graph()
     assert "faultsense_pipelines.assets.sweep" in graph and "faultsense_pipelines.probe.executors.local" in graph
+    assert "faultsense_pipelines.localize.driver" in graph and "faultsense_pipelines.measure.rounds" in graph
     assert violations(graph) == []
+
+
+def test_every_layer_names_an_existing_module_or_package() -> None:
+    graph = import_graph()
+    for layer, prefixes in LAYERS:
+        for p in prefixes:
+            assert any(_within(m, (p,)) for m in graph), f"layer {layer}: {p} matches no module"
 
 
 @pytest.mark.parametrize(
@@ -170,25 +194,60 @@ def test_the_package_keeps_the_import_contract() -> None:
         # a lazy torch import two modules below an algorithm
         (
             {
-                "faultsense_pipelines.localize": {"faultsense_pipelines.judge"},
-                "faultsense_pipelines.judge": {"faultsense_pipelines.textfile"},
+                "faultsense_pipelines.localize.driver": {"faultsense_pipelines.measure.repeats"},
+                "faultsense_pipelines.measure.repeats": {"faultsense_pipelines.textfile"},
                 "faultsense_pipelines.textfile": {"torch"},
             },
             [
-                "algorithm faultsense_pipelines.judge reaches torch: torch <- faultsense_pipelines.textfile"
-                " <- faultsense_pipelines.judge",
-                "algorithm faultsense_pipelines.localize reaches torch: torch <- faultsense_pipelines.textfile"
-                " <- faultsense_pipelines.judge <- faultsense_pipelines.localize",
+                "algorithm faultsense_pipelines.localize.driver reaches torch: torch <- faultsense_pipelines.textfile"
+                " <- faultsense_pipelines.measure.repeats <- faultsense_pipelines.localize.driver",
+                "algorithm faultsense_pipelines.measure.repeats reaches torch: torch <- faultsense_pipelines.textfile"
+                " <- faultsense_pipelines.measure.repeats",
+                "algorithm faultsense_pipelines.textfile reaches torch: torch <- faultsense_pipelines.textfile",
             ],
         ),
+        # an executor reaching up into the Dagster layer
         (
             {"faultsense_pipelines.probe.executors.local": {"faultsense_pipelines.resources.executors"}},
             [
-                "faultsense_pipelines.probe.executors.local imports faultsense_pipelines.resources.executors upward",
-                "faultsense_pipelines.probe.executors.local imports the Dagster layer: faultsense_pipelines.resources.executors",
+                "faultsense_pipelines.probe.executors.local imports faultsense_pipelines.resources.executors upward"
+                " (probe < resources)",
             ],
         ),
-        ({"faultsense_pipelines.assets.sweep": {"faultsense_pipelines.probe", "dagster"}}, []),
+        # measuring reaching up into localizing; the replica into the simulator
+        (
+            {
+                "faultsense_pipelines.measure.rounds": {"faultsense_pipelines.localize.suspects"},
+                "faultsense_pipelines.replica.faults": {"faultsense_pipelines.sim.simulator"},
+            },
+            [
+                "faultsense_pipelines.measure.rounds imports faultsense_pipelines.localize.suspects upward (measure < localize)",
+                "faultsense_pipelines.replica.faults imports faultsense_pipelines.sim.simulator upward (replica < sim)",
+            ],
+        ),
+        # the ledger importing Dagster; an algorithm reaching the ledger; a module in no layer
+        (
+            {
+                "faultsense_pipelines.ledger.store": {"dagster"},
+                "faultsense_pipelines.flowpulse.scan": {"faultsense_pipelines.ledger.store"},
+                "faultsense_pipelines.scratch": set(),
+            },
+            [
+                "algorithm faultsense_pipelines.flowpulse.scan reaches faultsense_pipelines.ledger.store:"
+                " faultsense_pipelines.ledger.store <- faultsense_pipelines.flowpulse.scan",
+                "faultsense_pipelines.ledger.store imports dagster (only resources, assets, definitions, cli may)",
+                "faultsense_pipelines.scratch is in no layer (add it to LAYERS)",
+            ],
+        ),
+        # what is allowed: assets over the executors and Dagster; the package's own docstring
+        (
+            {
+                "faultsense_pipelines.assets.sweep": {"faultsense_pipelines.probe", "dagster"},
+                "faultsense_pipelines": set(),
+                "faultsense_pipelines.localize.driver": {"faultsense_pipelines.cover", "faultsense_pipelines.measure.rounds"},
+            },
+            [],
+        ),
     ],
 )
 def test_the_contract_checker_reports_each_broken_rule(graph: dict[str, set[str]], expected: list[str]) -> None:

@@ -12,8 +12,11 @@ from functools import partial
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.faults import GpuFault
-from faultsense_pipelines.interleave import (
+from faultsense_pipelines.localize import localize as _localize
+from faultsense_pipelines.localize import run_phase1
+from faultsense_pipelines.localize import run_phase2 as _run_phase2
+from faultsense_pipelines.localize.suspects import RobustRule
+from faultsense_pipelines.measure.rounds import (
     detrend_rounds,
     judge_against_reference,
     measure_pair,
@@ -21,13 +24,10 @@ from faultsense_pipelines.interleave import (
     paired_log_ratio,
     reference_ratio,
 )
-from faultsense_pipelines.localize import localize as _localize
-from faultsense_pipelines.localize import run_phase1
-from faultsense_pipelines.localize import run_phase2 as _run_phase2
-from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
-from faultsense_pipelines.simulator import SimulatedReplica
-from faultsense_pipelines.suspects import RobustRule
-from faultsense_pipelines.vocabulary import DrilldownMethod
+from faultsense_pipelines.replica.executor import ExecutorError, ProbeMeasurement
+from faultsense_pipelines.replica.faults import GpuFault
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 #: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
 localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)

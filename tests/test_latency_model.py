@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.latency_model import DUTY_RUN, STALL_MIN, LatencyModel, NoiseModel
-from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.sim.latency import DUTY_RUN, STALL_MIN, LatencyModel, NoiseModel
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 SLOW_GPU = ((2,), True, 2.0, 1.0)
 

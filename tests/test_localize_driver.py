@@ -8,13 +8,13 @@ from functools import partial
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.faults import GpuFault, LinkFault
 from faultsense_pipelines.localize import Phase1Result, run_phase1
 from faultsense_pipelines.localize import localize as _localize
 from faultsense_pipelines.localize import run_phase2 as _run_phase2
-from faultsense_pipelines.probes import ExecutorError, ProbeExecutor, ProbeMeasurement
-from faultsense_pipelines.simulator import SimulatedReplica
-from faultsense_pipelines.vocabulary import DrilldownMethod
+from faultsense_pipelines.replica.executor import ExecutorError, ProbeExecutor, ProbeMeasurement
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 #: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
 localize = partial(_localize, method=DrilldownMethod.ADAPTIVE)
@@ -114,7 +114,7 @@ def test_executor_and_cover_must_agree_on_the_replica_size():
 
 
 def test_a_probe_between_the_two_thresholds_is_measured_again_before_it_is_judged():
-    from faultsense_pipelines.localize import judge_probe
+    from faultsense_pipelines.measure.repeats import judge_probe
 
     replica = SimulatedReplica(8, [GpuFault(1, 1.06)], base_ms=10.0)  # log 1.06 is in (t/2, t] for t = log 1.1
     m, outcome = judge_probe(replica, (0, 1), 2, baseline_ms=10.0, threshold_ms=11.0)

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.faults import GpuFault, LinkFault
 from faultsense_pipelines.localize import Localization
 from faultsense_pipelines.localize import localize as _localize
-from faultsense_pipelines.simulator import SimulatedReplica
-from faultsense_pipelines.vocabulary import DrilldownMethod
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 from tests.hypothesis_profiles import examples
 
 #: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one

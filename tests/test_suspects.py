@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from faultsense_pipelines.suspects import MedianRatioRule, RobustRule, probe_fails, probe_zone, repeat_noise
+from faultsense_pipelines.localize.suspects import MedianRatioRule, RobustRule, probe_fails, probe_zone, repeat_noise
 from tests.hypothesis_profiles import examples
 
 LATENCIES = st.lists(st.floats(min_value=1.0, max_value=100.0), min_size=3, max_size=60)

@@ -7,8 +7,8 @@ from itertools import combinations
 
 import pytest
 
-from faultsense_pipelines.topology import Component, ReplicaTopology, gpu_component, link_component
-from faultsense_pipelines.vocabulary import ComponentKind
+from faultsense_pipelines.replica.topology import Component, ReplicaTopology, gpu_component, link_component
+from faultsense_pipelines.replica.vocabulary import ComponentKind
 
 TOPOLOGIES = [
     ReplicaTopology(64, gpus_per_node=8, nodes_per_switch=2),

@@ -14,17 +14,17 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from bench.recheck_bound import hidden_links
+from bench.bench_recheck_bound import hidden_links
 from faultsense_pipelines.assets.analytics import DAILY_HEALTH_SQL, run_sql
 from faultsense_pipelines.cli import app
 from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.faults import GpuFault
 from faultsense_pipelines.ledger import LedgerStore
-from faultsense_pipelines.localization import Localization, Phase1Result, ProbeRecord, Verdict
 from faultsense_pipelines.localize import localize as _localize
-from faultsense_pipelines.simulator import SimulatedReplica
-from faultsense_pipelines.vocabulary import DrilldownMethod
+from faultsense_pipelines.localize.verdicts import Localization, Phase1Result, ProbeRecord, Verdict
+from faultsense_pipelines.replica.faults import GpuFault
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 from tests.pipeline_helpers import HOUR, write_fleet
 
 #: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one
@@ -85,7 +85,7 @@ def test_a_single_probe_sweep_vouches_for_nothing():
 
 @pytest.mark.parametrize("g", [0, 150, 299])
 def test_without_recheck_a_slow_gpu_leaves_exactly_its_hidden_links_unjudged_at_300_gpus(g):
-    # hidden_links (bench/recheck_bound.py) builds H_g with networkx from the cover alone
+    # hidden_links (bench/bench_recheck_bound.py) builds H_g with networkx from the cover alone
     cover = plan_cover(300, 8)
     hidden = hidden_links([tuple(p) for p in cover.probes], g).number_of_edges()
     fast = localize(SimulatedReplica(300, [GpuFault(g, 2.0)]), cover, recheck_explained=False)

@@ -14,8 +14,8 @@ from rich.console import Console
 
 from ..cover.bounds import MAX_PLAN_PROBES, cover_too_large  # re-exported: the CLI's limit
 from ..redaction import clip
+from ..replica.vocabulary import DrilldownMethod
 from ..validation import MAX_REPEATS, MAX_SEED, shown
-from ..vocabulary import DrilldownMethod
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 

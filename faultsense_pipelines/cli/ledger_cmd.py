@@ -195,7 +195,7 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
         the fleet file's ``maintenance:`` (when a fleet file is given or found).
         """
         from faultsense_pipelines.fleet import FleetError, load_fleet
-        from faultsense_pipelines.fleet_maintenance import MaintenanceOptions
+        from faultsense_pipelines.fleet.maintenance import MaintenanceOptions
         from faultsense_pipelines.ledger import LedgerError
 
         def count(text: str | None, flag: str, top: int) -> int | None:

@@ -12,11 +12,11 @@ from rich.table import Table
 
 from ..cover import COVER_METHODS, plan_cover
 from ..localize import Localization, localize
-from ..scenario import MAX_SCENARIO_BYTES, parse_scenario
-from ..suspects import MedianRatioRule, default_rule
+from ..localize.suspects import MedianRatioRule, default_rule
+from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
+from ..sim.scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..textfile import TextFileError, load_json, read_text
 from ..validation import shown
-from ..vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
 from .errors import check_drilldown_option, check_repeats_option, cover_too_large, fail
 
 __all__ = ["register", "simulate"]

@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from faultsense_pipelines.redaction import scrub
-from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Status
+from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Status
 
 from ..validation import shown
 from .errors import check_drilldown_option, check_repeats_option, fail
@@ -335,7 +335,7 @@ def run_sweep(
     from faultsense_pipelines.definitions import ANALYTICS_JOB, FLEET_VIEW_JOB, SWEEP_JOB, build_definitions
     from faultsense_pipelines.fleet import MAX_REPEATS, load_fleet
     from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path
-    from faultsense_pipelines.hours import check_hour_key, current_hour_key
+    from faultsense_pipelines.fleet.hours import check_hour_key, current_hour_key
     from faultsense_pipelines.ledger.lock import ReplicaLocked, ensure_lock_dir, replica_lock
 
     from .home import open_instance
@@ -519,7 +519,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Sweep the fleet's replicas now (Phase 1, drill-down if needed) and write the fault ledger."""
         from faultsense_pipelines.fleet import FleetError, load_fleet
-        from faultsense_pipelines.hours import check_hour_key, current_hour_key
+        from faultsense_pipelines.fleet.hours import check_hour_key, current_hour_key
 
         # every input is checked before Dagster is imported (seconds and ~30 MB): one line, exit 2
         try:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from ..vocabulary import ComponentKind, Status
+from ..replica.vocabulary import ComponentKind, Status
 from .schema import FAULT_SCHEMA, PROBE_RUN_SCHEMA, SCHEMA_VERSION
 
 __all__ = ["NAME_RE", "FaultRow", "ProbeRunRow", "fault_table", "probe_run_table"]
@@ -44,16 +44,16 @@ class FaultRow:
         sweep_id: the run that found it (the Dagster run id for ``faultsense``).
         replica: replica (or cluster) name, ``[a-z0-9_-]+``.
         detector: ``"faultsense"``, ``"minder"``, ``"flowpulse"``, ...
-        component_kind: a :class:`~faultsense_pipelines.vocabulary.ComponentKind` or its word
+        component_kind: a :class:`~faultsense_pipelines.replica.vocabulary.ComponentKind` or its word
             (:data:`.schema.COMPONENT_KINDS`); written as the plain word.
         component: ``"gpu:17"``, ``"link:3-40"``, ``"machine:node-07"``, ...
-        status: a :class:`~faultsense_pipelines.vocabulary.Status` or its word
+        status: a :class:`~faultsense_pipelines.replica.vocabulary.Status` or its word
             (:data:`.schema.STATUSES`); written as the plain word.
         slowdown: observed / healthy median latency (> 0), or None when not measured.
         gpu, peer_gpu: the GPU ids (``peer_gpu`` for links, smaller id in ``gpu``), or None.
         phase: 1 or 2 for FaultSense, None for passive detectors.
         probes_used: the sweep's Phase 1 probes plus the Phase 2 probes spent on this
-            component (:attr:`~faultsense_pipelines.localization.Verdict.probes_used`), or None.
+            component (:attr:`~faultsense_pipelines.localize.verdicts.Verdict.probes_used`), or None.
         confidence: posterior probability that the component is faulty (the evidence
             drill-down), or None where the detector states none (schema version 2).
     """
@@ -108,7 +108,7 @@ class ProbeRunRow:
         gpus: the probe's GPU ids.
         latency_ms: end-to-end latency of this repeat, ms (finite, >= 0); None on error.
         repeat: 0-based repeat number; None on error.
-        executor: an :class:`~faultsense_pipelines.vocabulary.ExecutorKind` or its word
+        executor: an :class:`~faultsense_pipelines.replica.vocabulary.ExecutorKind` or its word
             (``simulated``, ``local``, ``ray``, ``vllm``); written as the plain word.
         error: why the probe could not be measured, or None.
     """

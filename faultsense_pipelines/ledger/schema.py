@@ -21,7 +21,7 @@ import hashlib
 
 import pyarrow as pa
 
-from ..vocabulary import ComponentKind, Status
+from ..replica.vocabulary import ComponentKind, Status
 
 __all__ = [
     "ADDED_IN_VERSION_2",
@@ -51,12 +51,12 @@ PROBE_RUNS = "probe_runs"
 #: ``gpu`` / ``link``: FaultSense's components; ``replica``: a FaultSense sweep judged
 #: replica-wide degradation (most probes slow, so no single component can be blamed);
 #: ``machine`` (Minder) and ``fabric_link`` (FlowPulse): the passive detectors'.
-#: (The words of :class:`~faultsense_pipelines.vocabulary.ComponentKind`.)
+#: (The words of :class:`~faultsense_pipelines.replica.vocabulary.ComponentKind`.)
 COMPONENT_KINDS: tuple[str, ...] = ComponentKind.values()
 
 #: suspect: a Phase 1 suspect not (yet) pinned; confirmed: localized; masked: a link of a
 #: confirmed faulty GPU, which cannot be judged; inconclusive: the drill-down could not decide.
-#: (The words of :class:`~faultsense_pipelines.vocabulary.Status`.)
+#: (The words of :class:`~faultsense_pipelines.replica.vocabulary.Status`.)
 STATUSES: tuple[str, ...] = Status.values()
 
 _META = {b"faultsense.schema_version": str(SCHEMA_VERSION).encode()}

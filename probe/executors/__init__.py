@@ -1,12 +1,12 @@
-"""Probe executors: the one interface (:class:`~faultsense_pipelines.probes.ProbeExecutor`)
+"""Probe executors: the one interface (:class:`~faultsense_pipelines.replica.executor.ProbeExecutor`)
 over four back ends, and the one registry of them, :data:`EXECUTOR_BUILDERS`.
 
-* ``simulated`` — :class:`faultsense_pipelines.simulator.SimulatedReplica`.
+* ``simulated`` — :class:`faultsense_pipelines.sim.simulator.SimulatedReplica`.
 * ``local`` — :class:`~.local.LocalExecutor`: worker processes + torch.distributed here.
 * ``ray`` — :class:`~.ray_actors.RayExecutor`: the same workers as Ray actors.
 * ``vllm`` — :class:`~.vllm_http.VllmExecutor`: a vLLM server over HTTP.
 
-The kinds are the members of :class:`faultsense_pipelines.vocabulary.ExecutorKind` (the fleet
+The kinds are the members of :class:`faultsense_pipelines.replica.vocabulary.ExecutorKind` (the fleet
 file's ``executor``); :data:`EXECUTOR_BUILDERS` maps each to how it is built, and
 :func:`make_executor` builds one from a fleet file's section. Back ends are imported on
 first use, so importing this package pulls in neither Ray nor an HTTP client.
@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from faultsense_pipelines.vocabulary import ExecutorKind
+from faultsense_pipelines.replica.vocabulary import ExecutorKind
 
 from .injection import GpuFault, GpuSlowdown, LinkDelay, parse_injections
 
 if TYPE_CHECKING:
-    from faultsense_pipelines.probes import ProbeExecutor
+    from faultsense_pipelines.replica.executor import ProbeExecutor
 
     from .common import ProbeTrace
     from .local import LocalExecutor
@@ -62,8 +62,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _simulated(n_gpus: int, probe_size: int, **options: Any) -> ProbeExecutor:
-    from faultsense_pipelines.faults import parse_faults
-    from faultsense_pipelines.simulator import SimulatedReplica
+    from faultsense_pipelines.replica.faults import parse_faults
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
 
     del probe_size  # the simulator runs probes of any size
     topology = options.get("topology")
@@ -106,11 +106,11 @@ def make_executor(kind: ExecutorKind | str, n_gpus: int, probe_size: int, **opti
         n_gpus: GPUs in the replica, ``n``.
         probe_size: the plan's probe size ``k``.
         **options: the kind's keyword options —
-            ``simulated``: ``faults`` (:data:`~faultsense_pipelines.faults.Fault` objects, or
+            ``simulated``: ``faults`` (:data:`~faultsense_pipelines.replica.faults.Fault` objects, or
             mappings such as ``{"gpu": 2, "slowdown": 3.0}`` / ``{"link": [0, 5], "slowdown":
             1.5}`` / ``{"nic": 3, "slowdown": 1.5}``), ``noise_sigma``, ``seed``, ``base_ms``,
-            ``topology`` (a :class:`~faultsense_pipelines.topology.ReplicaTopology`);
-            ``local``: ``inject`` (:data:`~faultsense_pipelines.faults.Injection` objects or
+            ``topology`` (a :class:`~faultsense_pipelines.replica.topology.ReplicaTopology`);
+            ``local``: ``inject`` (:data:`~faultsense_pipelines.replica.faults.Injection` objects or
             ``{"gpu": g, "slowdown": f}`` / ``{"link": [a, b], "delay_ms": d}``) and the
             layer options of :class:`~.local.LocalExecutor`;
             ``ray``: ``address``, ``inject``, ``use_gpus`` and the same layer options;

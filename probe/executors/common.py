@@ -1,7 +1,7 @@
 """Driver-side pieces shared by the ``local`` and ``ray`` executors.
 
 Both executors send one probe to its member workers (:class:`~.moe_worker.ProbeWorker`),
-or to every worker in ``all_ranks`` mode (:class:`~faultsense_pipelines.vocabulary.Engine`),
+or to every worker in ``all_ranks`` mode (:class:`~faultsense_pipelines.replica.vocabulary.Engine`),
 and merge what the members report into a :class:`ProbeTrace`: the probe's latency per repeat
 is the slowest member's (the members hold the probe's tokens; in ``all_ranks`` mode their
 time includes waiting for every rank in the collectives), and the routing the members saw is
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
-from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
-from faultsense_pipelines.topology import ReplicaTopology
-from faultsense_pipelines.vocabulary import Engine
+from faultsense_pipelines.replica.executor import ExecutorError, ProbeMeasurement
+from faultsense_pipelines.replica.topology import ReplicaTopology
+from faultsense_pipelines.replica.vocabulary import Engine
 
 from .injection import Injection, parse_injections, worker_injections
 from .moe_worker import LayerShape
@@ -136,7 +136,7 @@ def warm_up_probes(n_gpus: int, probe_size: int) -> list[tuple[int, ...]]:
 
 class WorkerPoolExecutor:
     """What the ``local`` and ``ray`` executors share: argument checks, the
-    :class:`~faultsense_pipelines.probes.ProbeExecutor` methods on top of two hooks
+    :class:`~faultsense_pipelines.replica.executor.ProbeExecutor` methods on top of two hooks
     (:meth:`_probe`, :meth:`_inject`) and context management."""
 
     name = ""
@@ -215,7 +215,7 @@ class WorkerPoolExecutor:
         """Replace the injected faults on the running workers (``[]`` heals every GPU and link).
 
         Args:
-            inject: :data:`~faultsense_pipelines.faults.Injection` objects (as a fleet file's
+            inject: :data:`~faultsense_pipelines.replica.faults.Injection` objects (as a fleet file's
                 ``inject`` holds them) or mappings of them, validated here once.
 
         Raises:

@@ -2,22 +2,22 @@
 
 A *gray failure* (FaultSense §1) makes a GPU or a path slower without any error. The
 ``local`` and ``ray`` executors reproduce the two kinds for demos and tests, from the one
-fault model of :mod:`faultsense_pipelines.faults` (an :data:`Injection`):
+fault model of :mod:`faultsense_pipelines.replica.faults` (an :data:`Injection`):
 
-* :class:`~faultsense_pipelines.faults.GpuFault` — the worker of ``gpu`` does extra real
+* :class:`~faultsense_pipelines.replica.faults.GpuFault` — the worker of ``gpu`` does extra real
   compute (more expert FFN work) after its FFN, for ``slowdown - 1`` times its usual time per
   layer, so its part of every probe takes ``slowdown`` times as long (a thermally throttled
   GPU; the core's fault model, where a slow GPU multiplies the latency of the probes that run
   it).
-* :class:`~faultsense_pipelines.faults.LinkDelay` — every data transfer between GPUs ``a`` and
+* :class:`~faultsense_pipelines.replica.faults.LinkDelay` — every data transfer between GPUs ``a`` and
   ``b``, in both directions, is held back by ``delay_ms`` (a degraded NVLink/PCIe path). A
   probe's all-to-all has two phases (dispatch, combine), so a probe over the link is slowed by
   about ``2 * delay_ms``.
 
-* A shared component (:class:`~faultsense_pipelines.faults.NicFault`, ``NvSwitchFault``,
+* A shared component (:class:`~faultsense_pipelines.replica.faults.NicFault`, ``NvSwitchFault``,
   ``SwitchFault`` with ``delay_ms``) -- a delay on every transfer of every path the component
   carries (:func:`worker_injections` turns it into one ``LinkDelay`` per path, given the
-  replica's :class:`~faultsense_pipelines.topology.ReplicaTopology`): a NIC that renegotiated
+  replica's :class:`~faultsense_pipelines.replica.topology.ReplicaTopology`): a NIC that renegotiated
   to a lower speed slows every transfer between its node and the others.
 
 A fleet file's ``inject:`` list is validated into these objects when the file loads; an
@@ -31,8 +31,16 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from faultsense_pipelines.faults import GpuFault, Injection, LinkDelay, NicFault, NvSwitchFault, SwitchFault, parse_injections
-from faultsense_pipelines.topology import ReplicaTopology
+from faultsense_pipelines.replica.faults import (
+    GpuFault,
+    Injection,
+    LinkDelay,
+    NicFault,
+    NvSwitchFault,
+    SwitchFault,
+    parse_injections,
+)
+from faultsense_pipelines.replica.topology import ReplicaTopology
 
 __all__ = ["GpuFault", "GpuSlowdown", "Injection", "LinkDelay", "parse_injections", "worker_injections"]
 
@@ -65,5 +73,5 @@ def worker_injections(injections: tuple[Injection, ...], topology: ReplicaTopolo
     return (*plain, *(LinkDelay(link=ab, delay_ms=d) for ab, d in sorted(delays.items())))
 
 
-#: The former name of :class:`~faultsense_pipelines.faults.GpuFault` for the real workers.
+#: The former name of :class:`~faultsense_pipelines.replica.faults.GpuFault` for the real workers.
 GpuSlowdown = GpuFault

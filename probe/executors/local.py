@@ -34,9 +34,9 @@ from typing import Any
 
 import torch
 
-from faultsense_pipelines.probes import ExecutorError
-from faultsense_pipelines.topology import ReplicaTopology
-from faultsense_pipelines.vocabulary import Engine
+from faultsense_pipelines.replica.executor import ExecutorError
+from faultsense_pipelines.replica.topology import ReplicaTopology
+from faultsense_pipelines.replica.vocabulary import Engine
 
 from .common import WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
@@ -191,7 +191,7 @@ class LocalExecutor(WorkerPoolExecutor):
         start_timeout_s: how long the pool may take to start.
         engine: ``"member_only"`` (default: only a probe's GPUs run it) or ``"all_ranks"``
             (every worker joins every probe's forward: shared attention, all-rank dispatch and
-            combine; :class:`~faultsense_pipelines.vocabulary.Engine`).
+            combine; :class:`~faultsense_pipelines.replica.vocabulary.Engine`).
         topology: where the GPUs sit; needed to inject a NIC, NVSwitch or switch delay
             (``{"nic": 1, "delay_ms": 2.0}``: every transfer on the paths it carries).
 

@@ -13,7 +13,7 @@ touch only the experts on ``S``. This module is the worker side shared by the ``
 3. runs the SwiGLU expert FFN (OLMoE: ``down(silu(gate(x)) * up(x))``) on what it received;
 4. sends the outputs back (the combine all-to-all) and sums them weighted by the router.
 
-Which ranks take part is the pool's :class:`~faultsense_pipelines.vocabulary.Engine`:
+Which ranks take part is the pool's :class:`~faultsense_pipelines.replica.vocabulary.Engine`:
 
 * ``member_only`` (the paper's model): only the members of ``S``; ranks outside ``S`` are
   never contacted, so a straggler outside the probe cannot slow it.
@@ -48,7 +48,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from faultsense_pipelines.probe.encoding import expert_range, probe_embeddings
-from faultsense_pipelines.vocabulary import Engine
+from faultsense_pipelines.replica.vocabulary import Engine
 
 from .injection import GpuFault, Injection, LinkDelay
 
@@ -194,7 +194,7 @@ class ProbeWorker:
         shape: the layer shape (same on every rank).
         rank: this worker's GPU id, ``0..n-1``.
         device: ``"cpu"`` or a CUDA device such as ``"cuda:0"``.
-        engine: :class:`~faultsense_pipelines.vocabulary.Engine` (or its word).
+        engine: :class:`~faultsense_pipelines.replica.vocabulary.Engine` (or its word).
 
     Raises:
         ValueError: for an unknown engine.

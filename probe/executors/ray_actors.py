@@ -25,9 +25,9 @@ import torch
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from faultsense_pipelines.probes import ExecutorError
-from faultsense_pipelines.topology import ReplicaTopology
-from faultsense_pipelines.vocabulary import Engine
+from faultsense_pipelines.replica.executor import ExecutorError
+from faultsense_pipelines.replica.topology import ReplicaTopology
+from faultsense_pipelines.replica.vocabulary import Engine
 
 from .common import WorkerPoolExecutor, warm_up_probes
 from .injection import Injection

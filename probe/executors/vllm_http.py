@@ -75,8 +75,8 @@ import numpy as np
 from faultsense_pipelines.probe.encoding import gpus_of_routed_experts, probe_embedding_bits, probe_expert_ids
 from faultsense_pipelines.probe.serve import DP_RANK_HEADER, check_dp_pinning
 from faultsense_pipelines.probe.tensor_file import save_bf16
-from faultsense_pipelines.probes import ExecutorError, ProbeMeasurement
 from faultsense_pipelines.redaction import clip, load_secret
+from faultsense_pipelines.replica.executor import ExecutorError, ProbeMeasurement
 
 __all__ = ["DpRank", "ServedLayout", "ServedModel", "VllmExecutor", "VllmProbeDetails"]
 

@@ -4,7 +4,7 @@ Each case runs the ``faultsense`` entry point in a fresh interpreter on an input
 ``tests/cli/test_hostile_inputs.py`` and reads ``sys.modules`` after the one-line refusal:
 the command modules are loaded only when their command runs, and every command checks its
 inputs before it imports torch (``probe``, ``minder``) or Dagster (``sweep``). What the
-error path costs is measured by ``bench/cli_error_path.py`` (``bench/results/cli_error_path.md``),
+error path costs is measured by ``bench/bench_cli_error_path.py`` (``bench/results/cli_error_path.md``),
 not asserted here.
 """
 

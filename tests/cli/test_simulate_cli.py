@@ -40,7 +40,7 @@ def test_the_issue_scenario_prints_the_contract_json(tmp_path, cover, drilldown)
     assert out["cover_method"] == cover
 
 
-def test_defaults_are_best_cover_and_adaptive_drilldown_and_runs_are_reproducible(tmp_path):
+def test_the_default_cover_is_best_and_runs_are_reproducible(tmp_path):
     first = _simulate(tmp_path, SCENARIO, "--json")
     again = _simulate(tmp_path, SCENARIO, "--json")
     assert json.loads(first.stdout)["cover_method"] == "best"

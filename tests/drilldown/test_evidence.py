@@ -7,11 +7,11 @@ import math
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.drilldown.evidence import EvidenceModel, evidence_drilldown
-from faultsense_pipelines.evidence import run_evidence_phase2
-from faultsense_pipelines.latency_model import LatencyModel, NoiseModel
 from faultsense_pipelines.localize import run_phase1
-from faultsense_pipelines.probes import ProbeMeasurement
+from faultsense_pipelines.localize.evidence.drilldown import EvidenceModel, evidence_drilldown
+from faultsense_pipelines.localize.evidence.wiring import run_evidence_phase2
+from faultsense_pipelines.replica.executor import ProbeMeasurement
+from faultsense_pipelines.sim.latency import LatencyModel, NoiseModel
 
 PRODUCTION = NoiseModel(
     sigma=0.03, tail_df=4.0, stall_rate=0.02, stall_max=4.0, drift=0.15, burst_rate=0.01, burst_height=0.3, burst_length=15
@@ -192,8 +192,8 @@ def test_the_ledger_rows_of_an_evidence_sweep_carry_its_confidence():
 
     from faultsense_pipelines.assets.partitions import SweepKey
     from faultsense_pipelines.assets.rows import fault_rows
-    from faultsense_pipelines.localization import Localization
     from faultsense_pipelines.localize import run_phase2
+    from faultsense_pipelines.localize.verdicts import Localization
 
     ex = _Executor(64, LatencyModel(PRODUCTION, [((9,), True, 1.8, 1.0)], seed=0))
     p1 = run_phase1(ex, plan_cover(64, 8), repeats=3)
@@ -269,9 +269,9 @@ def test_the_hub_of_two_slow_links_is_not_blamed_on_a_dense_tiny_replica():
     its tests with 1 and 5 so often that every accusation held one of them. A slow GPU 3 would
     also slow its tests without them; those read fast, so GPU 3 is not blamed (it was,
     at 0.9999, before the unit stage compared it with the two links)."""
-    from faultsense_pipelines.faults import LinkFault
     from faultsense_pipelines.localize import localize
-    from faultsense_pipelines.simulator import SimulatedReplica
+    from faultsense_pipelines.replica.faults import LinkFault
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
 
     faults = [LinkFault((1, 3), 1.62), LinkFault((3, 5), 2.86), LinkFault((5, 21), 2.44), LinkFault((6, 19), 2.01)]
     loc = localize(SimulatedReplica(25, faults), plan_cover(25, 8, "best"), method="evidence")

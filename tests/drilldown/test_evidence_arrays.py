@@ -11,14 +11,14 @@ import statistics
 import numpy as np
 import pytest
 
-from faultsense_pipelines.drilldown.evidence import (
+from faultsense_pipelines.localize.evidence.drilldown import (
     EvidenceModel,
     ProbeIndex,
     detrended_excess,
     measurement_order,
     time_detrended,
 )
-from faultsense_pipelines.drilldown.evidence import _low_quantile as low_quantile  # the scalar definition
+from faultsense_pipelines.localize.evidence.drilldown import _low_quantile as low_quantile  # the scalar definition
 
 
 def _probes(rng: random.Random, n: int) -> list[tuple[tuple[int, ...], float]]:

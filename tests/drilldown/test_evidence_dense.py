@@ -1,5 +1,5 @@
 """The evidence drill-down where faults are dense (n = 25, k = 8, noise-free): cases of the
-paper's noise-free grid (bench/evidence_noise_free.py) that it once left inconclusive, and
+paper's noise-free grid (bench/bench_evidence_noise_free.py) that it once left inconclusive, and
 the recalibration of the noise scale from the paired tests that fixed the first of them."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ import random
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.drilldown.evidence import (
+from faultsense_pipelines.localize import localize
+from faultsense_pipelines.localize.evidence.drilldown import (
     CALIBRATION_PAIRS,
     EvidenceModel,
     ProbeIndex,
     _recalibrate,
     _State,
 )
-from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.localize import localize
-from faultsense_pipelines.simulator import SimulatedReplica
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 
 def _confirmed(loc) -> set[tuple[str, int, int | None]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from faultsense_pipelines.drilldown.evidence import EvidenceModel, ProbeIndex, _State, estimate_sigma
+from faultsense_pipelines.localize.evidence.drilldown import EvidenceModel, ProbeIndex, _State, estimate_sigma
 
 
 def _state(n: int, pairs: set[tuple[int, int]]) -> _State:

@@ -1,7 +1,7 @@
 """Invariants of the default (evidence) drill-down as properties, under production-like noise.
 
 Each example draws a replica shape, one to three GPU or link faults and a seed, measures the
-replica on :data:`~faultsense_pipelines.latency_model.PRODUCTION_NOISE` (tails, stalls, drift,
+replica on :data:`~faultsense_pipelines.sim.latency.PRODUCTION_NOISE` (tails, stalls, drift,
 bursts) and checks what must hold whatever the draw (issue: verdicts you can trust):
 
 * a confirmed GPU's links to healthy GPUs are never confirmed;
@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.drilldown.evidence import EvidenceModel
-from faultsense_pipelines.faults import GpuFault, LinkFault
-from faultsense_pipelines.latency_model import PRODUCTION_NOISE
 from faultsense_pipelines.localize import localize
-from faultsense_pipelines.simulator import SimulatedReplica
-from faultsense_pipelines.vocabulary import ComponentKind, Status
+from faultsense_pipelines.localize.evidence.drilldown import EvidenceModel
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.replica.vocabulary import ComponentKind, Status
+from faultsense_pipelines.sim.latency import PRODUCTION_NOISE
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 from tests.hypothesis_profiles import examples
 
 SHAPES = [(24, 4), (32, 4), (32, 8), (48, 8)]

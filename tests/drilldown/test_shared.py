@@ -1,6 +1,6 @@
 """NIC, NVSwitch and switch faults through the evidence drill-down, under production-like noise.
 
-Fixed seeds (the default suite is deterministic); ``bench/components_bench.py`` measures the
+Fixed seeds (the default suite is deterministic); ``bench/bench_components.py`` measures the
 rates over many seeds and sizes.
 """
 
@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.evidence import run_evidence_phase2
-from faultsense_pipelines.faults import GpuFault, LinkFault, NicFault, NvSwitchFault, SwitchFault
-from faultsense_pipelines.latency_model import PRODUCTION_NOISE, NoiseModel
 from faultsense_pipelines.localize import localize, run_phase1
-from faultsense_pipelines.simulator import SimulatedReplica
-from faultsense_pipelines.topology import ReplicaTopology
-from faultsense_pipelines.vocabulary import DrilldownMethod, Status
+from faultsense_pipelines.localize.evidence.wiring import run_evidence_phase2
+from faultsense_pipelines.replica.faults import GpuFault, LinkFault, NicFault, NvSwitchFault, SwitchFault
+from faultsense_pipelines.replica.topology import ReplicaTopology
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod, Status
+from faultsense_pipelines.sim.latency import PRODUCTION_NOISE, NoiseModel
+from faultsense_pipelines.sim.simulator import SimulatedReplica
 from tests.hypothesis_profiles import examples
 
 LEAF = ReplicaTopology(64, gpus_per_node=8, nodes_per_switch=2)

@@ -6,7 +6,7 @@ not mark raises nothing. Counters are simulated (multinomial spraying, re-spraye
 issue's fabric, 16 leaves x 8 spines x 8 hosts, 8 rings, ~123k packets per link per iteration.
 At that volume a 2% loss shifts the judged port's count by ~7 standard deviations an iteration
 and 1% by ~3.5, where the maximum-likelihood change point with every parameter known is within
-1 iteration in > 99% of runs (`bench.flowpulse_bench.oracle_onset_errors`, 5,000 Gaussian runs),
+1 iteration in > 99% of runs (`bench.bench_flowpulse.oracle_onset_errors`, 5,000 Gaussian runs),
 so "within 1" is the statistical limit here, not luck; below ~2 sigmas it is not reachable in
 every run by any estimator (bench/results/flowpulse.md, column `oracle_onset_within_1`).
 """

@@ -1,6 +1,6 @@
 """The jointly calibrated four-CUSUM family (detect.FAMILY_TESTS), checked by independent smaller computations.
 
-bench/flowpulse_family.py derives each port's effective number of tests m_eff by importance
+bench/bench_flowpulse_family.py derives each port's effective number of tests m_eff by importance
 sampling of the four correlated CUSUMs (200,000 paths a base shift). Here, independently:
 
 - where m_eff is well below 4 (base shifts >= 1.19 but 1.41), a Markov-chain evaluation of each design's

@@ -77,7 +77,7 @@ def wide_model():
 
 def test_a_flapping_level_is_dated_at_its_jump_not_by_a_ramp_fit_before_it():
     """Hand-built: healthy (0) for 42 samples, then a NIC that flaps (per-window levels as a
-    flapping NIC's denoised net_tx deviation in bench/minder_bench.py, scenario 20, seed 0).
+    flapping NIC's denoised net_tx deviation in bench/bench_minder.py, scenario 20, seed 0).
     Choosing between a pure step and a pure hinge put the onset at 32: a ramp from 10 samples
     before the jump fit the jumpy levels better than one flat step."""
     levels = [-0.67, -0.29, -1.16, -0.68, -1.13]

@@ -26,7 +26,7 @@ from faultsense_pipelines.fleet import parse_fleet
 from faultsense_pipelines.probe.encoding import probe_embeddings
 from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.probe.executors.moe_worker import LayerShape, attention_shard, expert_weights
-from faultsense_pipelines.vocabulary import Engine
+from faultsense_pipelines.replica.vocabulary import Engine
 
 pytestmark = pytest.mark.integration  # real torch.distributed worker processes
 

@@ -2,9 +2,9 @@
 
 Nothing is injected by the product: one worker process of a ``LocalExecutor(8, 4,
 engine="all_ranks")`` is held to a tenth of a CPU by a cgroup v1 quota (SIGSTOP/SIGCONT duty
-cycle where no cgroup is writable; ``bench/outside_throttle.py``), and the evidence-weighted
+cycle where no cgroup is writable; ``bench/_outside_throttle.py``), and the evidence-weighted
 drill-down must name it. Measured (``bench/results/external_fault.md``,
-``.venv/bin/python -m bench.external_fault_sweep``): named in 3 of 5 sweeps, nothing blamed in
+``.venv/bin/python -m bench.bench_external_fault_sweep``): named in 3 of 5 sweeps, nothing blamed in
 the other 2, no healthy component ever blamed, the rank's own slowdown 1.71x. This test runs
 5 sweeps and asks for no wrong blame and the throttled GPU named at least twice.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.external_fault_sweep import sweep_counts
+from bench.bench_external_fault_sweep import sweep_counts
 
 # not in CI: it needs a writable cgroup (the SIGSTOP fallback measured no slowdown on a loaded
 # machine), takes about 30 minutes, and 3 of 5 measured sweeps make ">= 2 of 5" fail ~9% of runs

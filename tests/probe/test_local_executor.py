@@ -22,12 +22,12 @@ import pytest
 
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
+from faultsense_pipelines.localize.suspects import MedianRatioRule
 from faultsense_pipelines.probe.encoding import expert_range, gpus_of_routed_experts
 from faultsense_pipelines.probe.executors import make_executor
 from faultsense_pipelines.probe.executors.local import LocalExecutor
-from faultsense_pipelines.probes import ExecutorError, ProbeExecutor
-from faultsense_pipelines.suspects import MedianRatioRule
-from faultsense_pipelines.vocabulary import DrilldownMethod
+from faultsense_pipelines.replica.executor import ExecutorError, ProbeExecutor
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod
 
 pytestmark = pytest.mark.integration  # real torch.distributed worker processes
 

@@ -16,12 +16,12 @@ import statistics
 import pytest
 
 from faultsense_pipelines.cover import plan_cover
-from faultsense_pipelines.faults import LinkDelay, NicFault
 from faultsense_pipelines.localize import localize
 from faultsense_pipelines.probe.executors.injection import worker_injections
 from faultsense_pipelines.probe.executors.local import LocalExecutor
-from faultsense_pipelines.topology import ReplicaTopology
-from faultsense_pipelines.vocabulary import DrilldownMethod, Status
+from faultsense_pipelines.replica.faults import LinkDelay, NicFault
+from faultsense_pipelines.replica.topology import ReplicaTopology
+from faultsense_pipelines.replica.vocabulary import DrilldownMethod, Status
 
 pytestmark = pytest.mark.integration  # real torch.distributed worker processes
 

@@ -18,7 +18,7 @@ from faultsense_pipelines.probe.encoding import probe_embeddings
 from faultsense_pipelines.probe.executors import make_executor
 from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.probe.executors.moe_worker import LayerShape, expert_weights
-from faultsense_pipelines.probes import ProbeExecutor
+from faultsense_pipelines.replica.executor import ProbeExecutor
 
 pytestmark = pytest.mark.integration  # real Ray actors and worker processes
 

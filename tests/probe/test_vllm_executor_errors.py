@@ -14,7 +14,7 @@ import pytest
 
 from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.probe.vllm_server import free_port
-from faultsense_pipelines.probes import ProbeExecutor
+from faultsense_pipelines.replica.executor import ProbeExecutor
 
 pytestmark = pytest.mark.integration  # loopback HTTP servers
 

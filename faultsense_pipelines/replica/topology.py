@@ -1,0 +1,399 @@
+"""A serving replica as a graph of GPUs and GPU-to-GPU paths.
+
+FaultSense (APSys '26, §4.2) abstracts a replica of ``n`` GPUs joined by all-to-all as the
+complete undirected graph G = (V, E): vertices are GPUs, edges the logical GPU-to-GPU paths,
+|E| = n(n-1)/2. A probe of size k tests its k vertices and the k(k-1)/2 edges among them.
+
+Below the GPUs sit shared components, each carrying a family of those paths
+(:class:`ReplicaTopology`, docs/components.md): a node's NVSwitch carries every path between
+two of its GPUs; a node's NIC (or, rail-optimized, the NIC of one rail's GPU) every path from
+its GPUs to other nodes; a leaf or rail switch every inter-node path with an end under it. A
+probe *holds* a component when it holds one of the paths it carries (a GPU: when it runs it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import combinations
+
+import networkx as nx
+import numpy as np
+
+from .vocabulary import ComponentKind
+
+__all__ = [
+    "Component",
+    "Link",
+    "ReplicaTopology",
+    "all_links",
+    "gpu_component",
+    "link",
+    "link_component",
+    "probe_links",
+    "replica_graph",
+]
+
+#: A node name (the ledger's ``nic:<name>``): no spaces, control characters or separators.
+_NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+#: A GPU-to-GPU path, always stored with the smaller GPU id first.
+Link = tuple[int, int]
+
+
+def link(a: int, b: int) -> Link:
+    """Return the path between GPUs ``a`` and ``b`` as a sorted pair.
+
+    Raises:
+        ValueError: if ``a == b`` (a GPU has no path to itself).
+    """
+    if a == b:
+        raise ValueError(f"a link joins two different GPUs, got ({a}, {b})")
+    return (a, b) if a < b else (b, a)
+
+
+def probe_links(gpus: Iterable[int]) -> list[Link]:
+    """All k(k-1)/2 paths tested by a probe over ``gpus``, as sorted pairs."""
+    return [link(a, b) for a, b in combinations(sorted(set(gpus)), 2)]
+
+
+def all_links(n: int) -> list[Link]:
+    """All n(n-1)/2 paths of an ``n``-GPU replica, in lexicographic order."""
+    return list(combinations(range(n), 2))
+
+
+def replica_graph(n: int, gpus_per_node: int | None = None, edges: Sequence[Link] | None = None) -> nx.Graph:
+    """Build the replica graph of ``n`` GPUs (ids ``0..n-1``).
+
+    Args:
+        n: number of GPUs in the replica (>= 1).
+        gpus_per_node: if given, every GPU carries a ``node`` attribute
+            ``gpu // gpus_per_node`` (the host it sits on), for shared-component analysis.
+        edges: logical paths; the complete graph (all-to-all) when omitted.
+
+    Returns:
+        An undirected :class:`networkx.Graph`; edge attribute ``intra_node`` is set when
+        ``gpus_per_node`` is given.
+
+    Raises:
+        ValueError: if ``n < 1``, ``gpus_per_node < 1`` or an edge names an unknown GPU.
+    """
+    if n < 1:
+        raise ValueError(f"gpus must be >= 1, got {n}")
+    if gpus_per_node is not None and gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be >= 1, got {gpus_per_node}")
+    g = nx.complete_graph(n) if edges is None else nx.empty_graph(n)
+    if edges is not None:
+        for a, b in edges:
+            if not (0 <= a < n and 0 <= b < n) or a == b:
+                raise ValueError(f"edge ({a}, {b}) is not a path between two GPUs of 0..{n - 1}")
+            g.add_edge(a, b)
+    if gpus_per_node is not None:
+        nx.set_node_attributes(g, {v: v // gpus_per_node for v in g.nodes}, "node")
+        nx.set_edge_attributes(g, {(a, b): a // gpus_per_node == b // gpus_per_node for a, b in g.edges}, "intra_node")
+    return g
+
+
+@dataclass(frozen=True, order=True)
+class Component:
+    """One hypothesis of what is slow: a GPU, a link or a shared component.
+
+    Attributes:
+        kind: :class:`~faultsense_pipelines.replica.vocabulary.ComponentKind` (``gpu``, ``link``,
+            ``nvswitch``, ``nic``, ``switch``).
+        ids: ``(gpu,)``; ``(a, b)`` with ``a < b``; ``(node,)`` for an NVSwitch or a NIC;
+            ``(node, rail)`` for a rail's NIC; ``(switch,)`` for a switch.
+        members: the GPUs under it: the GPU, the link's ends, the node's GPUs (NVSwitch, NIC),
+            the rail's GPU (rail NIC), the GPUs under the switch.
+    """
+
+    kind: ComponentKind
+    ids: tuple[int, ...]
+    members: frozenset[int]
+
+    @property
+    def shared(self) -> bool:
+        """True for an NVSwitch, a NIC or a switch (a family of paths, not a GPU or one link)."""
+        return self.kind in (ComponentKind.NVSWITCH, ComponentKind.NIC, ComponentKind.SWITCH)
+
+    def describe(self) -> dict[str, object]:
+        """The ``faulty_components`` entry of ``simulate --json``: ``{"kind": "nic", "node": 3}``
+        (``"rail"`` for a rail NIC), ``{"kind": "switch", "switch": 1}``, ``{"kind": "gpu", "gpu": 9}``,
+        ``{"kind": "link", "gpus": [3, 21]}``."""
+        if self.kind == ComponentKind.GPU:
+            return {"kind": str(self.kind), "gpu": self.ids[0]}
+        if self.kind == ComponentKind.LINK:
+            return {"kind": str(self.kind), "gpus": list(self.ids)}
+        if self.kind == ComponentKind.SWITCH:
+            return {"kind": str(self.kind), "switch": self.ids[0]}
+        out: dict[str, object] = {"kind": str(self.kind), "node": self.ids[0]}
+        if len(self.ids) == 2:
+            out["rail"] = self.ids[1]
+        return out
+
+
+def gpu_component(g: int) -> Component:
+    """The :class:`Component` of GPU ``g``."""
+    return Component(ComponentKind.GPU, (g,), frozenset((g,)))
+
+
+def link_component(a: int, b: int) -> Component:
+    """The :class:`Component` of the path between GPUs ``a`` and ``b``.
+
+    Raises:
+        ValueError: if ``a == b``.
+    """
+    ab = link(a, b)
+    return Component(ComponentKind.LINK, ab, frozenset(ab))
+
+
+@dataclass(frozen=True)
+class ReplicaTopology:
+    """Where a replica's GPUs sit: nodes, NICs, NVSwitches, leaf or rail switches.
+
+    GPU ``g`` sits on node ``g // gpus_per_node``. Components and the paths each one carries:
+
+    * ``nvswitch`` node v: every path between two GPUs of node v;
+    * ``nic`` node v: every path from a GPU of v to a GPU of another node; with ``rails``,
+      ``nic`` (v, r): every path from GPU r of node v (``v * gpus_per_node + r``) to another node;
+    * ``switch`` s, with ``nodes_per_switch``: every path between two different nodes of which
+      at least one is under s (nodes ``s * nodes_per_switch ...``); with ``rails``, rail switch
+      r carries the inter-node paths of the rail-r GPUs (one per rail, or, with
+      ``nodes_per_switch`` too, one per rail and group of nodes: ``s = group * gpus_per_node + r``).
+
+    A one-node replica (``gpus_per_node >= gpus``) has only its NVSwitch; a replica without
+    ``gpus_per_node`` has no shared components (only GPUs and links).
+
+    Attributes:
+        gpus: n, GPUs in the replica (>= 1).
+        gpus_per_node: GPUs per node, or ``None`` (unknown: no shared components).
+        nodes_per_switch: consecutive nodes under one leaf (or rail group) switch, or ``None``.
+        rails: rail-optimized: GPU i of every node uses NIC i and rail switch i.
+        node_names: one name per node, for the ledger; default ``node0``, ``node1``, ...
+
+    Raises:
+        ValueError: naming the first field out of range.
+
+    >>> t = ReplicaTopology(16, gpus_per_node=4, nodes_per_switch=2)
+    >>> [t.name(c) for c in t.shared_components()][:3], len(t.shared_components())
+    (['nvswitch:node0', 'nvswitch:node1', 'nvswitch:node2'], 10)
+    >>> nic1 = t.nic(1)
+    >>> t.holds(nic1, {4, 5, 6, 7}), t.holds(nic1, {4, 8}), t.holds(nic1, {0, 8})
+    (False, True, False)
+    """
+
+    gpus: int
+    gpus_per_node: int | None = None
+    nodes_per_switch: int | None = None
+    rails: bool = False
+    node_names: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.gpus < 1:
+            raise ValueError(f"gpus must be >= 1, got {self.gpus}")
+        if self.gpus_per_node is None:
+            if self.nodes_per_switch is not None or self.rails or self.node_names is not None:
+                raise ValueError("topology.gpus_per_node is required with nodes_per_switch, rails or node_names")
+            return
+        if self.gpus_per_node < 1:
+            raise ValueError(f"topology.gpus_per_node must be >= 1, got {self.gpus_per_node}")
+        if self.gpus % self.gpus_per_node:
+            raise ValueError(
+                f"topology.gpus_per_node: {self.gpus_per_node} does not divide the replica's {self.gpus} GPUs into whole nodes"
+            )
+        if self.nodes_per_switch is not None and not 1 <= self.nodes_per_switch <= self.nodes:
+            raise ValueError(f"topology.nodes_per_switch must be in 1..{self.nodes} (the nodes), got {self.nodes_per_switch}")
+        if self.nodes_per_switch is not None and self.nodes % self.nodes_per_switch:
+            raise ValueError(f"topology.nodes_per_switch: {self.nodes_per_switch} does not divide the {self.nodes} nodes")
+        if self.node_names is not None:
+            if len(self.node_names) != self.nodes:
+                raise ValueError(f"topology.node_names: {len(self.node_names)} names for {self.nodes} nodes")
+            if len(set(self.node_names)) != len(self.node_names):
+                raise ValueError("topology.node_names: a name is given twice")
+            for name in self.node_names:
+                if not isinstance(name, str) or not _NODE_NAME.fullmatch(name):
+                    raise ValueError(
+                        f"topology.node_names: a node name is 1-64 of A-Z, a-z, 0-9, '_', '.' and '-', got {str(name)[:80]!r}"
+                    )
+
+    @property
+    def nodes(self) -> int:
+        """Nodes in the replica (1 without ``gpus_per_node``)."""
+        return 1 if self.gpus_per_node is None else self.gpus // self.gpus_per_node
+
+    @property
+    def switches(self) -> int:
+        """Leaf or rail switches (0 without ``nodes_per_switch`` or ``rails``)."""
+        if self.gpus_per_node is None:
+            return 0
+        groups = 1 if self.nodes_per_switch is None else self.nodes // self.nodes_per_switch
+        if self.rails:
+            return groups * self.gpus_per_node
+        return 0 if self.nodes_per_switch is None else groups
+
+    def node(self, g: int) -> int:
+        """The node of GPU ``g`` (0 without ``gpus_per_node``)."""
+        return 0 if self.gpus_per_node is None else g // self.gpus_per_node
+
+    def node_gpus(self, v: int) -> range:
+        """The GPUs of node ``v``, ascending."""
+        per = self.gpus if self.gpus_per_node is None else self.gpus_per_node
+        return range(v * per, (v + 1) * per)
+
+    def node_name(self, v: int) -> str:
+        """The name of node ``v`` (``node_names[v]`` or ``node<v>``)."""
+        return self.node_names[v] if self.node_names is not None else f"node{v}"
+
+    @cached_property
+    def _node_of(self) -> tuple[int, ...]:
+        return tuple(self.node(g) for g in range(self.gpus))
+
+    # -- components ---------------------------------------------------------------------
+
+    def nvswitch(self, v: int) -> Component:
+        """The NVSwitch of node ``v``.
+
+        Raises:
+            ValueError: for a node outside the replica.
+        """
+        self._check_node(v)
+        return Component(ComponentKind.NVSWITCH, (v,), frozenset(self.node_gpus(v)))
+
+    def nic(self, v: int, rail: int | None = None) -> Component:
+        """The NIC of node ``v`` (``rail`` is required with ``rails`` and refused without).
+
+        Raises:
+            ValueError: for a node or rail outside the replica, or a rail given (or missing)
+                against the topology's ``rails``.
+        """
+        self._check_node(v)
+        if self.gpus_per_node is None:
+            raise ValueError("a NIC needs topology.gpus_per_node")
+        if self.rails != (rail is not None):
+            raise ValueError("give [node, rail]: the topology has rails" if self.rails else "a rail needs topology.rails: true")
+        if rail is None:
+            return Component(ComponentKind.NIC, (v,), frozenset(self.node_gpus(v)))
+        if not 0 <= rail < self.gpus_per_node:
+            raise ValueError(f"rail {rail} is outside 0..{self.gpus_per_node - 1}")
+        return Component(ComponentKind.NIC, (v, rail), frozenset((v * self.gpus_per_node + rail,)))
+
+    def switch(self, s: int) -> Component:
+        """Leaf or rail switch ``s``.
+
+        Raises:
+            ValueError: for a switch outside ``0..switches-1``.
+        """
+        if not 0 <= s < self.switches:
+            raise ValueError(
+                f"switch {s} is outside the topology's {self.switches} switches"
+                if self.switches
+                else "the topology has no switches (give nodes_per_switch or rails)"
+            )
+        per = self.gpus_per_node or 1
+        group_nodes = self.nodes if self.nodes_per_switch is None else self.nodes_per_switch
+        if self.rails:
+            group, rail = divmod(s, per)
+            nodes = range(group * group_nodes, (group + 1) * group_nodes)
+            members = frozenset(v * per + rail for v in nodes)
+        else:
+            members = frozenset(g for v in range(s * group_nodes, (s + 1) * group_nodes) for g in self.node_gpus(v))
+        return Component(ComponentKind.SWITCH, (s,), members)
+
+    def shared_components(self) -> list[Component]:
+        """Every NVSwitch, NIC and switch of the replica: NVSwitches by node, NICs by node (and
+        rail), then switches. Empty without ``gpus_per_node``."""
+        if self.gpus_per_node is None:
+            return []
+        out = [self.nvswitch(v) for v in range(self.nodes)] if self.gpus_per_node > 1 else []
+        if self.nodes > 1:
+            if self.rails:
+                out += [self.nic(v, r) for v in range(self.nodes) for r in range(self.gpus_per_node)]
+            else:
+                out += [self.nic(v) for v in range(self.nodes)]
+            out += [self.switch(s) for s in range(self.switches)]
+        return out
+
+    def holds(self, c: Component, gpus: Iterable[int]) -> bool:
+        """True when a probe over ``gpus`` holds a path ``c`` carries (for a GPU: runs it).
+
+        An NVSwitch is held by two GPUs of its node; a NIC or switch (members M) by a GPU of M
+        together with a GPU of another node, that is, by a probe that meets M and spans two nodes.
+        """
+        probe = gpus if isinstance(gpus, frozenset | set) else frozenset(gpus)
+        if c.kind == ComponentKind.GPU:
+            return c.ids[0] in probe
+        if c.kind == ComponentKind.LINK:
+            return c.ids[0] in probe and c.ids[1] in probe
+        if c.kind == ComponentKind.NVSWITCH:
+            return len(c.members & probe) >= 2
+        if not c.members & probe:
+            return False
+        node_of = self._node_of
+        first = node_of[next(iter(probe))]
+        return any(node_of[g] != first for g in probe)
+
+    def holds_matrix(self, components: Sequence[Component], probes: Sequence[Iterable[int]]) -> np.ndarray:
+        """``out[p, j]``: probe ``p`` holds ``components[j]`` (:meth:`holds`, vectorized).
+
+        Returns:
+            A bool array of shape ``(len(probes), len(components))``.
+
+        Notes:
+            The probes are one (P, k) array of GPU ids (padded with the id n), so memory is
+            O(P k), not O(P n): each component is a lookup table over the n GPUs.
+        """
+        return self.holds_matrix_sorted(components, [sorted(set(p)) for p in probes])
+
+    def holds_matrix_sorted(self, components: Sequence[Component], rows: Sequence[Sequence[int]]) -> np.ndarray:
+        """:meth:`holds_matrix` of probes given as ascending lists of distinct GPU ids (``rows``),
+        which it does not check."""
+        ids_of = np.full((len(rows), max((len(r) for r in rows), default=0) or 1), self.gpus, dtype=np.int64)
+        by_size: dict[int, list[int]] = {}
+        for i, r in enumerate(rows):
+            by_size.setdefault(len(r), []).append(i)
+        for size, group in by_size.items():
+            if size:
+                ids_of[group, :size] = np.asarray([rows[i] for i in group], dtype=np.int64)
+        return self.holds_matrix_ids(components, ids_of)
+
+    def holds_matrix_ids(self, components: Sequence[Component], ids_of: np.ndarray) -> np.ndarray:
+        """:meth:`holds_matrix` of probes given as a ``(P, w)`` integer array of distinct GPU
+        ids per row, padded with ``gpus`` (the replica's size) where a probe is shorter; which
+        it does not check. Returns a ``(P, len(components))`` boolean array."""
+        node_of = np.append(np.asarray(self._node_of, dtype=np.int64), -1)[ids_of]  # -1 for the padding
+        spans = ((node_of != node_of[:, :1]) & (ids_of < self.gpus)).any(axis=1)  # GPUs of two nodes
+        out = np.zeros((len(ids_of), len(components)), dtype=bool)
+        for j, c in enumerate(components):
+            m = np.fromiter(c.members, dtype=np.int64)
+            inset = np.zeros(self.gpus + 1, dtype=bool)
+            inset[m[:1] if c.kind == ComponentKind.GPU else m] = True
+            hits = inset[ids_of].sum(axis=1)
+            if c.kind == ComponentKind.LINK:
+                out[:, j] = hits == len(np.unique(m))
+            elif c.kind == ComponentKind.NVSWITCH:
+                out[:, j] = hits >= 2
+            elif c.kind == ComponentKind.GPU:
+                out[:, j] = hits >= 1
+            else:
+                out[:, j] = (hits > 0) & spans
+        return out
+
+    def name(self, c: Component) -> str:
+        """The ledger's component: ``gpu:9``, ``link:3-21``, ``nvswitch:node3``, ``nic:node3``,
+        ``nic:node3/rail5``, ``switch:1`` (node names from ``node_names`` where given)."""
+        if c.kind == ComponentKind.GPU:
+            return f"gpu:{c.ids[0]}"
+        if c.kind == ComponentKind.LINK:
+            return f"link:{c.ids[0]}-{c.ids[1]}"
+        if c.kind == ComponentKind.SWITCH:
+            return f"switch:{c.ids[0]}"
+        where = self.node_name(c.ids[0])
+        if c.kind == ComponentKind.NIC and len(c.ids) == 2:
+            return f"nic:{where}/rail{c.ids[1]}"
+        return f"{c.kind}:{where}"
+
+    def _check_node(self, v: int) -> None:
+        if not 0 <= v < self.nodes:
+            raise ValueError(f"node {v} is outside 0..{self.nodes - 1}")
