@@ -6,8 +6,8 @@ with 0, 1 or 2 down links that the topology does not mark. Healthy: ``--healthy`
 pattern and down-link count, every switch reporting and the leaves alone. Detection: a loss on a
 link (not a down one) from iteration 20, ``--trials`` seeded trials per cell.
 
-    .venv/bin/python -m bench.flowpulse_traffic_bench                 # 10,000 healthy iterations a row
-    .venv/bin/python -m bench.flowpulse_traffic_bench --healthy 1000 --trials 3
+    .venv/bin/python -m bench.bench_flowpulse_traffic                 # 10,000 healthy iterations a row
+    .venv/bin/python -m bench.bench_flowpulse_traffic --healthy 1000 --trials 3
 
 Writes bench/results/flowpulse_traffic.{csv,md}.
 """
@@ -196,7 +196,7 @@ def main() -> None:
     md = [
         "# FlowPulse under random traffic (issue 31)",
         "",
-        f"`.venv/bin/python -m bench.flowpulse_traffic_bench --healthy {args.healthy} --trials {args.trials}` "
+        f"`.venv/bin/python -m bench.bench_flowpulse_traffic --healthy {args.healthy} --trials {args.trials}` "
         f"({wall:.0f} s wall, {cpu:.0f} s CPU, shared 2-core machine). Fabric 16 leaves x 8 spines x 8 hosts, "
         "per-packet spraying; counters from tests/flowpulse/traffic.py (independent of the project's simulator): "
         "`multiring` (8 rings over random host permutations, 16,384 packets a flow), `alltoall`, `hotspot` "
