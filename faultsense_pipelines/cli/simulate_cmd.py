@@ -73,6 +73,10 @@ def simulate(
             method=method,
             recheck_explained=recheck,
             topology=sc.topology,
+            alpha=sc.alpha,
+            min_slowdown=sc.min_slowdown,
+            phase2_budget=sc.phase2_budget,
+            seed=sc.seed,
         )
     except ValueError as exc:  # the scenario's bounds leave none, but a simulated latency that overflows says so in one line
         fail(f"scenario {scenario}: {exc}")
@@ -100,7 +104,10 @@ def _table(result: Localization, method: DrilldownMethod) -> Table:
         table.add_row(name, v.status, slowdown, confidence, str(v.probes_used), *((v.reason or "",) if notes else ()))
     degraded = "  REPLICA DEGRADED (most probes slow): no localization" if result.replica_degraded else ""
     unjudged = f"; unjudged links {result.unjudged_links}" if result.unjudged_links else ""
-    legend = "" if method != DrilldownMethod.EVIDENCE else "; confidence: posterior that the component is faulty"
+    legend = {
+        DrilldownMethod.EVIDENCE: "; confidence: posterior that the component is faulty",
+        DrilldownMethod.SEQUENTIAL: "; confidence: 1 - the adjusted anytime p-value (docs/verdicts.md)",
+    }.get(method, "")
     table.caption = (
         f"probes: Phase 1 {result.probes_phase1}, Phase 2 {result.probes_phase2}; "
         f"suspect probes {len(p1.suspect_probes)}{unjudged}{degraded}{legend}"

@@ -33,6 +33,7 @@ from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
 from .drilldown import drilldown
 from .drilldown.common import Finding
 from .evidence.wiring import DEFAULT_MIN_SLOWDOWN, run_evidence_phase2
+from .sequential.wiring import DEFAULT_ALPHA, run_sequential_phase2
 from .suspects import RobustRule, SuspectRule, default_rule
 from .verdicts import Localization, Phase1Records, Phase1Result, ProbeRecord, Verdict
 
@@ -258,6 +259,10 @@ def run_phase2(
     recheck_explained: bool = True,
     reference: bool | None = None,
     topology: ReplicaTopology | None = None,
+    alpha: float | None = None,
+    min_slowdown: float | None = None,
+    phase2_budget: int | None = None,
+    seed: int = 0,
 ) -> Localization:
     """Drill into the suspects of ``phase1`` and return the verdicts.
 
@@ -288,6 +293,12 @@ def run_phase2(
             :func:`judge_probe`) instead of against the Phase 1 baseline alone. ``None``
             (default): when ``repeats >= 2``, i.e. on executors noisy enough to need repeats.
             It doubles the Phase 2 measurements; reference runs are not recorded.
+        alpha: ``sequential`` only: expected healthy components confirmed in the sweep, at
+            most (default :data:`~.sequential.wiring.DEFAULT_ALPHA`; docs/verdicts.md).
+        min_slowdown: ``sequential`` only: smallest slowdown a verdict claims (default 1.2).
+        phase2_budget: ``sequential`` only: Phase 2 probes, at most (default
+            :func:`~.sequential.drilldown.default_budget`).
+        seed: ``sequential`` only: seed of the measurement orders and draws.
         topology: where the GPUs sit; ``evidence`` then weighs NICs, NVSwitches and switches
             too (:mod:`~faultsense_pipelines.localize.evidence.shared`); the others ignore it.
 
@@ -302,6 +313,20 @@ def run_phase2(
         (:func:`_fast_minority`): Phase 1 took a slow majority for its baseline.
     """
     _check(executor, phase1.gpus, repeats)
+    if method == DrilldownMethod.SEQUENTIAL:
+        records2, verdicts = run_sequential_phase2(
+            executor,
+            phase1,
+            repeats=repeats,
+            seed=seed,
+            alpha=DEFAULT_ALPHA if alpha is None else alpha,
+            min_slowdown=DEFAULT_MIN_SLOWDOWN if min_slowdown is None else min_slowdown,
+            budget=phase2_budget,
+            topology=topology,
+        )
+        found = any(v.status == Status.CONFIRMED for v in verdicts)
+        read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and found else phase1
+        return Localization(read, records2, verdicts, topology)
     if method == DrilldownMethod.EVIDENCE:
         # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
         floor = max(DEFAULT_MIN_SLOWDOWN, float(getattr(rule, "min_slowdown", DEFAULT_MIN_SLOWDOWN)))
@@ -366,6 +391,10 @@ def localize(
     reference: bool | None = None,
     anchor: bool = True,
     topology: ReplicaTopology | None = None,
+    alpha: float | None = None,
+    min_slowdown: float | None = None,
+    phase2_budget: int | None = None,
+    seed: int = 0,
 ) -> Localization:
     """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`, :func:`run_phase2`)."""
     phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule, interleave=interleave, anchor=anchor)
@@ -378,6 +407,10 @@ def localize(
         recheck_explained=recheck_explained,
         reference=reference,
         topology=topology,
+        alpha=alpha,
+        min_slowdown=min_slowdown,
+        phase2_budget=phase2_budget,
+        seed=seed,
     )
 
 

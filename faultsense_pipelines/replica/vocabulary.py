@@ -101,6 +101,7 @@ class DrilldownMethod(Vocabulary):
 
     ADAPTIVE = "adaptive"
     PAPER = "paper"
+    SEQUENTIAL = "sequential"  # anytime-valid paired claims, one error budget a sweep (localize.sequential)
     EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence.wiring)
 
 

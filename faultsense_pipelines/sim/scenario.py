@@ -48,7 +48,7 @@ MAX_SCENARIO_BYTES = 1024 * 1024
 #: (:data:`faultsense_pipelines.validation.MAX_SEED`, re-exported).
 MAX_SEED = _MAX_SEED
 
-_FIELDS = {"gpus", "probe_size", "faults", "noise", "seed", "topology", "repeats"}
+_FIELDS = {"gpus", "probe_size", "faults", "noise", "seed", "topology", "repeats", "alpha", "min_slowdown", "phase2_budget"}
 _TOPOLOGY_FIELDS = {"gpus_per_node", "nodes_per_switch", "rails", "node_names"}
 
 
@@ -66,6 +66,12 @@ class Scenario:
         noise: the production-like effects, where the JSON gives more than ``sigma``.
         topology: where the GPUs sit (``None``: GPUs and links only).
         repeats: measurements per probe (the median is used), 1..100.
+        alpha: ``--drilldown sequential``: expected healthy components confirmed per sweep,
+            at most, in (0, 0.5]; ``None``: the default (docs/verdicts.md).
+        min_slowdown: ``--drilldown sequential``: smallest slowdown a verdict claims, in
+            (1, 100]; ``None``: the default.
+        phase2_budget: ``--drilldown sequential``: Phase 2 probes, at most (>= 0); ``None``:
+            the default.
     """
 
     n_gpus: int
@@ -77,6 +83,9 @@ class Scenario:
     noise: NoiseModel | None = None
     topology: ReplicaTopology | None = None
     repeats: int = 1
+    alpha: float | None = None
+    min_slowdown: float | None = None
+    phase2_budget: int | None = None
 
     def replica(self) -> SimulatedReplica:
         """The simulated replica (``simulated`` executor) of this scenario."""
@@ -124,7 +133,20 @@ def parse_scenario(obj: object) -> Scenario:
             sigma = noise.sigma
     seed = _int(obj.get("seed", 0), "seed", 0, MAX_SEED)
     repeats = _int(obj.get("repeats", 1), "repeats", 1, MAX_REPEATS)
-    return Scenario(n, k, faults, float(sigma), seed, noise=noise, topology=topology, repeats=repeats)
+    alpha = _number(obj["alpha"], "alpha", 0.0, 0.5) if "alpha" in obj else None
+    min_slowdown = _number(obj["min_slowdown"], "min_slowdown", 1.0, 100.0) if "min_slowdown" in obj else None
+    budget = _int(obj["phase2_budget"], "phase2_budget", 0, 10_000_000) if "phase2_budget" in obj else None
+    return Scenario(
+        n, k, faults, float(sigma), seed, noise=noise, topology=topology, repeats=repeats,
+        alpha=alpha, min_slowdown=min_slowdown, phase2_budget=budget,
+    )
+
+
+def _number(v: object, name: str, above: float, most: float) -> float:
+    """A finite number in ``(above, most]``, else one line naming the field."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not above < v <= most:
+        raise ValueError(f"{name} must be a finite number in ({above:g}, {most:g}], got {shown(v)}")
+    return float(v)
 
 
 def _topology(obj: object, n: int) -> ReplicaTopology:

@@ -1,0 +1,236 @@
+"""Claims and their tests: "this GPU (or link) slows probes by at least ``min_slowdown``".
+
+A claim is decided by one or two *sub-tests*, each a :class:`~.eprocess.PairedTest` over
+rounds of swap pairs (:mod:`.pairing`), and is confirmed only when **every** sub-test rejects
+at the claim's level (an intersection-union test: the claim's false-blame probability is at
+most the level, since under any configuration that makes the claim false at least one
+sub-test is a valid test of a true null).
+
+* **GPU** ``g``: ``T = {g} | Q`` against ``R = {h} | Q``, with the partners ``Q`` drawn each
+  round from one of two disjoint halves of the other GPUs (the sub-tests). A slow link from
+  ``g`` to a partner slows ``T`` too, but only in the half that holds that partner; the other
+  half's sub-test stays a test of a true null. GPUs that the search linked to ``g`` all go
+  into one half.
+* **Link** ``(a, b)``: ``{a, b} | P`` against ``{a, c} | P`` (``b`` swapped out) and against
+  ``{d, b} | P`` (``a`` swapped out). A slow ``b`` alone rejects only the first; a slow ``a``
+  alone only the second.
+
+What breaks attribution (not the noise guarantee): a healthy GPU with slow links into both
+halves of its partners, or a healthy link whose two ends are both slow GPUs (such a link is
+reported ``masked`` once both GPUs are confirmed).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...replica.vocabulary import ComponentKind, Status
+from .budget import ProbeBudget
+from .eprocess import PairedTest
+from .pairing import Layout, RoundOracle, swap_partner
+
+__all__ = ["ClaimResult", "test_gpu", "test_link"]
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """How one claim's test ended.
+
+    Attributes:
+        kind: GPU or link.
+        gpu: the GPU, or the link's smaller end.
+        peer_gpu: the link's larger end, ``None`` for a GPU.
+        status: ``confirmed``; ``inconclusive`` (budget or rounds ran out, no shape-matched
+            reference, or slow but by less than ``min_slowdown``); ``None`` when the test
+            showed it less than ``min_slowdown`` slow (healthy enough: no verdict).
+        level: the claim's level from the sweep's error budget.
+        evalue: the smallest of its sub-tests' e-values for ``theta0`` (running maxima).
+        confidence: ``1 - min(1, alpha / (level * evalue))``: the adjusted anytime p-value's
+            complement (see :mod:`.budget`).
+        slowdown: Hodges-Lehmann estimate over every round, or ``None``.
+        interval: anytime-valid interval of the slowdown at ``level`` (each end a grid point).
+        rounds: rounds measured (each two probes).
+        reason: why it is inconclusive, with the evidence reached.
+        evidence: the test probes of its rounds (GPU ids).
+    """
+
+    kind: ComponentKind
+    gpu: int
+    peer_gpu: int | None
+    status: Status | None
+    level: float
+    evalue: float
+    confidence: float
+    slowdown: float | None
+    interval: tuple[float, float] | None
+    rounds: int
+    reason: str | None
+    evidence: tuple[tuple[int, ...], ...]
+
+
+@dataclass
+class _Context:
+    k: int
+    layout: Layout
+    oracle: RoundOracle
+    budget: ProbeBudget
+    rng: random.Random
+    theta0: float
+    alpha: float
+    max_rounds: int
+    max_errors: int = 4
+
+
+def _run(
+    ctx: _Context,
+    kind: ComponentKind,
+    ids: tuple[int, int | None],
+    level: float,
+    draw: Sequence[_Draw],
+) -> ClaimResult:
+    """Round-robin over the sub-tests until all reject, one clears, or a budget runs out."""
+    tests = [PairedTest(ctx.theta0, level) for _ in draw]
+    evidence: list[tuple[int, ...]] = []
+    errors = 0
+    rounds = 0
+    reason: str | None = None
+    turn = 0
+    while True:
+        if all(t.rejected for t in tests):
+            break
+        if any(t.cleared for t in tests):
+            break
+        if rounds >= ctx.max_rounds:
+            reason = f"undecided after {rounds} rounds (claim cap)"
+            break
+        open_tests = [i for i, t in enumerate(tests) if not t.rejected]
+        i = open_tests[turn % len(open_tests)]
+        turn += 1
+        pair = draw[i](ctx)
+        if pair is None:
+            reason = "no reference probe of the same shape"
+            break
+        if not ctx.budget.take(2):
+            reason = f"Phase 2 budget spent after {rounds} rounds"
+            break
+        got = ctx.oracle(*pair)
+        rounds += 1
+        if got is None:
+            errors += 1
+            if errors > ctx.max_errors:
+                reason = f"{errors} rounds could not be measured"
+                break
+            continue
+        tests[i].add(*got)
+        evidence.append(pair[0])
+    return _result(ctx, kind, ids, level, tests, rounds, reason, tuple(evidence))
+
+
+def _result(
+    ctx: _Context,
+    kind: ComponentKind,
+    ids: tuple[int, int | None],
+    level: float,
+    tests: Sequence[PairedTest],
+    rounds: int,
+    reason: str | None,
+    evidence: tuple[tuple[int, ...], ...],
+) -> ClaimResult:
+    e = min(t.evalue() for t in tests)
+    confidence = 1.0 - min(1.0, ctx.alpha / (level * e))
+    diffs = [d for t in tests for d in t.diffs]
+    slowdown = float(math.exp(sorted(diffs)[len(diffs) // 2])) if diffs else None
+    ivals = [t.interval() for t in tests if t.rounds]
+    interval = None
+    if ivals:
+        low, high = max(i[0] for i in ivals), min(i[1] for i in ivals)
+        interval = (low, max(low, high))
+    s0 = math.exp(ctx.theta0)
+    status: Status | None
+    if all(t.rejected for t in tests):
+        status, reason = Status.CONFIRMED, None
+    elif any(t.cleared for t in tests):
+        status, reason = None, None
+    else:
+        status = Status.INCONCLUSIVE
+        if all(t.detected for t in tests) and interval is not None:
+            reason = f"slow by {interval[0]:.2f}-{interval[1]:.2f}x, below min_slowdown {s0:g}" + (f"; {reason}" if reason else "")
+        reason = f"{reason or 'undecided'} (e-value {e:.3g} of {1 / level:.3g} needed)"
+    a, b = ids
+    return ClaimResult(kind, a, b, status, level, e, confidence, slowdown, interval, rounds, reason, evidence)
+
+
+class _Draw:
+    """Draws one round's ``(test, reference)`` probe pair for a sub-test."""
+
+    def __call__(self, ctx: _Context) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        raise NotImplementedError
+
+
+@dataclass
+class _GpuSwap(_Draw):
+    g: int
+    partners: list[int]
+    references: list[int]
+
+    def __call__(self, ctx: _Context) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        for _ in range(8):
+            q = ctx.rng.sample(self.partners, ctx.k - 1)
+            h = swap_partner(self.g, q, [x for x in self.references if x not in q], ctx.layout, ctx.rng)
+            if h is not None:
+                return tuple(sorted([self.g, *q])), tuple(sorted([h, *q]))
+        return None
+
+
+@dataclass
+class _EndSwap(_Draw):
+    keep: int
+    swap: int
+    pads: list[int]
+    references: list[int]
+
+    def __call__(self, ctx: _Context) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        pool = [x for x in self.pads if x not in (self.keep, self.swap)]
+        for _ in range(8):
+            p = ctx.rng.sample(pool, ctx.k - 2) if ctx.k > 2 else []
+            rest = [self.keep, *p]
+            h = swap_partner(self.swap, rest, [x for x in self.references if x not in rest], ctx.layout, ctx.rng)
+            if h is not None:
+                return tuple(sorted([self.swap, *rest])), tuple(sorted([h, *rest]))
+        return None
+
+
+def test_gpu(ctx: _Context, g: int, level: float, healthy: Sequence[int], linked: set[int]) -> ClaimResult:
+    """Test the claim "GPU ``g`` slows probes by at least ``min_slowdown``".
+
+    Args:
+        ctx: the drill-down's context (oracle, budgets, layout, seeded draws).
+        g: the GPU.
+        level: the claim's level (from :class:`~.budget.ErrorBudget`).
+        healthy: GPUs believed healthy, most trusted first (partners and references).
+        linked: GPUs the search tied to ``g`` by a slow link: kept in one partner half.
+    """
+    others = [x for x in healthy if x != g]
+    rest = [x for x in others if x not in linked]
+    ctx.rng.shuffle(rest)
+    side = [x for x in others if x in linked]
+    half = max(0, len(others) // 2 - len(side))
+    a, b = side + rest[:half], rest[half:]
+    draws: list[_Draw]
+    if min(len(a), len(b)) >= ctx.k - 1 and len(others) >= ctx.k:
+        draws = [_GpuSwap(g, a, others), _GpuSwap(g, b, others)]
+    else:  # too few GPUs for two disjoint halves: one test over all partners
+        draws = [_GpuSwap(g, others, others)]
+    return _run(ctx, ComponentKind.GPU, (g, None), level, draws)
+
+
+def test_link(ctx: _Context, a: int, b: int, level: float, healthy: Sequence[int]) -> ClaimResult:
+    """Test the claim "the path between GPUs ``a`` and ``b`` slows probes by at least
+    ``min_slowdown``" by swapping out each end in turn (two sub-tests)."""
+    pads = [x for x in healthy if x not in (a, b)]
+    draws: list[_Draw] = [_EndSwap(a, b, pads, pads), _EndSwap(b, a, pads, pads)]
+    lo, hi = min(a, b), max(a, b)
+    return _run(ctx, ComponentKind.LINK, (lo, hi), level, draws)

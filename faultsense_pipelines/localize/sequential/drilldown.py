@@ -1,0 +1,280 @@
+"""The sequential drill-down: search proposes, an anytime-valid test disposes.
+
+Phase 2 over a *round oracle* (:data:`~.pairing.RoundOracle`), pure: no executor, no I/O.
+
+1. **Noise gate.** From Phase 1's own spread, estimate how many rounds a claim will need
+   (:func:`rounds_needed`); when the budget cannot reach one verdict, stop before spending
+   anything and say so.
+2. **Proposals.** A GPU most of whose Phase 1 probes are suspect is proposed at once. The
+   suspect probes no confirmed GPU explains are searched for their minimal slow sets (a GPU
+   or a link) by adaptive group testing (:func:`~..drilldown.adaptive.adaptive_drilldown`)
+   over *quick reads*: a few paired rounds read by their Hodges-Lehmann estimate. The
+   search may err under noise; that costs probes or power, never validity, because:
+3. **Claims.** Each proposal is opened as a claim with a level from the sweep's error
+   budget (:class:`~.budget.ErrorBudget`) and decided on fresh rounds by its own test
+   (:mod:`.claims`). Only a test that reaches ``1/level`` blames.
+
+Guarantee (proof sketch in :mod:`.eprocess` and :mod:`.budget`): if the two probes of every
+round are exchangeable whenever their differing parts are healthy, the expected number of
+healthy components confirmed in a sweep is at most ``alpha`` -- under any noise, at any
+stopping time, whatever the search did.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...replica.vocabulary import ComponentKind, Status
+from ..drilldown.adaptive import adaptive_drilldown
+from .budget import ErrorBudget, ProbeBudget
+from .claims import ClaimResult, _Context, test_gpu, test_link
+from .eprocess import PairedTest, rounds_lower_bound
+from .pairing import Layout, RoundOracle, swap_partner
+
+__all__ = ["SequentialResult", "default_budget", "rounds_needed", "sequential_drilldown"]
+
+
+@dataclass(frozen=True)
+class SequentialResult:
+    """What the sequential drill-down found.
+
+    Attributes:
+        claims: one :class:`~.claims.ClaimResult` per claim opened, in opening order, plus
+            ``masked`` links between two confirmed GPUs (status ``masked``, no test).
+        probes: Phase 2 probes spent (two per round, quick reads included).
+        gate: the noise gate's message when it stopped Phase 2 before it began, else ``None``.
+        alpha: the sweep's error budget.
+    """
+
+    claims: tuple[ClaimResult, ...]
+    probes: int
+    gate: str | None
+    alpha: float
+
+
+def default_budget(phase1_probes: int, alpha: float, repeats: int) -> int:
+    """Phase 2's default probe budget: as many probes as Phase 1, and never fewer than four
+    claims of two sub-tests could need at the least (:func:`~.eprocess.rounds_lower_bound`
+    at the first claim's level, two probes a round)."""
+    floor = 4 * 2 * 2 * rounds_lower_bound(alpha / 2, repeats)
+    return max(phase1_probes, floor)
+
+
+def rounds_needed(sigma: float, slowdown: float, min_slowdown: float, level: float, repeats: int, *, trials: int = 9) -> int:
+    """Median rounds one sub-test needs to confirm ``slowdown`` at ``level``, by simulation.
+
+    Noise: each measurement ``exp(sigma * z)``, ``z`` standard normal (seeded; the same
+    answer every call). Capped at 1,000.
+
+    Args:
+        sigma: per-measurement noise in log space, >= 0.
+        slowdown: the slowdown assumed for the fault, > ``min_slowdown`` for a finite answer.
+        min_slowdown: the claim's effect size.
+        level: the claim's level.
+        repeats: measurements per probe per round.
+    """
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(trials):
+        t = PairedTest(math.log(min_slowdown), level)
+        n = 0
+        while not t.rejected and n < 1000:
+            z = rng.standard_normal(2 * repeats) * sigma
+            t.add(slowdown * np.exp(z[:repeats]), np.exp(z[repeats:]))
+            n += 1
+        out.append(n)
+    return int(statistics.median(out))
+
+
+def sequential_drilldown(
+    n: int,
+    k: int,
+    phase1: Sequence[tuple[Sequence[int], float | None]],
+    suspects: Sequence[int],
+    oracle: RoundOracle,
+    *,
+    sigma: float,
+    alpha: float = 0.01,
+    min_slowdown: float = 1.2,
+    budget: int,
+    repeats: int = 1,
+    layout: Layout | None = None,
+    seed: int = 0,
+    claim_rounds: int = 64,
+    quick_rounds: int = 3,
+) -> SequentialResult:
+    """Localize the faults behind Phase 1's suspect probes with anytime-valid claims.
+
+    Args:
+        n: GPUs in the replica.
+        k: probe size (every Phase 2 probe has exactly ``k`` GPUs).
+        phase1: per Phase 1 probe, its GPUs and its excess ``log(latency / baseline)`` at
+            its time (``None`` when it could not be measured).
+        suspects: indices into ``phase1`` of the probes to explain.
+        oracle: measures one round of a test probe and its reference.
+        sigma: per-measurement noise of healthy probes in log space (from Phase 1).
+        alpha: expected healthy components blamed per sweep, at most.
+        min_slowdown: smallest slowdown that is a fault (> 1).
+        budget: Phase 2 probes, at most (:func:`default_budget`).
+        repeats: measurements of each probe in a round.
+        layout: where the GPUs sit (shape-matched references); flat when ``None``.
+        seed: seed of every draw (partners, references, halves).
+        claim_rounds: rounds one claim may take, at most.
+        quick_rounds: rounds of one search read.
+
+    Returns:
+        A :class:`SequentialResult`.
+
+    Raises:
+        ValueError: ``k > n``, ``min_slowdown <= 1``, ``alpha`` outside (0, 1), a negative
+            budget, or a GPU id outside ``0..n-1``.
+    """
+    if not 1 <= k <= n:
+        raise ValueError(f"probe size k must be in 1..{n}, got {k}")
+    if not (math.isfinite(min_slowdown) and min_slowdown > 1):
+        raise ValueError(f"min_slowdown must be a finite number > 1, got {min_slowdown!r}")
+    wallet = ErrorBudget(alpha)
+    probes = ProbeBudget(budget)
+    layout = layout or Layout.flat(n)
+    units = [tuple(phase1[i][0]) for i in sorted(set(suspects))]
+    for gpus, _ in phase1:
+        if gpus and (min(gpus) < 0 or max(gpus) >= n):
+            raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
+    if not units:
+        return SequentialResult((), 0, None, alpha)
+    theta0 = math.log(min_slowdown)
+    rng = random.Random(seed)
+    ctx = _Context(k, layout, oracle, probes, rng, theta0, alpha, claim_rounds)
+
+    # suspicion share of each GPU: suspect probes holding it / measured probes holding it
+    held = np.zeros(n)
+    bad = np.zeros(n)
+    suspect_set = set(suspects)
+    for i, (gpus, x) in enumerate(phase1):
+        if x is None:
+            continue
+        for g in gpus:
+            held[g] += 1
+            bad[g] += i in suspect_set
+    share = np.divide(bad, held, out=np.zeros(n), where=held > 0)
+    healthy = sorted(range(n), key=lambda g: (share[g], -held[g], g))  # most trusted first
+
+    # 1. noise gate
+    excess = [x for i in suspect_set if (x := phase1[i][1]) is not None]
+    assumed = max(math.exp(statistics.median(excess)) if excess else min_slowdown, min_slowdown * 1.25)
+    need = rounds_needed(sigma, assumed, min_slowdown, wallet.peek(), repeats)
+    per_claim = 2 * 2 * need
+    if need >= claim_rounds or per_claim > probes.total:
+        gate = (
+            f"too noisy at this load: ~{need} paired tests a candidate (noise {sigma:.3f}, {repeats} repeat(s)); "
+            f"raise repeats or sweep at a quieter hour"
+        )
+        claims = tuple(_gated(u, wallet.alpha, gate) for u in _unit_components(units))
+        return SequentialResult(claims, 0, gate, alpha)
+
+    results: list[ClaimResult] = []
+    judged: set[tuple[int, int | None]] = set()
+    faulty: set[int] = set()
+
+    def claim(kind: ComponentKind, a: int, b: int | None, linked: set[int] | None = None) -> None:
+        key = (a, b)
+        if key in judged or probes.left < 4:
+            return
+        judged.add(key)
+        level = wallet.open()
+        trusted = [g for g in healthy if g not in faulty]
+        if kind is ComponentKind.GPU:
+            res = test_gpu(ctx, a, level, trusted, linked or set())
+        else:
+            assert b is not None
+            res = test_link(ctx, a, b, level, trusted)
+        results.append(res)
+        if res.status is Status.CONFIRMED and kind is ComponentKind.GPU:
+            faulty.add(a)
+
+    # 2a. GPUs that Phase 1 already points at
+    for g in sorted(range(n), key=lambda g: (-share[g], -bad[g], g)):
+        if share[g] >= 0.5 and bad[g] >= 2:
+            claim(ComponentKind.GPU, g, None)
+
+    # 2b. search what no confirmed GPU explains, then claim what it proposes
+    open_units = [u for u in units if not faulty.intersection(u)]
+    if open_units:
+        passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
+        reads = _QuickReads(ctx, [g for g in healthy if g not in faulty], quick_rounds)
+        found = adaptive_drilldown(n, k, passed, open_units, reads, recheck_explained=False)
+        proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
+        proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
+        for f in proposals:
+            if f.kind is ComponentKind.GPU:
+                linked = {p.peer_gpu if p.gpu == f.gpu else p.gpu for p in proposals if p.peer_gpu is not None and f.gpu in (p.gpu, p.peer_gpu)}
+                claim(ComponentKind.GPU, f.gpu, None, {x for x in linked if x is not None})
+            elif f.peer_gpu is not None and not (f.gpu in faulty or f.peer_gpu in faulty):
+                claim(ComponentKind.LINK, f.gpu, f.peer_gpu)
+
+    # links between two confirmed GPUs cannot be judged: masked
+    for u in units:
+        for i, a in enumerate(u):
+            for b in u[i + 1 :]:
+                if a in faulty and b in faulty and (min(a, b), max(a, b)) not in judged:
+                    judged.add((min(a, b), max(a, b)))
+                    results.append(_masked(min(a, b), max(a, b)))
+    return SequentialResult(tuple(results), probes.spent, None, alpha)
+
+
+class _QuickReads:
+    """The search's oracle: ``quick_rounds`` paired rounds, slow when their estimate
+    exceeds half the effect. Spends the probe budget; ``None`` when it is spent."""
+
+    def __init__(self, ctx: _Context, healthy: list[int], rounds: int) -> None:
+        self.ctx, self.healthy, self.rounds = ctx, healthy, rounds
+
+    def __call__(self, gpus: Sequence[int]) -> bool | None:
+        ctx = self.ctx
+        test = tuple(sorted(gpus))
+        ref = self._reference(test)
+        if ref is None:
+            return None
+        t = PairedTest(ctx.theta0, 0.5)
+        for _ in range(self.rounds):
+            if not ctx.budget.take(2):
+                return None
+            got = ctx.oracle(test, ref)
+            if got is not None:
+                t.add(*got)
+        est = t.estimate()
+        return None if est is None else math.log(est) > ctx.theta0 / 2
+
+    def _reference(self, test: tuple[int, ...]) -> tuple[int, ...] | None:
+        """A probe of ``test``'s shape from the most trusted GPUs outside it."""
+        pool = [g for g in self.healthy if g not in test]
+        ref: list[int] = []
+        for g in test:  # swap each GPU of the test for a trusted one of the same role
+            h = swap_partner(g, ref + [x for x in test if x != g and x not in ref], [p for p in pool if p not in ref], self.ctx.layout, self.ctx.rng)
+            if h is None:
+                return None
+            ref.append(h)
+        return tuple(sorted(ref)) if len(set(ref)) == len(test) else None
+
+
+def _unit_components(units: Sequence[tuple[int, ...]]) -> list[tuple[ComponentKind, int, int | None]]:
+    seen: dict[tuple[int, int | None], ComponentKind] = {}
+    for u in units:
+        for g in u:
+            seen.setdefault((g, None), ComponentKind.GPU)
+    return [(kind, a, b) for (a, b), kind in seen.items()]
+
+
+def _gated(comp: tuple[ComponentKind, int, int | None], alpha: float, gate: str) -> ClaimResult:
+    kind, a, b = comp
+    return ClaimResult(kind, a, b, Status.INCONCLUSIVE, 0.0, 1.0, 0.0, None, None, 0, gate, ())
+
+
+def _masked(a: int, b: int) -> ClaimResult:
+    return ClaimResult(ComponentKind.LINK, a, b, Status.MASKED, 0.0, 1.0, 0.0, None, None, 0, None, ())

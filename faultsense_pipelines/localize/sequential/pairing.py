@@ -1,0 +1,107 @@
+"""Paired probes: a test probe and a reference of the same shape that differs in one part.
+
+A paired test is only as fair as its pair. On a real replica a probe whose GPUs span more
+nodes crosses NICs and switches that an intra-node probe does not, so its healthy latency is
+higher; a reference of another shape is a biased reference. Every pair built here therefore
+has the same *shape* on both sides (:func:`shape`): the same multiset of GPUs per node, and
+the same number of GPU pairs inside a node, under one switch and across switches.
+
+A pair *swaps* one GPU: ``T = {g} | Q`` and ``R = {h} | Q``. Everything in ``Q`` -- its GPUs,
+the paths among them -- is common to both sides, so a slow part of ``Q`` slows both and can
+hide ``g``'s fault (a loss of power) but can never make ``T`` look slower than ``R`` (the
+test's null is untouched). ``R`` is slower when ``h`` or its paths to ``Q`` are slow: that
+too only hides a fault. What the pair's test rejects is "the swapped-in side (``g`` and its
+paths to ``Q``) is no slower than the swapped-out side".
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Layout", "RoundOracle", "shape", "swap_partner"]
+
+#: ``round(test_gpus, reference_gpus) -> (test_ms, reference_ms)``: ``r`` latencies (ms) of
+#: each probe, all ``2r`` measured in a uniformly random order; ``None`` when a measurement
+#: failed (the round is then evidence of nothing).
+RoundOracle = Callable[[tuple[int, ...], tuple[int, ...]], "tuple[tuple[float, ...], tuple[float, ...]] | None"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each GPU sits: its node and its node's leaf switch.
+
+    Args:
+        node: node of each GPU, length ``n``.
+        switch: leaf switch of each node (indexed by node), or empty when all nodes share one.
+        rail: rail of each GPU in a rail-optimized replica (its NIC and rail switch), or empty.
+
+    A flat replica (no topology) is one node: every GPU is alike.
+    """
+
+    node: tuple[int, ...]
+    switch: tuple[int, ...] = ()
+    rail: tuple[int, ...] = ()
+
+    @classmethod
+    def flat(cls, n: int) -> Layout:
+        """``n`` GPUs on one node."""
+        return cls(tuple([0] * n))
+
+    def switch_of(self, g: int) -> int:
+        """Leaf switch of GPU ``g`` (0 when the layout names none)."""
+        return self.switch[self.node[g]] if self.switch else 0
+
+
+def shape(gpus: Sequence[int], layout: Layout) -> tuple[tuple[int, ...], tuple[int, int, int]]:
+    """The shape of a probe: sorted GPUs-per-node counts and its pair kinds.
+
+    Returns:
+        ``(counts, (same_node, same_switch, cross_switch))``: the descending counts of the
+        probe's GPUs per node, and how many of its GPU pairs lie inside one node, between
+        nodes under one leaf switch, and across switches.
+
+    >>> lay = Layout((0, 0, 1, 1), (0, 1))
+    >>> shape([0, 1, 2], lay)
+    ((2, 1), (1, 0, 2))
+    """
+    per: dict[int, int] = {}
+    for g in gpus:
+        per[layout.node[g]] = per.get(layout.node[g], 0) + 1
+    same = cross_sw = same_sw = 0
+    gs = list(gpus)
+    for i, a in enumerate(gs):
+        for b in gs[i + 1 :]:
+            if layout.node[a] == layout.node[b]:
+                same += 1
+            elif layout.switch_of(a) == layout.switch_of(b):
+                same_sw += 1
+            else:
+                cross_sw += 1
+    return tuple(sorted(per.values(), reverse=True)), (same, same_sw, cross_sw)
+
+
+def swap_partner(g: int, rest: Sequence[int], pool: Sequence[int], layout: Layout, rng: random.Random) -> int | None:
+    """A GPU ``h`` from ``pool`` such that ``{h} | rest`` has the shape of ``{g} | rest``.
+
+    Prefers a GPU on ``g``'s own node (then every path of ``h`` is of the kind of ``g``'s);
+    otherwise any pool GPU that keeps the shape. On a rail-optimized replica ``h`` is on
+    ``g``'s rail, so its inter-node paths use the same rail switch. ``rest`` and ``g`` are
+    never chosen.
+
+    Returns:
+        The GPU, or ``None`` when no pool GPU keeps the shape.
+    """
+    taken = set(rest) | {g}
+    if layout.rail:
+        pool = [h for h in pool if layout.rail[h] == layout.rail[g]]
+    target = shape([g, *rest], layout)
+    same_node = [h for h in pool if h not in taken and layout.node[h] == layout.node[g]]
+    others = [h for h in pool if h not in taken and layout.node[h] != layout.node[g]]
+    rng.shuffle(same_node)
+    rng.shuffle(others)
+    for h in (*same_node, *others):
+        if shape([h, *rest], layout) == target:
+            return h
+    return None

@@ -1,0 +1,145 @@
+"""The sequential drill-down over one executor (``--drilldown sequential``).
+
+Reads the Phase 1 sweep against a time-local baseline, estimates the per-measurement noise,
+measures every round of a test probe and its reference as ``2r`` single measurements in a
+uniformly random order (seeded: the order, not the machine, is the randomness the
+guarantee rests on), and turns the claims into :class:`~..verdicts.Verdict` rows whose
+``confidence`` is what the test guarantees (:mod:`.drilldown`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+
+from ...replica.executor import ProbeExecutor
+from ...replica.topology import ReplicaTopology
+from ...replica.vocabulary import Outcome, Status
+from ..evidence.drilldown import detrended_excess, estimate_sigma, time_detrended
+from ..evidence.wiring import evidence_units
+from ..verdicts import Phase1Records, Phase1Result, ProbeRecord, Verdict
+from .drilldown import default_budget, sequential_drilldown
+from .pairing import Layout
+
+__all__ = ["DEFAULT_ALPHA", "layout_of", "run_sequential_phase2"]
+
+#: Expected healthy components blamed per sweep, at most, by default.
+DEFAULT_ALPHA = 0.01
+
+
+def layout_of(n: int, topology: ReplicaTopology | None) -> Layout:
+    """The :class:`~.pairing.Layout` of a replica: its nodes and their leaf switches."""
+    if topology is None:
+        return Layout.flat(n)
+    node = tuple(topology.node(g) for g in range(n))
+    per_switch = topology.nodes_per_switch
+    switch = tuple(v // per_switch for v in range(topology.nodes)) if per_switch else ()
+    rail = tuple(g % topology.gpus_per_node for g in range(n)) if topology.rails and topology.gpus_per_node else ()
+    return Layout(node, switch, rail)
+
+
+def run_sequential_phase2(
+    executor: ProbeExecutor,
+    phase1: Phase1Result,
+    *,
+    repeats: int,
+    seed: int = 0,
+    alpha: float = DEFAULT_ALPHA,
+    min_slowdown: float = 1.2,
+    budget: int | None = None,
+    topology: ReplicaTopology | None = None,
+) -> tuple[tuple[ProbeRecord, ...], tuple[Verdict, ...]]:
+    """Drill into a Phase 1 sweep with anytime-valid paired claims.
+
+    Args:
+        executor: runs the Phase 2 probes.
+        phase1: the Phase 1 sweep (read against a time-local baseline, so a sweep the rule
+            called degraded during a load burst is still read).
+        repeats: measurements of each probe in a round (>= 1).
+        seed: seed of the measurement orders and of every draw.
+        alpha: expected healthy components blamed in this sweep, at most.
+        min_slowdown: smallest slowdown that is a fault (> 1).
+        budget: Phase 2 probes, at most; :func:`~.drilldown.default_budget` when ``None``.
+        topology: where the GPUs sit (references of the same shape); flat when ``None``.
+
+    Returns:
+        The Phase 2 records (each round: the test probe, then its reference; the test's
+        outcome ``"fail"`` when every test measurement exceeded every reference one) and
+        the verdicts: confirmed and inconclusive GPUs and links, masked links.
+
+    Raises:
+        ValueError: ``repeats < 1``, ``alpha`` outside (0, 1), ``min_slowdown <= 1``, or a
+            Phase 1 with no measured probe.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    p1 = phase1.records
+    if isinstance(p1, Phase1Records):
+        latencies = [list(map(float, row)) for row in p1.latency_rows(phase1.repeats)]
+    else:
+        latencies = [list(r.latencies_ms[: phase1.repeats]) for r in p1]
+    measured = [x for lat in latencies for x in lat]
+    if not measured:
+        raise ValueError("the sequential drill-down needs a Phase 1 sweep with at least one measured probe")
+    detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
+    excess = detrended_excess(detrended)
+    effect = math.log(min_slowdown)
+    units = evidence_units(phase1, excess, effect)
+    # estimate_sigma scales the noise of one probe's median; one measurement is noisier
+    sigma = estimate_sigma(detrended, excess, units) * math.sqrt(max(1, phase1.repeats))
+    records: list[ProbeRecord] = []
+    rng = random.Random(seed)
+
+    def round_oracle(test: tuple[int, ...], reference: tuple[int, ...]) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        order = [0] * repeats + [1] * repeats
+        rng.shuffle(order)
+        got: tuple[list[float], list[float]] = ([], [])
+        error: str | None = None
+        for side in order:
+            m = executor.run(test if side == 0 else reference, 1)
+            if not m.ok:
+                error = m.error
+                break
+            got[side].append(m.latencies_ms[0])
+        ok = error is None
+        slow = ok and min(got[0]) > max(got[1])
+        for gpus, lat, is_test in ((test, got[0], True), (reference, got[1], False)):
+            outcome = Outcome.ERROR if not ok else (Outcome.FAIL if is_test and slow else Outcome.PASS)
+            records.append(ProbeRecord(2, len(records), tuple(sorted(gpus)), tuple(lat) if ok else (), None if ok else error, outcome))
+        return (tuple(got[0]), tuple(got[1])) if ok else None
+
+    phase1_probes: Sequence[tuple[Sequence[int], float | None]] = [(r.gpus, x) for r, x in zip(p1, excess, strict=True)]
+    result = sequential_drilldown(
+        phase1.gpus,
+        phase1.probe_size,
+        phase1_probes,
+        units,
+        round_oracle,
+        sigma=sigma,
+        alpha=alpha,
+        min_slowdown=min_slowdown,
+        budget=default_budget(len(p1), alpha, repeats) if budget is None else budget,
+        repeats=repeats,
+        layout=layout_of(phase1.gpus, topology),
+        seed=seed,
+    )
+    verdicts = tuple(
+        Verdict(
+            c.kind,
+            c.gpu,
+            c.peer_gpu,
+            c.status,
+            c.slowdown,
+            2,
+            2 * c.rounds,
+            c.confidence if c.status is not Status.MASKED else None,
+            c.reason,
+            evidence=tuple(dict.fromkeys(c.evidence))[:8],
+        )
+        for c in result.claims
+        if c.status is not None
+    )
+    return tuple(records), verdicts
+

@@ -1,0 +1,221 @@
+"""The sequential drill-down: its test's guarantee, checked exactly or by brute force.
+
+Latencies here come from small generators written in this file (not the project's
+simulator): symmetric heavy-tailed draws, shared drift, stalls, and a replica whose probe
+latency is the worst slowdown among the GPUs and links it holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+
+from faultsense_pipelines.localize.sequential import (
+    ErrorBudget,
+    Layout,
+    PairedTest,
+    default_budget,
+    rounds_lower_bound,
+    sequential_drilldown,
+    shape,
+)
+from faultsense_pipelines.localize.sequential.eprocess import STRATEGIES, mann_whitney_null, round_factors
+
+
+@pytest.mark.parametrize("r", [1, 2, 3, 4])
+def test_mann_whitney_null_equals_enumerating_every_order(r: int) -> None:
+    counts = np.zeros(r * r + 1)
+    for test_ranks in itertools.combinations(range(2 * r), r):
+        ref_ranks = [x for x in range(2 * r) if x not in test_ranks]
+        counts[sum(t > q for t in test_ranks for q in ref_ranks)] += 1
+    assert np.allclose(mann_whitney_null(r), counts / math.comb(2 * r, r))
+
+
+@pytest.mark.parametrize("r", [1, 2, 3])
+def test_every_round_factor_has_null_mean_at_most_one(r: int) -> None:
+    p0 = mann_whitney_null(r)
+    factors = round_factors(np.arange(r * r + 1), r)  # (strategies, r*r + 1)
+    assert np.allclose(factors @ p0, 1.0)
+    assert (np.diff(factors, axis=1) >= -1e-12).all()  # nondecreasing: valid for slowdowns below theta
+    assert (factors > 0).all()
+
+
+def test_ville_bound_holds_exactly_for_one_measurement_rounds() -> None:
+    # r = 1: under the null each round's count is 0 or 1 with probability 1/2; enumerate every
+    # sequence of 14 rounds and add up the probability that the mixture ever reaches 1/a
+    a, rounds = 0.05, 14
+    reached = 0
+    for signs in itertools.product((0, 1), repeat=rounds):
+        t = PairedTest(math.log(1.2), a)
+        for s in signs:  # a count of s at theta0 and at every theta: test above or below
+            t.add([2.0 if s else 1.0], [1.0 if s else 2.0])
+            if t.evalue() >= 1 / a:
+                reached += 1
+                break
+    assert reached / 2**rounds <= a
+
+
+def _symmetric_round(rng: np.random.Generator, r: int, slowdown: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """2r slots of heavy-tailed, drifting, stalling noise; labels assigned in random order."""
+    slots = np.exp(0.08 * rng.standard_t(2, size=2 * r) + np.cumsum(rng.normal(0, 0.2, size=2 * r)))
+    slots *= np.where(rng.random(2 * r) < 0.05, rng.uniform(1.5, 6.0, size=2 * r), 1.0)
+    order = rng.permutation(2 * r)
+    return slowdown * slots[order[:r]], slots[order[r:]]
+
+
+@pytest.mark.parametrize("r", [1, 3])
+def test_healthy_pairs_are_blamed_at_most_at_the_level_under_wild_noise(r: int) -> None:
+    rng = np.random.default_rng(1)
+    a, trials = 0.05, 400
+    blamed = 0
+    for _ in range(trials):
+        t = PairedTest(math.log(1.2), a)
+        for _ in range(60):
+            t.add(*_symmetric_round(rng, r, 1.0))
+            if t.detected:  # theta = 0: even "slower at all" is never shown for a healthy pair
+                blamed += 1
+                break
+    # binomial(400, 0.05): mean 20, sd 4.4; the design bound is a, checked with 3 sd of room
+    assert blamed <= trials * a + 3 * math.sqrt(trials * a * (1 - a))
+
+
+def test_a_slowdown_below_min_slowdown_is_not_confirmed_but_its_interval_says_so() -> None:
+    rng = np.random.default_rng(2)
+    t = PairedTest(math.log(1.2), 0.001)
+    for _ in range(60):
+        z = rng.normal(0, 0.01, size=6)
+        t.add(1.1 * np.exp(z[:3]), np.exp(z[3:]))
+    low, high = t.interval()
+    assert not t.rejected and t.detected and t.cleared
+    assert 1.05 <= low <= 1.1 <= high <= 1.15
+
+
+def test_scaling_every_latency_changes_nothing() -> None:
+    rng = np.random.default_rng(3)
+    rounds = [_symmetric_round(rng, 3, 1.4) for _ in range(12)]
+    a, b = PairedTest(math.log(1.2), 0.01), PairedTest(math.log(1.2), 0.01)
+    for x, y in rounds:
+        a.add(x, y)
+        b.add(x * 37.5, y * 37.5)
+    assert a.evalue() == b.evalue() and a.interval() == b.interval()
+
+
+def test_a_confirmed_claim_never_has_an_interval_below_min_slowdown() -> None:
+    rng = np.random.default_rng(4)
+    for slowdown in (1.25, 1.4, 2.0):
+        t = PairedTest(math.log(1.2), 0.01)
+        while not t.rejected:
+            z = rng.normal(0, 0.02, size=2)
+            t.add([slowdown * math.exp(z[0])], [math.exp(z[1])])
+        assert t.interval()[0] >= 1.2 - 1e-9
+
+
+def test_noise_free_rejection_takes_what_the_bound_and_the_mixture_allow() -> None:
+    a = 1e-3
+    t = PairedTest(math.log(1.2), a)
+    rounds = 0
+    while not t.rejected:
+        t.add([3.0], [1.0])
+        rounds += 1
+    # no statistic of one measurement a side can beat doubling a round; the mixture's best bet
+    # (stake 0.95 on the extreme) grows 1.95x a round and is one of len(STRATEGIES) averaged
+    assert rounds >= rounds_lower_bound(a, 1) == 10
+    assert rounds <= math.ceil(math.log(len(STRATEGIES) / a) / math.log(1.95))
+
+
+def test_error_budget_never_spends_more_than_alpha() -> None:
+    w = ErrorBudget(0.01)
+    total = sum(w.open() for _ in range(10_000))
+    assert total == pytest.approx(0.01 * (1 - 1 / 10_001))
+
+
+def test_shape_counts_nodes_and_pair_kinds() -> None:
+    lay = Layout((0, 0, 1, 1, 2, 2), (0, 0, 1))  # nodes 0 and 1 under switch 0
+    assert shape([0, 1, 2, 4], lay) == ((2, 1, 1), (1, 2, 3))
+
+
+# --- the drill-down on a replica of this file's own making ---------------------------------
+
+
+class _Replica:
+    """Probe latency = 10 ms x worst slowdown held x lognormal noise x an optional stall."""
+
+    def __init__(self, slow_gpus: dict[int, float], slow_links: dict[tuple[int, int], float], sigma: float, seed: int, stalls: float = 0.0):
+        self.slow_gpus, self.slow_links, self.sigma, self.stalls = slow_gpus, slow_links, sigma, stalls
+        self.rng = np.random.default_rng(seed)
+        self.order = random.Random(seed)
+
+    def latency(self, gpus: tuple[int, ...]) -> float:
+        s = max([1.0] + [self.slow_gpus.get(g, 1.0) for g in gpus] + [v for (a, b), v in self.slow_links.items() if a in gpus and b in gpus])
+        stall = self.rng.uniform(1.5, 5.0) if self.rng.random() < self.stalls else 1.0
+        return 10.0 * s * math.exp(self.sigma * self.rng.standard_t(3)) * stall
+
+    def round(self, test: tuple[int, ...], ref: tuple[int, ...], r: int = 1) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        order = [0] * r + [1] * r
+        self.order.shuffle(order)
+        got: tuple[list[float], list[float]] = ([], [])
+        for side in order:
+            got[side].append(self.latency(test if side == 0 else ref))
+        return tuple(got[0]), tuple(got[1])
+
+
+def _phase1(rep: _Replica, n: int, k: int) -> list[tuple[tuple[int, ...], float | None]]:
+    """A simple cover: every GPU pair in some probe (n = 16, k = 4: the affine plane of order 4)."""
+    probes = [tuple(sorted(p)) for p in _affine_plane_4()]
+    lat = [rep.latency(p) for p in probes]
+    base = float(np.median(lat))
+    return [(p, math.log(x / base)) for p, x in zip(probes, lat)]
+
+
+def _affine_plane_4() -> list[list[int]]:
+    # points (x, y) of GF(4)^2, id 4x + y; lines y = m x + c and x = c (20 lines of 4 points)
+    mul = [[0, 0, 0, 0], [0, 1, 2, 3], [0, 2, 3, 1], [0, 3, 1, 2]]
+    lines = [[4 * x + (mul[m][x] ^ c) for x in range(4)] for m in range(4) for c in range(4)]
+    return lines + [[4 * c + y for y in range(4)] for c in range(4)]
+
+
+def test_the_cover_of_this_file_holds_every_pair() -> None:
+    pairs = {(a, b) for p in _affine_plane_4() for a, b in itertools.combinations(sorted(p), 2)}
+    assert len(pairs) == 16 * 15 // 2
+
+
+def _localize(rep: _Replica, suspect_excess: float = 0.1, **kw: object) -> tuple[set[tuple[int, int | None]], int]:
+    phase1 = _phase1(rep, 16, 4)
+    suspects = [i for i, (_, x) in enumerate(phase1) if x is not None and x > suspect_excess]
+    res = sequential_drilldown(16, 4, phase1, suspects, rep.round, sigma=0.02, budget=400, seed=0, **kw)  # type: ignore[arg-type]
+    found = {(c.gpu, c.peer_gpu) for c in res.claims if c.status == "confirmed"}
+    return found, res.probes
+
+
+def test_a_slow_gpu_and_a_slow_link_are_confirmed_and_nothing_else() -> None:
+    for seed in range(3):
+        found, probes = _localize(_Replica({5: 1.8}, {(2, 9): 1.6}, 0.02, seed))
+        assert found == {(5, None), (2, 9)}
+        assert probes <= 400
+
+
+def test_a_healthy_replica_with_false_suspects_blames_nothing() -> None:
+    # every probe is "suspect": the drill-down must still blame no one under heavy tails and stalls
+    for seed in range(5):
+        rep = _Replica({}, {}, 0.05, seed, stalls=0.05)
+        phase1 = _phase1(rep, 16, 4)
+        res = sequential_drilldown(16, 4, phase1, range(len(phase1)), rep.round, sigma=0.05, budget=300, seed=seed)
+        assert not [c for c in res.claims if c.status == "confirmed"]
+        assert res.probes <= 300
+
+
+def test_too_noisy_a_sweep_is_stopped_by_the_gate_before_any_probe() -> None:
+    rep = _Replica({5: 1.3}, {}, 0.6, 0)
+    phase1 = _phase1(rep, 16, 4)
+    res = sequential_drilldown(16, 4, phase1, [0, 1], rep.round, sigma=0.6, budget=100, seed=0)
+    assert res.probes == 0 and res.gate is not None and "too noisy" in res.gate
+    assert all(c.status == "inconclusive" for c in res.claims)
+
+
+def test_default_budget_is_phase1_or_four_minimal_claims() -> None:
+    assert default_budget(1000, 0.01, 1) == 1000
+    assert default_budget(6, 0.01, 1) == 4 * 2 * 2 * rounds_lower_bound(0.005, 1) == 128
