@@ -33,7 +33,7 @@ from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, 
 from ..validation import shown
 from .errors import check_drilldown_option, check_repeats_option, fail
 
-__all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_runs", "register", "run_sweep"]
+__all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_fleet_runs", "fail_orphaned_runs", "register", "run_sweep"]
 
 
 #: How long a replica held by another sweep is waited for by default (seconds), and at most.
@@ -180,27 +180,43 @@ def _cli_tags() -> dict[str, str]:
 
 def fail_orphaned_runs(instance, replica: str) -> int:
     """Mark failed the sweep runs of ``replica`` that a killed ``faultsense sweep`` left in
-    ``STARTING`` or ``STARTED``; return how many.
+    ``NOT_STARTED``, ``STARTING`` or ``STARTED``; return how many.
 
     A sweep killed with ``SIGKILL`` (or by the OOM killer) never records its run's end, so
-    the run stays ``STARTED`` for good, and the run queue, which admits one run per replica,
-    would hold that replica's scheduled and backfill runs behind it forever. A run counts as
-    orphaned when this host ran it from a process (:data:`PID_TAG`) that no longer exists.
-    Call it holding the replica's sweep lock (:func:`~faultsense_pipelines.ledger.lock.replica_lock`),
-    so no live sweep of the replica is racing it.
+    the run stays ``STARTED`` for good -- or ``NOT_STARTED``, when the kill came between the
+    run's creation and its start -- and the UI lists it as live while the run queue, which
+    admits one run per replica, would hold that replica's scheduled and backfill runs behind
+    it. A run counts as orphaned when this host ran it from a process (:data:`PID_TAG`) that
+    no longer exists; it is failed with that reason (a ``RUN_FAILURE`` event). Call it holding
+    the replica's sweep lock (:func:`~faultsense_pipelines.ledger.lock.replica_lock`), so no
+    live sweep of the replica is racing it.
     """
+    return _fail_dead_cli_runs(instance, {"dagster/partition/replica": replica}, lambda run: True)
+
+
+def fail_orphaned_fleet_runs(instance) -> int:
+    """Mark failed the analytics and fleet-view runs (runs without a replica) that a killed
+    ``faultsense sweep`` of this host left in ``NOT_STARTED``, ``STARTING`` or ``STARTED``;
+    return how many. Their process being gone (:data:`PID_TAG`) is enough: no lock guards them.
+    """
+    return _fail_dead_cli_runs(instance, {}, lambda run: "dagster/partition/replica" not in run.tags)
+
+
+def _fail_dead_cli_runs(instance, tags: dict[str, str], which) -> int:
+    """Fail each live-looking run carrying ``tags`` (and this host's :data:`HOST_TAG`) that
+    ``which(run)`` accepts and whose ``faultsense sweep`` process (:data:`PID_TAG`) is gone."""
     import dagster as dg
 
     runs = instance.get_runs(
         filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED],
-            tags={"dagster/partition/replica": replica, HOST_TAG: socket.gethostname()},
+            statuses=[dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED],
+            tags={**tags, HOST_TAG: socket.gethostname()},
         )
     )
     failed = 0
     for run in runs:
         pid = run.tags.get(PID_TAG, "")
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if which(run) and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             instance.report_run_failed(run, f"its faultsense sweep process (pid {pid}) is gone: killed before the run ended")
             failed += 1
     return failed
@@ -424,12 +440,15 @@ def run_sweep(
             if sigint.fired():
                 raise SweepInterrupted()
             # the swept day's analytics partition (what the automation sensor requests after these runs)
+            fail_orphaned_fleet_runs(instance)  # a killed sweep's analytics or fleet-view run
             defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(
-                instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False
+                instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False, tags=_cli_tags()
             )
             term.arm()  # as after every run
             view = {**quiet, "ops": {"fleet_health": {"config": {"end_hour": hour}}}}
-            defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(instance=instance, run_config=view, raise_on_error=False)
+            defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(
+                instance=instance, run_config=view, raise_on_error=False, tags=_cli_tags()
+            )
     finally:
         if own:
             instance.dispose()
