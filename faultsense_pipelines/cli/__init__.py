@@ -33,6 +33,29 @@ _CLICK = sys.modules[typer.BadParameter.__module__]
 _USAGE_ERROR: type[Exception] = _CLICK.UsageError
 _CLICK_EXCEPTION: type[Exception] = _CLICK.ClickException
 _NO_ARGS_IS_HELP: type[Exception] | None = getattr(_CLICK, "NoArgsIsHelpError", None)
+_NO_SUCH_OPTION: type[Exception] | None = getattr(_CLICK, "NoSuchOption", None)
+
+#: How alike (``difflib`` ratio, 0..1) an unknown option's name must be to a real one for the
+#: error to suggest it. Click's own cutoff, 0.6, offered ``--hour`` for ``--bogus`` (0.62).
+SUGGEST_RATIO = 0.75
+
+
+def close_options(given: str, possibilities: Sequence[str]) -> list[str]:
+    """The options of ``possibilities`` worth suggesting for the unknown option ``given``: those
+    it starts (``--lock`` -> ``--lock-wait``) or that are at least :data:`SUGGEST_RATIO` alike
+    once the leading dashes are set aside.
+
+    >>> close_options("--bogus", ["--hour"]), close_options("--houre", ["--hour"]), close_options("--lock", ["--lock-wait"])
+    ([], ['--hour'], ['--lock-wait'])
+    """
+    import difflib
+
+    bare = given.lstrip("-")
+    return [
+        p
+        for p in possibilities
+        if p.lstrip("-").startswith(bare) or difflib.SequenceMatcher(None, bare, p.lstrip("-")).ratio() >= SUGGEST_RATIO
+    ]
 
 
 #: Each top-level command, in the order ``--help`` lists them, and the module registering it.
@@ -104,6 +127,8 @@ class OneLineUsageErrors(TyperGroup):
             if _NO_ARGS_IS_HELP is not None and isinstance(exc, _NO_ARGS_IS_HELP):
                 exc.show()  # type: ignore[attr-defined]  # the group's help, as Typer prints it
             else:
+                if _NO_SUCH_OPTION is not None and isinstance(exc, _NO_SUCH_OPTION):
+                    exc.possibilities = close_options(exc.option_name, exc.possibilities or ())  # type: ignore[attr-defined]
                 typer.echo(error_line(exc.format_message()), err=True)  # type: ignore[attr-defined]
             sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         sys.exit(code if isinstance(code, int) else 0)

@@ -10,6 +10,7 @@ have rows in the range.
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,7 +58,9 @@ def register(app: typer.Typer) -> None:
 
     @ledger_app.command("show")
     def show(
-        since: str = typer.Option(None, "--since", help="First day to show, YYYY-MM-DD (default: 7 days ago)."),
+        since: str = typer.Option(
+            None, "--since", help="First swept day to show, YYYY-MM-DD (the hour column's day; default: 7 days ago)."
+        ),
         replica: str = typer.Option(None, "--replica", help="Only this replica."),
         detector: str = typer.Option(None, "--detector", help=f"Only this detector ({', '.join(KNOWN_DETECTORS)})."),
         status: str = typer.Option(None, "--status", help="Only this status (confirmed, suspect, masked, inconclusive)."),
@@ -70,7 +73,8 @@ def register(app: typer.Typer) -> None:
         limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
         ids: bool = typer.Option(False, "--ids", help="Also show each row's fault_id."),
     ) -> None:
-        """Print recent faults, newest last."""
+        """Print recent faults by the hour they are about (a sweep's hour), newest last; the
+        write time is the second column."""
         import pandas as pd
 
         from faultsense_pipelines.ledger import STATUSES
@@ -88,7 +92,7 @@ def register(app: typer.Typer) -> None:
 
         skipped: list[str] = []
         try:
-            df = store.read_faults(since=day, replica=replica, detector=detector, skipped=skipped)
+            df = store.read_faults(since=day, replica=replica, detector=detector, skipped=skipped, batch=True)
             version = store.version()
         except LedgerError as exc:  # a damaged log: one line naming the entry
             fail(str(exc))
@@ -102,20 +106,23 @@ def register(app: typer.Typer) -> None:
             _note_unmatched_replica(store, replica, day)
         if status is not None:
             df = df[df["status"] == status]
+        df = df.assign(hour=[swept_hour(d, b) for d, b in zip(df["date"], df["batch"], strict=True)])
+        df = df.sort_values(["hour", "detected_at", "replica", "component"], kind="stable")  # by swept hour, newest last
         shown = df.tail(limit)
         table = Table(
-            title=f"fault ledger {escape(store.display_uri)} since {day} ({len(shown)} of {len(df)} rows)",
+            title=f"fault ledger {escape(store.display_uri)}, swept since {day} ({len(shown)} of {len(df)} rows)",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
             collapse_padding=True,
         )
-        for col in ("detected (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes") + (
+        for col in ("hour (UTC)", "written (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes") + (
             ("fault_id",) if ids else ()
         ):
             table.add_column(col, no_wrap=col in ("replica", "component"), overflow="fold" if col == "fault_id" else "ellipsis")
         for r in shown.to_dict("records"):
             table.add_row(
+                r["hour"],
                 pd.Timestamp(r["detected_at"]).strftime("%Y-%m-%d %H:%M"),
                 *(escape(str(r[c])) for c in ("replica", "detector", "component", "status")),  # rows any detector wrote
                 "-" if pd.isna(r["slowdown"]) else f"{float(r['slowdown']):.2f}x",
@@ -126,6 +133,22 @@ def register(app: typer.Typer) -> None:
         console = Console()
         # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses
         (console if console.is_terminal else Console(width=250)).print(table)
+
+
+_SWEPT_HOUR = re.compile(r"-h([01][0-9]|2[0-3])(-failed)?")
+
+
+def swept_hour(day: object, batch: object) -> str:
+    """The hour (UTC) a ledger row is about: its ``date`` partition and, for a sweep's rows
+    (batch ``faultsense-<replica>-hHH``), the hour, ``"YYYY-MM-DD HH:00"``; the day alone for
+    rows of other writers (a passive scan's batch names no hour).
+
+    >>> swept_hour("2026-12-04", "faultsense-sim-64-h13"), swept_hour("2026-11-30", "minder-scan-1")
+    ('2026-12-04 13:00', '2026-11-30')
+    """
+    m = _SWEPT_HOUR.search(str(batch))
+    text = str(day)
+    return f"{text} {m.group(1)}:00" if m and m.end() == len(str(batch)) else text
 
 
 def _open_store(ledger: str | None, fleet: Path | None) -> LedgerStore:

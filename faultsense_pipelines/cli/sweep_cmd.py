@@ -33,7 +33,7 @@ from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN, Drilldown
 from ..validation import shown
 from .errors import check_drilldown_option, check_repeats_option, fail
 
-__all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_runs", "register", "run_sweep"]
+__all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_fleet_runs", "fail_orphaned_runs", "register", "run_sweep"]
 
 
 #: How long a replica held by another sweep is waited for by default (seconds), and at most.
@@ -98,8 +98,13 @@ class ReplicaSweep:
     degraded: bool = False
     confirmed: list[str] = field(default_factory=list)
     unjudged_links: int = 0
+    #: the sweep's ``inconclusive`` ledger rows: verdicts the evidence did not settle, plus the
+    #: ``replica:<name>`` row of a sweep that left links unjudged
+    unsettled: int = 0
     error: str = ""
     seconds: float = 0.0
+    #: how long it waited for another sweep's lock of the replica before its run (seconds)
+    waited_s: float = 0.0
 
 
 def _outputs(result) -> set[str]:
@@ -180,27 +185,43 @@ def _cli_tags() -> dict[str, str]:
 
 def fail_orphaned_runs(instance, replica: str) -> int:
     """Mark failed the sweep runs of ``replica`` that a killed ``faultsense sweep`` left in
-    ``STARTING`` or ``STARTED``; return how many.
+    ``NOT_STARTED``, ``STARTING`` or ``STARTED``; return how many.
 
     A sweep killed with ``SIGKILL`` (or by the OOM killer) never records its run's end, so
-    the run stays ``STARTED`` for good, and the run queue, which admits one run per replica,
-    would hold that replica's scheduled and backfill runs behind it forever. A run counts as
-    orphaned when this host ran it from a process (:data:`PID_TAG`) that no longer exists.
-    Call it holding the replica's sweep lock (:func:`~faultsense_pipelines.ledger.lock.replica_lock`),
-    so no live sweep of the replica is racing it.
+    the run stays ``STARTED`` for good -- or ``NOT_STARTED``, when the kill came between the
+    run's creation and its start -- and the UI lists it as live while the run queue, which
+    admits one run per replica, would hold that replica's scheduled and backfill runs behind
+    it. A run counts as orphaned when this host ran it from a process (:data:`PID_TAG`) that
+    no longer exists; it is failed with that reason (a ``RUN_FAILURE`` event). Call it holding
+    the replica's sweep lock (:func:`~faultsense_pipelines.ledger.lock.replica_lock`), so no
+    live sweep of the replica is racing it.
     """
+    return _fail_dead_cli_runs(instance, {"dagster/partition/replica": replica}, lambda run: True)
+
+
+def fail_orphaned_fleet_runs(instance) -> int:
+    """Mark failed the analytics and fleet-view runs (runs without a replica) that a killed
+    ``faultsense sweep`` of this host left in ``NOT_STARTED``, ``STARTING`` or ``STARTED``;
+    return how many. Their process being gone (:data:`PID_TAG`) is enough: no lock guards them.
+    """
+    return _fail_dead_cli_runs(instance, {}, lambda run: "dagster/partition/replica" not in run.tags)
+
+
+def _fail_dead_cli_runs(instance, tags: dict[str, str], which) -> int:
+    """Fail each live-looking run carrying ``tags`` (and this host's :data:`HOST_TAG`) that
+    ``which(run)`` accepts and whose ``faultsense sweep`` process (:data:`PID_TAG`) is gone."""
     import dagster as dg
 
     runs = instance.get_runs(
         filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED],
-            tags={"dagster/partition/replica": replica, HOST_TAG: socket.gethostname()},
+            statuses=[dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED],
+            tags={**tags, HOST_TAG: socket.gethostname()},
         )
     )
     failed = 0
     for run in runs:
         pid = run.tags.get(PID_TAG, "")
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if which(run) and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             instance.report_run_failed(run, f"its faultsense sweep process (pid {pid}) is gone: killed before the run ended")
             failed += 1
     return failed
@@ -276,7 +297,29 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
         outcome.probes_phase2 = loc.probes_phase2
         outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == Status.CONFIRMED]
         outcome.unjudged_links = loc.unjudged_links or 0
+        outcome.unsettled = unsettled_count(loc)
     return outcome
+
+
+def unsettled_count(loc) -> int:
+    """How many ``inconclusive`` rows a sweep's localization ``loc`` writes to the ledger
+    (:func:`assets.rows.fault_rows`): one per inconclusive verdict, and one ``replica:<name>``
+    row when it left links unjudged."""
+    return sum(v.status == Status.INCONCLUSIVE for v in loc.verdicts) + (1 if loc.unjudged_links else 0)
+
+
+def result_cell(o: ReplicaSweep) -> str:
+    """The sweep table's ``result`` of one replica (rich markup): ``FAILED``, ``degraded``,
+    ``faulty`` or ``healthy``, with the count of unsettled (inconclusive) verdicts beside it,
+    e.g. ``healthy (3 unsettled)``, so a replica is never called healthy without saying that
+    the ledger holds verdicts the evidence did not settle."""
+    if not o.success:
+        return "[red]FAILED[/red]"
+    if o.degraded:
+        word = "[yellow]degraded[/yellow]"
+    else:
+        word = "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
+    return f"{word} ({o.unsettled} unsettled)" if o.unsettled else word
 
 
 def run_sweep(
@@ -292,6 +335,7 @@ def run_sweep(
     instance=None,
     on_start=None,
     on_done=None,
+    on_wait=None,
 ) -> tuple[list[ReplicaSweep], str]:
     """Sweep replicas of a fleet through the Dagster job, one in-process run each.
 
@@ -313,6 +357,10 @@ def run_sweep(
         instance: a Dagster instance (default: the persistent one of :func:`.home.open_instance`,
             created on first use).
         on_start, on_done: progress callbacks, called with the replica name / its result.
+        on_wait: called once per replica that another sweep holds, at its first refusal, with
+            the replica name, the holder's pid (a string, ``"?"`` when unknown) and
+            ``lock_wait_s``; the replica's :attr:`ReplicaSweep.waited_s` then says how long
+            (seconds) it waited.
 
     Returns:
         One :class:`ReplicaSweep` per replica, and the ledger location.
@@ -393,6 +441,8 @@ def run_sweep(
                             # one sweep of a replica at a time on this ledger
                             held.enter_context(replica_lock(store.uri, name))
                         except ReplicaLocked as exc:
+                            if name not in refused_at and on_wait is not None:
+                                on_wait(name, exc.holder, lock_wait_s)
                             first = refused_at.setdefault(name, t0)
                             if t0 - first < lock_wait_s:
                                 queue.append(name)
@@ -404,6 +454,7 @@ def run_sweep(
                             outcomes.append(outcome)
                             on_done and on_done(outcome)
                             continue
+                        outcome.waited_s = t0 - refused_at[name] if name in refused_at else 0.0
                         on_start and on_start(name)
                         fail_orphaned_runs(instance, name)
                         try:
@@ -424,12 +475,15 @@ def run_sweep(
             if sigint.fired():
                 raise SweepInterrupted()
             # the swept day's analytics partition (what the automation sensor requests after these runs)
+            fail_orphaned_fleet_runs(instance)  # a killed sweep's analytics or fleet-view run
             defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(
-                instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False
+                instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False, tags=_cli_tags()
             )
             term.arm()  # as after every run
             view = {**quiet, "ops": {"fleet_health": {"config": {"end_hour": hour}}}}
-            defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(instance=instance, run_config=view, raise_on_error=False)
+            defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(
+                instance=instance, run_config=view, raise_on_error=False, tags=_cli_tags()
+            )
     finally:
         if own:
             instance.dispose()
@@ -449,12 +503,7 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
         numeric = col.startswith("phase") or col in ("suspects", "time")
         table.add_column(col, justify="right" if numeric else "left", no_wrap=col in ("replica", "executor"), overflow="fold")
     for o in outcomes:
-        if not o.success:
-            status = "[red]FAILED[/red]"
-        elif o.degraded:
-            status = "[yellow]degraded[/yellow]"
-        else:
-            status = "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
+        status = result_cell(o)
         confirmed = ", ".join(o.confirmed) or ("-" if o.success else "")
         phase2 = str(o.probes_phase2) if o.drilldown else "skipped"
         table.add_row(
@@ -462,7 +511,7 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
         )
     table.caption = (
         "healthy: nothing found faulty; faulty: components confirmed; degraded: most probes slow, nothing blamed; "
-        "inconclusive verdicts (the evidence did not settle them) are ledger rows with status inconclusive"
+        "(N unsettled): N ledger rows with status inconclusive (verdicts the evidence did not settle, links left unjudged)"
     )
     table.caption_justify = "left"
     return table
@@ -547,8 +596,15 @@ def register(app: typer.Typer) -> None:
 
             def on_done(o: ReplicaSweep) -> None:
                 mark = "[green]ok[/green]" if o.success else "[red]failed[/red]"
-                progress.console.print(f"  {o.replica}: {mark} ({o.seconds:.1f} s)")
+                waited = f", after {o.waited_s:.1f} s waiting for its lock" if o.waited_s and o.run_id else ""
+                progress.console.print(f"  {o.replica}: {mark} ({o.seconds:.1f} s{waited})")
                 progress.advance(task)
+
+            def on_wait(name: str, holder: str, wait_s: float) -> None:
+                progress.console.print(
+                    f"  {name}: another sweep (pid {holder}) holds its lock on this ledger; waiting up to {wait_s:g} s",
+                    highlight=False,
+                )
 
             try:
                 progress.update(task, total=len(replica or names))
@@ -563,6 +619,7 @@ def register(app: typer.Typer) -> None:
                     lock_wait_s=wait_s,
                     on_start=on_start,
                     on_done=on_done,
+                    on_wait=on_wait,
                 )
             except KeyboardInterrupt as exc:
                 progress.stop()

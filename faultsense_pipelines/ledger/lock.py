@@ -23,7 +23,16 @@ __all__ = ["LockUnavailable", "ReplicaLocked", "ensure_lock_dir", "lock_path", "
 
 
 class ReplicaLocked(RuntimeError):
-    """Another process holds the replica's sweep lock."""
+    """Another process holds the replica's sweep lock.
+
+    Attributes:
+        replica: the replica. holder: the holder's pid as its lock file says (``"?"`` when
+            unreadable). path: the lock file.
+    """
+
+    def __init__(self, message: str, replica: str = "", holder: str = "?", path: Path | None = None) -> None:
+        super().__init__(message)
+        self.replica, self.holder, self.path = replica, holder, path
 
 
 class LockUnavailable(ValueError):
@@ -97,7 +106,10 @@ def replica_lock(ledger_uri: str, replica: str) -> Iterator[Path]:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
             raise ReplicaLocked(
-                f"another sweep of {replica} is running on this ledger (pid {holder}, lock {path}); not swept"
+                f"another sweep of {replica} is running on this ledger (pid {holder}, lock {path}); not swept",
+                replica,
+                holder,
+                path,
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -794,6 +794,7 @@ class LedgerStore:
         extra: ds.Expression | None,
         days: Collection[str] | None = None,
         skipped: list[str] | None = None,
+        keep_batch: bool = False,
     ) -> pd.DataFrame:
         cond = ds.scalar(True)
         files: dict[str, str | Collection[str]] = {}
@@ -804,7 +805,9 @@ class LedgerStore:
         if extra is not None:
             cond = cond & extra
         first = as_day(since).isoformat() if since is not None else None
-        table = self.read_table(dataset, filter=cond, files=files, since=first, skipped=skipped).drop_columns(["batch"])
+        table = self.read_table(dataset, filter=cond, files=files, since=first, skipped=skipped)
+        if not keep_batch:
+            table = table.drop_columns(["batch"])
         return table.to_pandas(types_mapper=_nullable_ints)
 
     def read_faults(
@@ -815,6 +818,7 @@ class LedgerStore:
         detector: str | None = None,
         days: Collection[date | str] | None = None,
         skipped: list[str] | None = None,
+        batch: bool = False,
     ) -> pd.DataFrame:
         """Fault rows of the table's current version, oldest first, with the partition ``date``.
 
@@ -824,16 +828,17 @@ class LedgerStore:
             detector: keep one detector.
             days: keep only these ``date`` partitions (no other partition's file is opened).
             skipped: skip unreadable data files and name them here (see :meth:`read_table`).
+            batch: keep the ``batch`` column (what wrote each row, e.g. ``faultsense-sim-64-h08``).
 
         Returns:
-            A DataFrame with the :data:`.schema.FAULT_SCHEMA` columns plus ``date``
-            (``gpu``, ``peer_gpu``, ``phase``, ``probes_used`` as nullable ``Int32``).
+            A DataFrame with the :data:`.schema.FAULT_SCHEMA` columns plus ``date`` (and
+            ``batch``) (``gpu``, ``peer_gpu``, ``phase``, ``probes_used`` as nullable ``Int32``).
 
         Raises:
             LedgerError: the table exists but cannot be read.
         """
         extra = ds.field("detector") == detector if detector is not None else None
-        df = self._read(FAULT_LEDGER, since, replica, extra, _days(days), skipped)
+        df = self._read(FAULT_LEDGER, since, replica, extra, _days(days), skipped, keep_batch=batch)
         return df.sort_values(["detected_at", "replica", "component"], kind="stable").reset_index(drop=True)
 
     def read_probe_runs(

@@ -320,6 +320,20 @@ def test_a_hostile_option_is_one_line_naming_the_option(tmp_path: Path, monkeypa
     assert list(tmp_path.iterdir()) == [tmp_path / "s.json"]  # nothing written (no ' /tmp/x' under the cwd)
 
 
+@pytest.mark.parametrize(
+    ("option", "suggested"),
+    [("--bogus", None), ("--zzz", None), ("--houre", "--hour"), ("--replca", "--replica"), ("--lock", "--lock-wait")],
+)
+def test_an_unknown_option_suggests_only_a_near_name(option: str, suggested: str | None) -> None:
+    """``faultsense sweep --bogus`` suggested ``--hour`` (click's cutoff takes any name 0.6
+    alike); a typo or a prefix of a real option still gets its suggestion."""
+    line = _one_error_line(runner.invoke(app, ["sweep", option]), f"No such option: {option}")
+    if suggested is None:
+        assert line == f"error: No such option: {option}", line
+    else:
+        assert line == f"error: No such option: {option} (Possible options: {suggested})", line
+
+
 def test_a_registered_secret_in_an_error_line_is_removed(tmp_path: Path, monkeypatch) -> None:
     """A secret loaded earlier in the process (an API key) never reaches an error line, even
     when the user put it into an input: here, the ledger path."""

@@ -73,3 +73,41 @@ def test_a_replica_with_rows_gets_no_note(tmp_path: Path) -> None:
     shown = _show(_ledger(tmp_path), "--replica", "train-a")
     assert shown.exit_code == 0, shown.output
     assert "(1 of 1 rows)" in " ".join(shown.stdout.split()) and shown.stderr == ""
+
+
+@pytest.mark.integration  # a real sweep in a subprocess
+def test_rows_show_the_swept_hour_first_and_the_write_time_second(tmp_path: Path) -> None:
+    """Rows of ``sweep --hour 2026-12-04-13:00`` showed only their write time (today), while
+    ``--since`` filters on the swept hour's day. The first column is now the swept hour, the
+    second the write time read back from the ledger; ``--since`` the day after leaves them out."""
+    import os
+    import subprocess
+    import sys
+
+    from faultsense_pipelines.ledger import LedgerStore
+    from tests.pipeline_helpers import write_fleet
+
+    fleet, ledger = write_fleet(tmp_path)
+    exe = str(Path(sys.executable).with_name("faultsense"))
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster-home")}
+    swept = subprocess.run(
+        [exe, "sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", "2026-12-04-13:00"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert swept.returncode == 0, swept.stderr
+    faults = LedgerStore(str(ledger)).read_faults(since="2026-12-04")
+    written = {t.strftime("%Y-%m-%d %H:%M") for t in faults["detected_at"]}
+    shown = runner.invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "2026-12-04"], env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    header = next(line for line in shown.stdout.splitlines() if "replica" in line and "status" in line)
+    assert header.split()[:4] == ["hour", "(UTC)", "written", "(UTC)"]
+    rows = [line.split() for line in shown.stdout.splitlines() if "faultsense" in line.split()]
+    assert len(rows) == len(faults) > 0
+    for cells in rows:
+        assert cells[:2] == ["2026-12-04", "13:00"], cells
+        assert f"{cells[2]} {cells[3]}" in written, (cells, written)
+    later = runner.invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "2026-12-05"], env={"COLUMNS": "250"})
+    assert later.exit_code == 0 and "(0 of 0 rows)" in " ".join(later.stdout.split())
