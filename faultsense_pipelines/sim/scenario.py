@@ -137,8 +137,17 @@ def parse_scenario(obj: object) -> Scenario:
     min_slowdown = _number(obj["min_slowdown"], "min_slowdown", 1.0, 100.0) if "min_slowdown" in obj else None
     budget = _int(obj["phase2_budget"], "phase2_budget", 0, 10_000_000) if "phase2_budget" in obj else None
     return Scenario(
-        n, k, faults, float(sigma), seed, noise=noise, topology=topology, repeats=repeats,
-        alpha=alpha, min_slowdown=min_slowdown, phase2_budget=budget,
+        n,
+        k,
+        faults,
+        float(sigma),
+        seed,
+        noise=noise,
+        topology=topology,
+        repeats=repeats,
+        alpha=alpha,
+        min_slowdown=min_slowdown,
+        phase2_budget=budget,
     )
 
 

@@ -144,13 +144,19 @@ def test_shape_counts_nodes_and_pair_kinds() -> None:
 class _Replica:
     """Probe latency = 10 ms x worst slowdown held x lognormal noise x an optional stall."""
 
-    def __init__(self, slow_gpus: dict[int, float], slow_links: dict[tuple[int, int], float], sigma: float, seed: int, stalls: float = 0.0):
+    def __init__(
+        self, slow_gpus: dict[int, float], slow_links: dict[tuple[int, int], float], sigma: float, seed: int, stalls: float = 0.0
+    ):
         self.slow_gpus, self.slow_links, self.sigma, self.stalls = slow_gpus, slow_links, sigma, stalls
         self.rng = np.random.default_rng(seed)
         self.order = random.Random(seed)
 
     def latency(self, gpus: tuple[int, ...]) -> float:
-        s = max([1.0] + [self.slow_gpus.get(g, 1.0) for g in gpus] + [v for (a, b), v in self.slow_links.items() if a in gpus and b in gpus])
+        s = max(
+            [1.0]
+            + [self.slow_gpus.get(g, 1.0) for g in gpus]
+            + [v for (a, b), v in self.slow_links.items() if a in gpus and b in gpus]
+        )
         stall = self.rng.uniform(1.5, 5.0) if self.rng.random() < self.stalls else 1.0
         return 10.0 * s * math.exp(self.sigma * self.rng.standard_t(3)) * stall
 

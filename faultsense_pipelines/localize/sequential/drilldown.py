@@ -213,7 +213,11 @@ def sequential_drilldown(
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
         for f in proposals:
             if f.kind is ComponentKind.GPU:
-                linked = {p.peer_gpu if p.gpu == f.gpu else p.gpu for p in proposals if p.peer_gpu is not None and f.gpu in (p.gpu, p.peer_gpu)}
+                linked = {
+                    p.peer_gpu if p.gpu == f.gpu else p.gpu
+                    for p in proposals
+                    if p.peer_gpu is not None and f.gpu in (p.gpu, p.peer_gpu)
+                }
                 claim(ComponentKind.GPU, f.gpu, None, {x for x in linked if x is not None})
             elif f.peer_gpu is not None and not (f.gpu in faulty or f.peer_gpu in faulty):
                 claim(ComponentKind.LINK, f.gpu, f.peer_gpu)
@@ -256,7 +260,13 @@ class _QuickReads:
         pool = [g for g in self.healthy if g not in test]
         ref: list[int] = []
         for g in test:  # swap each GPU of the test for a trusted one of the same role
-            h = swap_partner(g, ref + [x for x in test if x != g and x not in ref], [p for p in pool if p not in ref], self.ctx.layout, self.ctx.rng)
+            h = swap_partner(
+                g,
+                ref + [x for x in test if x != g and x not in ref],
+                [p for p in pool if p not in ref],
+                self.ctx.layout,
+                self.ctx.rng,
+            )
             if h is None:
                 return None
             ref.append(h)

@@ -69,7 +69,11 @@ __all__ = [
 STRATEGIES: tuple[tuple[str, float], ...] = (("shift", 0.5), ("shift", 0.9), ("extreme", 0.5), ("extreme", 0.95))
 
 #: Grid of log slowdowns for the confidence sequence: slowdowns 1/4 .. 16, 1% apart near 1.
-_THETA_GRID = np.log(np.concatenate([np.geomspace(0.25, 0.8, 60, endpoint=False), np.geomspace(0.8, 2.0, 93, endpoint=False), np.geomspace(2.0, 16.0, 60)]))
+_THETA_GRID = np.log(
+    np.concatenate(
+        [np.geomspace(0.25, 0.8, 60, endpoint=False), np.geomspace(0.8, 2.0, 93, endpoint=False), np.geomspace(2.0, 16.0, 60)]
+    )
+)
 
 
 @cache

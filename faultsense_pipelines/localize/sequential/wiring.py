@@ -107,7 +107,9 @@ def run_sequential_phase2(
         slow = ok and min(got[0]) > max(got[1])
         for gpus, lat, is_test in ((test, got[0], True), (reference, got[1], False)):
             outcome = Outcome.ERROR if not ok else (Outcome.FAIL if is_test and slow else Outcome.PASS)
-            records.append(ProbeRecord(2, len(records), tuple(sorted(gpus)), tuple(lat) if ok else (), None if ok else error, outcome))
+            records.append(
+                ProbeRecord(2, len(records), tuple(sorted(gpus)), tuple(lat) if ok else (), None if ok else error, outcome)
+            )
         return (tuple(got[0]), tuple(got[1])) if ok else None
 
     phase1_probes: Sequence[tuple[Sequence[int], float | None]] = [(r.gpus, x) for r, x in zip(p1, excess, strict=True)]
@@ -142,4 +144,3 @@ def run_sequential_phase2(
         if c.status is not None
     )
     return tuple(records), verdicts
-
