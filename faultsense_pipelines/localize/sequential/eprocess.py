@@ -108,7 +108,8 @@ def mann_whitney_null(r: int) -> np.ndarray:
             out[: len(b)] += b
             f[m, n] = out
     counts = f[r, r]
-    return counts / counts.sum()
+    law: np.ndarray = counts / counts.sum()
+    return law
 
 
 def strict_count(test_log: np.ndarray, ref_log: np.ndarray, theta: np.ndarray | float) -> np.ndarray:
@@ -124,7 +125,8 @@ def strict_count(test_log: np.ndarray, ref_log: np.ndarray, theta: np.ndarray | 
     """
     th = np.asarray(theta, dtype=float)
     diff = test_log[:, None] - ref_log[None, :]  # (r, r)
-    return (diff[None, :, :] - th.reshape(-1, 1, 1) > 0).sum(axis=(1, 2)).reshape(th.shape)
+    counts: np.ndarray = (diff[None, :, :] - th.reshape(-1, 1, 1) > 0).sum(axis=(1, 2)).reshape(th.shape)
+    return counts
 
 
 @cache
@@ -161,7 +163,8 @@ def round_factors(counts: np.ndarray, r: int) -> np.ndarray:
         Factors, shape ``(len(STRATEGIES), G)``, each >= ``1 - stake`` > 0.
     """
     g = _payoffs(r)[:, counts]  # (J, G)
-    return 1.0 + _STAKES[:, None] * g
+    out: np.ndarray = 1.0 + _STAKES[:, None] * g
+    return out
 
 
 def rounds_lower_bound(level: float, r: int) -> int:
@@ -216,7 +219,7 @@ class PairedTest:
         self._lo_max = np.ones(len(self._grid))
         self._hi_max = np.ones(len(self._grid))
 
-    def add(self, test_ms: Sequence[float], ref_ms: Sequence[float]) -> None:
+    def add(self, test_ms: Sequence[float] | np.ndarray, ref_ms: Sequence[float] | np.ndarray) -> None:
         """Add one round: ``r`` latencies (ms, > 0) of each probe, measured in random order.
 
         Raises:

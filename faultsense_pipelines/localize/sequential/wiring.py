@@ -77,7 +77,8 @@ def run_sequential_phase2(
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     p1 = phase1.records
     if isinstance(p1, Phase1Records):
-        latencies = [list(map(float, row)) for row in p1.latency_rows(phase1.repeats)]
+        rows = p1.latency_rows(phase1.repeats)
+        latencies = [list(map(float, row)) for row in (rows if rows is not None else ())]
     else:
         latencies = [list(r.latencies_ms[: phase1.repeats]) for r in p1]
     measured = [x for lat in latencies for x in lat]
