@@ -101,7 +101,7 @@ class DrilldownMethod(Vocabulary):
 
     ADAPTIVE = "adaptive"
     PAPER = "paper"
-    EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence.wiring)
+    EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence)
 
 
 #: The drill-down of ``simulate``, ``sweep`` and the Dagster sweep unless told otherwise: the
