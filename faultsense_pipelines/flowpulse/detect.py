@@ -15,7 +15,7 @@ the CUSUM's mean time to a false alarm is ARL0 ~ exp(h) / (delta^2/2 * nu(delta)
 1985, with nu the overshoot correction), and each of the m CUSUMs of a port gets ARL0 = m /
 false_alarm_rate. Against an exact reference (analytic shares) the four default designs are one
 jointly calibrated family: they judge the same standardized deficit, so m is their effective
-number of tests (:func:`family_tests`, computed by bench/flowpulse_family.py), at which the rate
+number of tests (:func:`family_tests`, computed by bench/bench_flowpulse_family.py), at which the rate
 of "any of them alarms" meets the budget; elsewhere m = 4 (Bonferroni). Shares learned from a reference of M packets (the switch gets N an
 iteration) carry an error b ~ N(0, N/M) standard deviations that is the same in every iteration
 of an excursion; averaged over b it multiplies the false-alarm rate by exp(a h), a = 2 h (N/M) /
@@ -75,7 +75,7 @@ FAMILY_BASES = tuple(2.0 ** (i / 4) for i in range(-16, 21))
 #: Effective number of tests of the four designs d, 2d, 4d, 8d at base shift d (:data:`FAMILY_BASES`) and the
 #: default budget: thresholds h_k = cusum_threshold(d_k, FALSE_ALARM_RATE, m) with this m keep the rate of "any
 #: of the port's CUSUMs alarms" within the budget, where Bonferroni takes m = 4 (designs below MIN_SHIFT are not
-#: run and not counted). From bench/flowpulse_family.py (its table: bench/results/flowpulse_family.md):
+#: run and not counted). From bench/bench_flowpulse_family.py (its table: bench/results/flowpulse_family.md):
 #: importance sampling of the four correlated Gaussian CUSUMs under H0, regenerative (cycles between the rows
 #: where all four statistics are 0), 200,000 paths from the defensive mixture of the designs' alternatives per
 #: base, seeds 1000 + i; each entry is the m at which the union rate's upper 97.5% confidence bound meets the
@@ -190,7 +190,7 @@ def family_tests(base: float | np.ndarray) -> np.ndarray:
     (:func:`cusum_threshold`) is conservative above ~5 standard deviations an iteration: Bonferroni's
     m = 4 leaves part of the budget unspent. :data:`FAMILY_TESTS` holds, on a grid of base shifts d, the m
     whose thresholds h_k = ln(m I_k nu_k^2 / r) keep the union's false-alarm rate within r
-    (bench/flowpulse_family.py). Between grid points the larger neighbour is taken (a design
+    (bench/bench_flowpulse_family.py). Between grid points the larger neighbour is taken (a design
     drops out below MIN_SHIFT between some of them, so the entries are not monotone); below the
     grid 4, above it the last entry (every design alarms on single rows there, the smallest
     threshold decides).

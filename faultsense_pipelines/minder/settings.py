@@ -24,7 +24,7 @@ class MinderSettings:
         threshold: robust z-score (median/MAD across machines) above which a machine is an
             outlier in a window. 14 sits between the highest score a healthy machine kept
             for 5 minutes (10.2, from persistent per-machine offsets) and the weakest fault
-            (21) on generated fleets of 64-256 machines (bench/minder_bench.py, tuning seed 1).
+            (21) on generated fleets of 64-256 machines (bench/bench_minder.py, tuning seed 1).
         min_spread: absolute floor, in normalized metric units, on the spread of machines'
             distances to the fleet (the score's unit). The working floor is each metric's
             spread in healthy history, learnt in training; this only guards a metric that
@@ -33,7 +33,7 @@ class MinderSettings:
         min_coverage: fraction of a window's samples a machine must have to be compared.
         min_machines: machines needed in a window for any comparison.
         denoise: compare machines on LSTM-VAE reconstructions (Minder); False compares the
-            raw windows (an ablation, see bench/minder_bench.py).
+            raw windows (an ablation, see bench/bench_minder.py).
         hidden: LSTM hidden size of each per-metric LSTM-VAE.
         latent: latent size of each LSTM-VAE.
         train_steps: optimizer steps per metric model.
