@@ -101,12 +101,8 @@ class DrilldownMethod(Vocabulary):
 
     ADAPTIVE = "adaptive"
     PAPER = "paper"
-<<<<<<< HEAD
     SEQUENTIAL = "sequential"  # anytime-valid paired claims, one error budget a sweep (localize.sequential)
-    EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence.wiring)
-=======
     EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence)
->>>>>>> house
 
 
 #: The drill-down of ``simulate``, ``sweep`` and the Dagster sweep unless told otherwise: the
