@@ -116,9 +116,17 @@ def register(app: typer.Typer) -> None:
             pad_edge=False,
             collapse_padding=True,
         )
-        for col in ("hour (UTC)", "written (UTC)", "replica", "detector", "component", "status", "slowdown", "phase", "probes") + (
-            ("fault_id",) if ids else ()
-        ):
+        for col in (
+            "hour (UTC)",
+            "written (UTC)",
+            "replica",
+            "detector",
+            "component",
+            "status",
+            "slowdown",
+            "phase",
+            "probes",
+        ) + (("fault_id",) if ids else ()):
             table.add_column(col, no_wrap=col in ("replica", "component"), overflow="fold" if col == "fault_id" else "ellipsis")
         for r in shown.to_dict("records"):
             table.add_row(

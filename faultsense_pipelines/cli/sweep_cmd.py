@@ -33,7 +33,16 @@ from faultsense_pipelines.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, 
 from ..validation import shown
 from .errors import check_drilldown_option, check_repeats_option, fail
 
-__all__ = ["HOST_TAG", "PID_TAG", "ReplicaSweep", "SweepInterrupted", "fail_orphaned_fleet_runs", "fail_orphaned_runs", "register", "run_sweep"]
+__all__ = [
+    "HOST_TAG",
+    "PID_TAG",
+    "ReplicaSweep",
+    "SweepInterrupted",
+    "fail_orphaned_fleet_runs",
+    "fail_orphaned_runs",
+    "register",
+    "run_sweep",
+]
 
 
 #: How long a replica held by another sweep is waited for by default (seconds), and at most.
@@ -315,10 +324,7 @@ def result_cell(o: ReplicaSweep) -> str:
     the ledger holds verdicts the evidence did not settle."""
     if not o.success:
         return "[red]FAILED[/red]"
-    if o.degraded:
-        word = "[yellow]degraded[/yellow]"
-    else:
-        word = "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
+    word = "[yellow]degraded[/yellow]" if o.degraded else "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
     return f"{word} ({o.unsettled} unsettled)" if o.unsettled else word
 
 

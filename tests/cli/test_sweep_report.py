@@ -88,7 +88,7 @@ def test_a_sweep_waiting_for_a_lock_says_so_once_and_for_how_long(tmp_path: Path
         else:
             pytest.fail(f"no waiting line: {seen}")
     try:
-        out, rest = proc.communicate(timeout=600)
+        _out, rest = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
