@@ -314,7 +314,7 @@ def run_phase2(
     """
     _check(executor, phase1.gpus, repeats)
     if method == DrilldownMethod.SEQUENTIAL:
-        records2, verdicts = run_sequential_phase2(
+        evidence_records, verdicts = run_sequential_phase2(
             executor,
             phase1,
             repeats=repeats,
@@ -324,13 +324,11 @@ def run_phase2(
             budget=phase2_budget,
             topology=topology,
         )
-        found = any(v.status == Status.CONFIRMED for v in verdicts)
-        read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and found else phase1
-        return Localization(read, records2, verdicts, topology)
-    if method == DrilldownMethod.EVIDENCE:
+    elif method == DrilldownMethod.EVIDENCE:
         # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
         floor = max(DEFAULT_MIN_SLOWDOWN, float(getattr(rule, "min_slowdown", DEFAULT_MIN_SLOWDOWN)))
         evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, min_slowdown=floor, topology=topology)
+    if method in (DrilldownMethod.SEQUENTIAL, DrilldownMethod.EVIDENCE):
         # a slow majority the rule saw stays the sweep's result unless the evidence found its cause
         found = any(v.status == Status.CONFIRMED for v in verdicts)
         read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and found else phase1

@@ -175,7 +175,7 @@ def sequential_drilldown(
             f"too noisy at this load: ~{need} paired tests a candidate (noise {sigma:.3f}, {repeats} repeat(s)); "
             f"raise repeats or sweep at a quieter hour"
         )
-        claims = tuple(_gated(u, wallet.alpha, gate) for u in _unit_components(units))
+        claims = tuple(_gated(g, gate) for g in dict.fromkeys(g for u in units for g in u))
         return SequentialResult(claims, 0, gate, alpha)
 
     results: list[ClaimResult] = []
@@ -273,17 +273,9 @@ class _QuickReads:
         return tuple(sorted(ref)) if len(set(ref)) == len(test) else None
 
 
-def _unit_components(units: Sequence[tuple[int, ...]]) -> list[tuple[ComponentKind, int, int | None]]:
-    seen: dict[tuple[int, int | None], ComponentKind] = {}
-    for u in units:
-        for g in u:
-            seen.setdefault((g, None), ComponentKind.GPU)
-    return [(kind, a, b) for (a, b), kind in seen.items()]
-
-
-def _gated(comp: tuple[ComponentKind, int, int | None], alpha: float, gate: str) -> ClaimResult:
-    kind, a, b = comp
-    return ClaimResult(kind, a, b, Status.INCONCLUSIVE, 0.0, 1.0, 0.0, None, None, 0, gate, ())
+def _gated(g: int, gate: str) -> ClaimResult:
+    """An inconclusive GPU of a sweep the noise gate stopped: no level spent, no round run."""
+    return ClaimResult(ComponentKind.GPU, g, None, Status.INCONCLUSIVE, 0.0, 1.0, 0.0, None, None, 0, gate, ())
 
 
 def _masked(a: int, b: int) -> ClaimResult:
