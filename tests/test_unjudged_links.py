@@ -140,6 +140,6 @@ def test_the_sweep_run_config_recheck_false_skips_the_recheck_and_says_so(tmp_pa
     assert result.exit_code == 0, result.output
     assert f"sim-faulty: {fast.unjudged_links} links unjudged" in result.stdout
     result = CliRunner().invoke(app, ["sweep", "--fleet", str(fleet), "--replica", "sim-faulty", "--hour", HOUR])
-    assert result.exit_code == 0 and "unjudged" not in result.stdout
+    assert result.exit_code == 0 and "links unjudged" not in result.stdout
     faults = LedgerStore(ledger).read_faults()  # the exact re-run replaces the partition
     assert sorted(zip(faults.component, faults.status)) == [("gpu:5", "confirmed"), ("link:1-9", "confirmed")]
