@@ -15,6 +15,7 @@ sweep, faults included, gets its attempt's rows (error rows included) committed 
 partition's ``-failed`` batch and a failed step naming the cause; an interrupted sweep writes nothing.
 """
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -106,6 +107,12 @@ def _rule(replica: Replica) -> SuspectRule:
     if replica.alpha is not None:
         return MedianRatioRule(replica.alpha)
     return RobustRule(min_slowdown=replica.min_slowdown) if replica.min_slowdown is not None else default_rule()
+
+
+def _sweep_seed(replica: str, hour: str) -> int:
+    """The sequential drill-down's seed for one sweep partition: fixed per (replica, hour), so
+    a re-run of the hour draws the same measurement orders, and unrelated to the noise."""
+    return int.from_bytes(hashlib.sha256(f"{replica}\x1f{hour}".encode()).digest()[:4], "big")
 
 
 def _fail_with_errors(
@@ -240,6 +247,9 @@ def phase2_drilldown(
         rule=_rule(replica),
         recheck_explained=config.recheck,
         topology=replica.replica_topology,
+        alpha=replica.phase2.alpha if replica.phase2 else None,
+        phase2_budget=replica.phase2.budget if replica.phase2 else None,
+        seed=_sweep_seed(key.replica, key.hour),
     )
     errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]
     if errors:

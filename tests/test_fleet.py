@@ -115,6 +115,11 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
             "replicas[1].simulated.faults[0]: give exactly one of gpu, link, nic, nvswitch or switch",
         ),
         ({"alpha": 0.9}, "replicas[1].alpha: must be a finite number > 1"),
+        ({"phase2": {"alpha": 0.0}}, "replicas[1].phase2.alpha: Input should be greater than 0"),
+        ({"phase2": {"alpha": 0.6}}, "replicas[1].phase2.alpha: Input should be less than or equal to 0.5"),
+        ({"phase2": {"budget": -1}}, "replicas[1].phase2.budget: Input should be greater than or equal to 0"),
+        ({"phase2": {"budget": 1.5}}, "replicas[1].phase2.budget: Input should be a valid integer"),
+        ({"phase2": {"alfa": 0.01}}, "replicas[1].phase2.alfa: Extra inputs are not permitted"),
         ({"repeats": 0}, "replicas[1].repeats:"),
         ({"colour": "red"}, "replicas[1].colour: Extra inputs are not permitted"),
         ({"executor": "vllm", "vllm": {"url": "probe:8000"}}, "replicas[1].vllm.url: must be an http:// or https:// URL"),
@@ -360,3 +365,9 @@ def test_the_executor_kinds_come_from_one_registry() -> None:
     replica = parse_fleet(with_second()).replicas[1]
     assert replica.executor is ExecutorKind.SIMULATED and replica.executor == "simulated"
     assert replica.model_dump(mode="json")["executor"] == "simulated"
+
+
+def test_a_replicas_phase2_section_carries_the_error_and_probe_budgets() -> None:
+    replica = parse_fleet(with_second(phase2={"alpha": 0.05, "budget": 40})).replicas[1]
+    assert (replica.phase2.alpha, replica.phase2.budget) == (0.05, 40)
+    assert parse_fleet(with_second()).replicas[1].phase2 is None

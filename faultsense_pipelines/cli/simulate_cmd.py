@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,28 @@ def simulate(
         float | None,
         typer.Option("--alpha", help="Use the paper's rule T_i > alpha * median(T) instead of the robust rule."),
     ] = None,
+    min_slowdown: Annotated[
+        float | None,
+        typer.Option(
+            "--min-slowdown",
+            help="Sequential drill-down: smallest slowdown a verdict claims (> 1); default: the scenario's, else 1.2.",
+        ),
+    ] = None,
+    error_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--error-budget",
+            help="Sequential drill-down: expected healthy components confirmed per sweep, at most, in (0, 0.5]; "
+            "default: the scenario's alpha, else 0.01.",
+        ),
+    ] = None,
+    phase2_budget: Annotated[
+        int | None,
+        typer.Option(
+            "--phase2-budget",
+            help="Sequential drill-down: Phase 2 probes, at most (>= 0); default: the scenario's, else about Phase 1's.",
+        ),
+    ] = None,
     recheck: Annotated[
         bool,
         typer.Option(
@@ -61,6 +84,12 @@ def simulate(
         rule = default_rule() if alpha is None else MedianRatioRule(alpha)
     except ValueError as exc:
         fail(f"{'--alpha' if 'alpha' in str(exc) else f'scenario {scenario}'}: {exc}")
+    if min_slowdown is not None and not (math.isfinite(min_slowdown) and 1.0 < min_slowdown <= 100.0):
+        fail(f"--min-slowdown must be a finite number in (1, 100], got {shown(min_slowdown)}")
+    if error_budget is not None and not (math.isfinite(error_budget) and 0.0 < error_budget <= 0.5):
+        fail(f"--error-budget must be a finite number in (0, 0.5], got {shown(error_budget)}")
+    if phase2_budget is not None and not 0 <= phase2_budget <= 10_000_000:
+        fail(f"--phase2-budget must be an integer in [0, 10000000], got {shown(phase2_budget)}")
     if problem := cover_too_large(sc.n_gpus, sc.probe_size):
         fail(f"scenario {scenario}: {problem}")
     plan = plan_cover(sc.n_gpus, sc.probe_size, cover)
@@ -73,9 +102,9 @@ def simulate(
             method=method,
             recheck_explained=recheck,
             topology=sc.topology,
-            alpha=sc.alpha,
-            min_slowdown=sc.min_slowdown,
-            phase2_budget=sc.phase2_budget,
+            alpha=sc.alpha if error_budget is None else error_budget,
+            min_slowdown=sc.min_slowdown if min_slowdown is None else min_slowdown,
+            phase2_budget=sc.phase2_budget if phase2_budget is None else phase2_budget,
             seed=sc.seed,
         )
     except ValueError as exc:  # the scenario's bounds leave none, but a simulated latency that overflows says so in one line

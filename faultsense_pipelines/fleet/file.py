@@ -36,6 +36,7 @@ from .sections import (  # the section models are re-exported from here
     Float,
     Int,
     LocalOptions,
+    Phase2Options,
     RayOptions,
     SimulatedOptions,
     StrictModel,
@@ -53,6 +54,7 @@ __all__ = [
     "Fleet",
     "FleetError",
     "LocalOptions",
+    "Phase2Options",
     "RayOptions",
     "Replica",
     "SimulatedOptions",
@@ -107,6 +109,7 @@ class Replica(StrictModel):
     repeats: Annotated[Int, Field(ge=1, le=MAX_REPEATS)] | None = None
     gpus_per_node: Annotated[Int, Field(ge=1)] | None = None
     topology: TopologyOptions | None = None
+    phase2: Phase2Options | None = None
     simulated: SimulatedOptions | None = Field(default=None, validate_default=True)
     local: LocalOptions | None = Field(default=None, validate_default=True)
     ray: RayOptions | None = Field(default=None, validate_default=True)

@@ -43,6 +43,7 @@ __all__ = [
     "Float",
     "Int",
     "LocalOptions",
+    "Phase2Options",
     "RayOptions",
     "SimulatedOptions",
     "StrictModel",
@@ -90,6 +91,27 @@ class TopologyOptions(StrictModel):
             if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
                 raise ValueError(f"a node name is 1-64 of A-Z, a-z, 0-9, '_', '.' and '-', got {name[:80]!r}")
         return v
+
+
+#: The largest ``phase2.budget`` (Phase 2 probes of one sweep).
+MAX_PHASE2_BUDGET = 10_000_000
+
+
+class Phase2Options(StrictModel):
+    """``phase2:`` of a replica: the sequential drill-down's error budget and probe budget
+    (``--drilldown sequential``; docs/verdicts.md). The others ignore it.
+
+    * ``alpha`` in (0, 0.5]: the expected number of healthy components a sweep of this replica
+      confirms, at most, whatever the noise (default 0.01);
+    * ``budget`` >= 0: Phase 2 probes a sweep spends, at most (default: as many as Phase 1,
+      or the fewest that can settle one claim at ``alpha``, whichever is more).
+
+    The smallest slowdown a verdict claims is the replica's ``min_slowdown`` (at least 1.2).
+    Not to be confused with the replica's ``alpha``, the paper's suspect-rule ratio.
+    """
+
+    alpha: Annotated[Float, Field(gt=0.0, le=0.5)] | None = None
+    budget: Annotated[Int, Field(ge=0, le=MAX_PHASE2_BUDGET)] | None = None
 
 
 class SimulatedOptions(StrictModel):

@@ -295,7 +295,8 @@ def run_phase2(
             It doubles the Phase 2 measurements; reference runs are not recorded.
         alpha: ``sequential`` only: expected healthy components confirmed in the sweep, at
             most (default :data:`~.sequential.wiring.DEFAULT_ALPHA`; docs/verdicts.md).
-        min_slowdown: ``sequential`` only: smallest slowdown a verdict claims (default 1.2).
+        min_slowdown: ``sequential`` only: smallest slowdown a verdict claims (default: the
+            floor of ``rule``, a fleet's ``min_slowdown``, and at least 1.2, as for ``evidence``).
         phase2_budget: ``sequential`` only: Phase 2 probes, at most (default
             :func:`~.sequential.drilldown.default_budget`).
         seed: ``sequential`` only: seed of the measurement orders and draws.
@@ -313,6 +314,8 @@ def run_phase2(
         (:func:`_fast_minority`): Phase 1 took a slow majority for its baseline.
     """
     _check(executor, phase1.gpus, repeats)
+    # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
+    floor = max(DEFAULT_MIN_SLOWDOWN, float(getattr(rule, "min_slowdown", DEFAULT_MIN_SLOWDOWN)))
     if method == DrilldownMethod.SEQUENTIAL:
         evidence_records, verdicts = run_sequential_phase2(
             executor,
@@ -320,13 +323,11 @@ def run_phase2(
             repeats=repeats,
             seed=seed,
             alpha=DEFAULT_ALPHA if alpha is None else alpha,
-            min_slowdown=DEFAULT_MIN_SLOWDOWN if min_slowdown is None else min_slowdown,
+            min_slowdown=floor if min_slowdown is None else min_slowdown,
             budget=phase2_budget,
             topology=topology,
         )
     elif method == DrilldownMethod.EVIDENCE:
-        # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
-        floor = max(DEFAULT_MIN_SLOWDOWN, float(getattr(rule, "min_slowdown", DEFAULT_MIN_SLOWDOWN)))
         evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, min_slowdown=floor, topology=topology)
     if method in (DrilldownMethod.SEQUENTIAL, DrilldownMethod.EVIDENCE):
         # a slow majority the rule saw stays the sweep's result unless the evidence found its cause

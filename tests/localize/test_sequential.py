@@ -225,3 +225,26 @@ def test_too_noisy_a_sweep_is_stopped_by_the_gate_before_any_probe() -> None:
 def test_default_budget_is_phase1_or_four_minimal_claims() -> None:
     assert default_budget(1000, 0.01, 1) == 1000
     assert default_budget(6, 0.01, 1) == 4 * 2 * 2 * rounds_lower_bound(0.005, 1) == 128
+
+
+def test_a_gpu_slow_but_below_min_slowdown_is_reported_inconclusive_never_silently_healthy() -> None:
+    # GPU 5 is 1.8x slow; the claim "at least 3x" must clear, and the verdict must say it is
+    # slow by an interval that holds 1.8 and lies below 3 -- not drop it as healthy
+    for seed in range(3):
+        rep = _Replica({5: 1.8}, {}, 0.02, seed)
+        phase1 = _phase1(rep, 16, 4)
+        suspects = [i for i, (_, x) in enumerate(phase1) if x is not None and x > 0.3]
+        res = sequential_drilldown(16, 4, phase1, suspects, rep.round, sigma=0.02, budget=400, seed=seed, min_slowdown=3.0)
+        (gpu5,) = [c for c in res.claims if (c.gpu, c.peer_gpu) == (5, None)]
+        assert gpu5.status == "inconclusive" and gpu5.interval is not None
+        assert 1.0 < gpu5.interval[0] <= 1.8 <= gpu5.interval[1] < 3.0
+        assert gpu5.reason is not None and "below min_slowdown 3" in gpu5.reason
+        assert not [c for c in res.claims if c.status == "confirmed"]
+
+
+def test_a_cleared_claim_on_a_healthy_gpu_stays_without_a_verdict() -> None:
+    # a healthy GPU the search was pointed at: cleared, and no "slow" verdict is made of noise
+    rep = _Replica({}, {}, 0.02, 4)
+    phase1 = _phase1(rep, 16, 4)
+    res = sequential_drilldown(16, 4, phase1, [0, 4, 8], rep.round, sigma=0.02, budget=400, seed=4)
+    assert not [c for c in res.claims if c.status is not None]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -91,22 +92,31 @@ def _run(
     level: float,
     draw: Sequence[_Draw],
 ) -> ClaimResult:
-    """Round-robin over the sub-tests until all reject, one clears, or a budget runs out."""
+    """Round-robin over the sub-tests until all reject, one clears, or a budget runs out.
+
+    A cleared claim whose tests still read a slowdown (Hodges-Lehmann estimate above 1) gets
+    as many rounds again, at most, to show it slow at all (``theta = 0``): it is then reported
+    ``inconclusive``, "slow, but below ``min_slowdown``", never silently healthy. This only
+    decides how a claim that is not confirmed is reported; it spends no error budget.
+    """
     tests = [PairedTest(ctx.theta0, level) for _ in draw]
     evidence: list[tuple[int, ...]] = []
     errors = 0
     rounds = 0
     reason: str | None = None
     turn = 0
+    cleared_at: int | None = None
     while True:
         if all(t.rejected for t in tests):
             break
-        if any(t.cleared for t in tests):
+        if cleared_at is None and any(t.cleared for t in tests):
+            cleared_at = rounds
+        if cleared_at is not None and (all(t.detected for t in tests) or rounds >= 2 * cleared_at or not _reads_slow(tests)):
             break
         if rounds >= ctx.max_rounds:
             reason = f"undecided after {rounds} rounds (claim cap)"
             break
-        open_tests = [i for i, t in enumerate(tests) if not t.rejected]
+        open_tests = [i for i, t in enumerate(tests) if not (t.detected if cleared_at is not None else t.rejected)]
         i = open_tests[turn % len(open_tests)]
         turn += 1
         pair = draw[i](ctx)
@@ -142,7 +152,7 @@ def _result(
     e = min(t.evalue() for t in tests)
     confidence = 1.0 - min(1.0, ctx.alpha / (level * e))
     diffs = [d for t in tests for d in t.diffs]
-    slowdown = float(math.exp(sorted(diffs)[len(diffs) // 2])) if diffs else None
+    slowdown = float(math.exp(statistics.median(diffs))) if diffs else None
     ivals = [t.interval() for t in tests if t.rounds]
     interval = None
     if ivals:
@@ -152,7 +162,7 @@ def _result(
     status: Status | None
     if all(t.rejected for t in tests):
         status, reason = Status.CONFIRMED, None
-    elif any(t.cleared for t in tests):
+    elif any(t.cleared for t in tests) and not all(t.detected for t in tests):
         status, reason = None, None
     else:
         status = Status.INCONCLUSIVE
@@ -163,6 +173,11 @@ def _result(
         reason = f"{reason or 'undecided'} (e-value {e:.3g} of {1 / level:.3g} needed)"
     a, b = ids
     return ClaimResult(kind, a, b, status, level, e, confidence, slowdown, interval, rounds, reason, evidence)
+
+
+def _reads_slow(tests: Sequence[PairedTest]) -> bool:
+    """Every sub-test's point estimate of the slowdown is above 1."""
+    return all((est := t.estimate()) is not None and est > 1.0 for t in tests)
 
 
 class _Draw:
