@@ -5,7 +5,7 @@ drill-down, one measurement per probe (``--repeats`` to change). Counts healthy 
 confirmed (the guarantee: at most ``alpha`` per sweep in expectation), exact sweeps, and
 Phase 1 / Phase 2 probes. Prints a table and writes ``bench/results/sequential.md``.
 
-    python -m bench.bench_sequential [--seeds 6] [--repeats 1]
+    python -m bench.bench_sequential [--seeds 6] [--repeats 1] [--methods sequential,evidence]
 """
 
 from __future__ import annotations
@@ -31,12 +31,28 @@ FAMILIES = {
     "gauss 0.02": {"sigma": 0.02},
     "heavy (t3, stalls, bursts, drift)": HEAVY,
     "spillover 0.4": {"sigma": 0.03, "spillover": 0.4},
+    # healthy probes 3% slower per node spanned beyond the first (8 GPUs a node at n = 64,
+    # 4 at n = 32 and 8); the replica's topology is given to the drill-down
+    "node gap 0.03": {"sigma": 0.02, "node_gap": 0.03},
 }
-CASES = {
-    "healthy n=64 k=8": (64, 8, []),
-    "gpu 1.5x n=64 k=8": (64, 8, [{"gpu": 17, "slowdown": 1.5}]),
-    "link 1.5x n=64 k=8": (64, 8, [{"link": [3, 40], "slowdown": 1.5}]),
-    "gpu 1.8x + link 1.56x n=32 k=4": (32, 4, [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}]),
+#: name -> (n, k, faults, extra scenario keys)
+CASES: dict[str, tuple[int, int, list[dict[str, object]], dict[str, object]]] = {
+    "healthy n=64 k=8": (64, 8, [], {}),
+    "gpu 1.5x n=64 k=8": (64, 8, [{"gpu": 17, "slowdown": 1.5}], {}),
+    "link 1.5x n=64 k=8": (64, 8, [{"link": [3, 40], "slowdown": 1.5}], {}),
+    "gpu 1.8x + link 1.56x n=32 k=4": (32, 4, [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}], {}),
+    "two links at GPU 0, 1.5x, n=8 k=4": (8, 4, [{"link": [0, 3], "slowdown": 1.5}, {"link": [0, 6], "slowdown": 1.5}], {}),
+}
+#: Cases with their own noise, run once whatever the families: name -> (n, k, faults, noise, extra keys)
+SPECIAL = {
+    "link 1.1x n=64 k=8, sigma 0.01, min_slowdown 1.05": (
+        64,
+        8,
+        [{"link": [3, 40], "slowdown": 1.1}],
+        {"sigma": 0.01},
+        {"min_slowdown": 1.05},
+    ),
+    "link 1.1x n=64 k=8, sigma 0.01, default min_slowdown": (64, 8, [{"link": [3, 40], "slowdown": 1.1}], {"sigma": 0.01}, {}),
 }
 
 
@@ -51,35 +67,71 @@ def _truth(faults: list[dict[str, object]]) -> set[str]:
     return out
 
 
+def _cell(
+    n: int,
+    k: int,
+    faults: list[dict[str, object]],
+    noise: dict[str, object],
+    extra: dict[str, object],
+    method: str,
+    args: argparse.Namespace,
+) -> tuple[int, int, int, int, int, int]:
+    """(exact, healthy blamed, inconclusive verdicts, Phase 1, Phase 2 median, Phase 2 max) over the seeds."""
+    cover = plan_cover(n, k)
+    truth = _truth(faults)
+    wrong = exact = unsettled = 0
+    p2: list[int] = []
+    for seed in range(args.seeds):
+        obj = {"gpus": n, "probe_size": k, "faults": faults, "noise": noise, "seed": seed, **extra}
+        if "node_gap" in noise:
+            obj["topology"] = {"gpus_per_node": 8 if n >= 64 else 4}
+        sc = parse_scenario(obj)
+        res = localize(
+            sc.replica(),
+            cover,
+            repeats=args.repeats,
+            method=method,
+            seed=seed,
+            topology=sc.topology,
+            min_slowdown=sc.min_slowdown,
+            alpha=sc.alpha,
+        )
+        confirmed = {v.component for v in res.verdicts if v.status == "confirmed"}
+        wrong += len(confirmed - truth)
+        exact += confirmed == truth
+        unsettled += sum(v.status == "inconclusive" for v in res.verdicts)
+        p2.append(res.probes_phase2)
+    p2.sort()
+    return exact, wrong, unsettled, len(cover.probes), p2[len(p2) // 2], p2[-1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--methods", default="sequential,evidence", help="comma-separated drill-downs")
     ap.add_argument("--out", type=Path, default=Path("bench/results/sequential.md"))
     args = ap.parse_args()
+    methods = args.methods.split(",")
     rows = []
-    for fam, noise in FAMILIES.items():
-        for case, (n, k, faults) in CASES.items():
-            cover = plan_cover(n, k)
-            truth = _truth(faults)
-            for method in ("sequential", "evidence"):
-                wrong = exact = 0
-                p2: list[int] = []
-                for seed in range(args.seeds):
-                    sc = parse_scenario({"gpus": n, "probe_size": k, "faults": faults, "noise": noise, "seed": seed})
-                    res = localize(sc.replica(), cover, repeats=args.repeats, method=method, seed=seed)
-                    confirmed = {v.component for v in res.verdicts if v.status == "confirmed"}
-                    wrong += len(confirmed - truth)
-                    exact += confirmed == truth
-                    p2.append(res.probes_phase2)
-                p2.sort()
-                rows.append((fam, case, method, exact, wrong, len(cover.probes), p2[len(p2) // 2], p2[-1]))
-                print(" | ".join(map(str, rows[-1])), flush=True)
-    head = "| noise | case | drill-down | exact | healthy blamed | Phase 1 | Phase 2 median | Phase 2 max |\n|---|---|---|---|---|---|---|---|\n"
+    cells = [
+        (fam, case, n, k, faults, noise, extra)
+        for fam, noise in FAMILIES.items()
+        for case, (n, k, faults, extra) in CASES.items()
+    ]
+    cells += [("own", case, n, k, faults, noise, extra) for case, (n, k, faults, noise, extra) in SPECIAL.items()]
+    for fam, case, n, k, faults, noise, extra in cells:
+        for method in methods:
+            rows.append((fam, case, method, *_cell(n, k, faults, noise, extra, method, args)))
+            print(" | ".join(map(str, rows[-1])), flush=True)
+    head = (
+        "| noise | case | drill-down | exact | healthy blamed | inconclusive | Phase 1 | Phase 2 median | Phase 2 max |\n"
+        "|---|---|---|---|---|---|---|---|---|\n"
+    )
     body = "".join("| " + " | ".join(map(str, r)) + " |\n" for r in rows)
     args.out.write_text(
-        f"# Sequential vs evidence drill-down\n\n`python -m bench.bench_sequential --seeds {args.seeds} --repeats {args.repeats}`"
-        f" ({args.seeds} seeds a cell, one sweep each; CPU, no GPU)\n\n{head}{body}"
+        f"# Sequential vs evidence drill-down\n\n`python -m bench.bench_sequential --seeds {args.seeds} --repeats {args.repeats}"
+        f" --methods {args.methods}` ({args.seeds} seeds a cell, one sweep each; CPU, no GPU)\n\n{head}{body}"
     )
 
 

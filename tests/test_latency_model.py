@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from faultsense_pipelines.replica.faults import GpuFault, LinkFault
+from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.sim.latency import DUTY_RUN, STALL_MIN, LatencyModel, NoiseModel
 from faultsense_pipelines.sim.simulator import SimulatedReplica
 
@@ -99,6 +100,8 @@ def test_student_t_noise_has_heavier_tails_than_lognormal_at_the_same_sigma() ->
         ("burst_height", -1.0),
         ("burst_length", 0),
         ("spillover", 1.5),
+        ("node_gap", -0.01),
+        ("node_gap", 1.5),
         ("burst_length", 2.5),
     ],
 )
@@ -112,3 +115,26 @@ def test_a_bad_fault_is_refused() -> None:
         LatencyModel(NoiseModel(), [((1,), True, 2.0, 0.0)])
     with pytest.raises(ValueError, match="slowdown must be"):
         LatencyModel(NoiseModel(), [((1,), True, 0.5, 1.0)])
+
+
+def test_a_probe_spanning_more_nodes_is_slower_by_the_node_gap_per_extra_node() -> None:
+    # 4 nodes of 4 GPUs: node of GPU g is g // 4; 10 ms x 1.05 ** (nodes spanned - 1)
+    model = LatencyModel(NoiseModel(node_gap=0.05), [SLOW_GPU], base_ms=10.0, topology=ReplicaTopology(16, 4))
+    assert model.measure((0, 1, 3), 1) == pytest.approx((10.0,))  # one node
+    assert model.measure((0, 4), 1) == pytest.approx((10.5,))  # two nodes
+    assert model.measure((0, 5, 9, 13), 1) == pytest.approx((10.0 * 1.05**3,))  # four nodes
+    assert model.measure((2, 4), 1) == pytest.approx((10.0 * 2.0 * 1.05,))  # slow GPU 2, two nodes
+    assert not NoiseModel(node_gap=0.05).iid
+
+
+def test_a_node_gap_without_nodes_is_refused() -> None:
+    with pytest.raises(ValueError, match="node_gap needs the replica's topology"):
+        LatencyModel(NoiseModel(node_gap=0.05), [], topology=ReplicaTopology(16))
+    from faultsense_pipelines.sim.scenario import parse_scenario
+
+    with pytest.raises(ValueError, match="^noise.node_gap needs a topology"):
+        parse_scenario({"gpus": 16, "probe_size": 4, "faults": [], "noise": {"sigma": 0.01, "node_gap": 0.05}})
+    sc = parse_scenario(
+        {"gpus": 16, "probe_size": 4, "faults": [], "noise": {"sigma": 0.0, "node_gap": 0.05}, "topology": {"gpus_per_node": 4}}
+    )
+    assert sc.replica().run([0, 4]).latencies_ms == pytest.approx((20.0 * 1.05,))

@@ -12,7 +12,7 @@ off by default; with every effect off the model is the FaultSense paper's simula
 One measurement of a probe over GPU set P at measurement index t (a counter shared by every
 probe of the replica, so shared effects line up in time) is::
 
-    latency = base_ms x load(t) x slowdown_t(P) x exp(eps) x stall
+    latency = base_ms x load(t) x span(P) x slowdown_t(P) x exp(eps) x stall
 
 - ``load(t) = (1 + drift x sin(2 pi t / drift_period + phase)) x (1 + burst_height if a burst
   is on at t)``; a burst starts with probability ``burst_rate`` per measurement and lasts
@@ -22,6 +22,9 @@ probe of the replica, so shared effects line up in time) is::
   ``duty`` < 1 is on and off in runs (a two-state Markov chain whose stationary share of "on"
   is ``duty`` and whose mean "on" run is :data:`DUTY_RUN` measurements), the shape of a
   thermal throttling cycle;
+- ``span(P) = (1 + node_gap) ** (nodes P spans - 1)``: healthy hardware is not uniform; a
+  probe whose GPUs sit on more nodes crosses more inter-node paths (NICs, switches) and is
+  slower with nothing faulty (needs the replica's topology);
 - ``eps``: N(0, sigma^2), or ``sigma`` x Student-t with ``tail_df`` degrees of freedom;
 - ``stall``: with probability ``stall_rate``, a factor uniform in [1.5, ``stall_max``].
 
@@ -64,6 +67,8 @@ class NoiseModel:
         burst_height: a burst multiplies every latency by 1 + burst_height (>= 0).
         burst_length: measurements a burst lasts (>= 1).
         spillover: share of a slow GPU's extra time that also lands on probes without it, in [0, 1].
+        node_gap: each node a probe spans beyond its first multiplies its healthy latency by
+            ``1 + node_gap``, in [0, 1] (needs a topology with ``gpus_per_node``).
 
     Raises:
         ValueError: naming the first field out of range.
@@ -79,6 +84,7 @@ class NoiseModel:
     burst_height: float = 0.3
     burst_length: int = 15
     spillover: float = 0.0
+    node_gap: float = 0.0
 
     def __post_init__(self) -> None:
         checks = (
@@ -92,6 +98,7 @@ class NoiseModel:
             ("burst_height", self.burst_height, 0.0 <= self.burst_height <= 100.0, "in [0, 100]"),
             ("burst_length", self.burst_length, 1 <= self.burst_length <= 10**9, "an integer in 1..10^9"),
             ("spillover", self.spillover, 0.0 <= self.spillover <= 1.0, "in [0, 1]"),
+            ("node_gap", self.node_gap, 0.0 <= self.node_gap <= 1.0, "in [0, 1]"),
         )
         for name, value, ok, rule in checks:
             if isinstance(value, bool) or (value is not None and not math.isfinite(value)) or not ok:
@@ -109,6 +116,7 @@ class NoiseModel:
             and self.drift == 0.0
             and self.burst_rate == 0.0
             and self.spillover == 0.0
+            and self.node_gap == 0.0
         )
 
 
@@ -209,6 +217,8 @@ class LatencyModel:
             if component.shared and topology is None:
                 raise ValueError(f"a {component.kind} fault needs the replica's topology")
             parsed.append(_Fault(component, float(slowdown), float(duty)))
+        if noise.node_gap and (topology is None or topology.gpus_per_node is None):
+            raise ValueError("noise.node_gap needs the replica's topology (gpus_per_node)")
         self.noise = noise
         # GPUs and links need no topology: any will do to tell which probes hold them
         self.topology = topology if topology is not None else ReplicaTopology(1)
@@ -276,8 +286,9 @@ class LatencyModel:
         if n.tail_df is not None and n.sigma:
             eps = n.sigma * self._effects_rng.standard_t(n.tail_df, size=repeats)
         latencies = np.empty(repeats)
+        span = (1.0 + n.node_gap) ** (len({self.topology.node(g) for g in gpus}) - 1) if n.node_gap else 1.0
         for i in range(repeats):
-            slow = self.slowdown(gpus)
+            slow = span * self.slowdown(gpus)
             load = self._step_shared()
             stall = 1.0
             if n.stall_rate and self._effects_rng.random() < n.stall_rate:

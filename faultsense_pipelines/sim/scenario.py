@@ -133,6 +133,8 @@ def parse_scenario(obj: object) -> Scenario:
             sigma = noise.sigma
     seed = _int(obj.get("seed", 0), "seed", 0, MAX_SEED)
     repeats = _int(obj.get("repeats", 1), "repeats", 1, MAX_REPEATS)
+    if noise is not None and noise.node_gap and (topology is None or topology.gpus_per_node is None):
+        raise ValueError("noise.node_gap needs a topology with gpus_per_node (the nodes a probe spans)")
     alpha = _number(obj["alpha"], "alpha", 0.0, 0.5) if "alpha" in obj else None
     min_slowdown = _number(obj["min_slowdown"], "min_slowdown", 1.0, 100.0) if "min_slowdown" in obj else None
     budget = _int(obj["phase2_budget"], "phase2_budget", 0, 10_000_000) if "phase2_budget" in obj else None

@@ -14,6 +14,8 @@ import random
 import numpy as np
 import pytest
 
+from faultsense_pipelines.cover import plan_cover
+from faultsense_pipelines.localize import localize
 from faultsense_pipelines.localize.sequential import (
     ErrorBudget,
     Layout,
@@ -22,8 +24,10 @@ from faultsense_pipelines.localize.sequential import (
     rounds_lower_bound,
     sequential_drilldown,
     shape,
+    shaped_reference,
 )
 from faultsense_pipelines.localize.sequential.eprocess import STRATEGIES, mann_whitney_null, round_factors
+from faultsense_pipelines.sim.scenario import parse_scenario
 
 
 @pytest.mark.parametrize("r", [1, 2, 3, 4])
@@ -248,3 +252,58 @@ def test_a_cleared_claim_on_a_healthy_gpu_stays_without_a_verdict() -> None:
     phase1 = _phase1(rep, 16, 4)
     res = sequential_drilldown(16, 4, phase1, [0, 4, 8], rep.round, sigma=0.02, budget=400, seed=4)
     assert not [c for c in res.claims if c.status is not None]
+
+
+# --- nodes: healthy probes spanning more nodes are slower ----------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "faults, truth",
+    [([], set()), ([{"link": [3, 21], "slowdown": 1.5}], {"link:3-21"}), ([{"gpu": 9, "slowdown": 1.5}], {"gpu:9"})],
+)
+def test_a_node_gap_in_healthy_latency_blames_nothing_and_hides_no_fault(seed: int, faults: list, truth: set) -> None:
+    # 8 nodes of 4 GPUs; a healthy probe is 5% slower per node it spans beyond its first, so a
+    # cover's probes differ by up to 1.05**3 with nothing faulty: the verdicts are the injection
+    sc = parse_scenario(
+        {
+            "gpus": 32,
+            "probe_size": 4,
+            "faults": faults,
+            "noise": {"sigma": 0.02, "node_gap": 0.05},
+            "topology": {"gpus_per_node": 4},
+            "seed": seed,
+            "repeats": 3,
+        }
+    )
+    loc = localize(sc.replica(), plan_cover(32, 4), repeats=3, method="sequential", topology=sc.topology, seed=seed)
+    assert {v.component for v in loc.verdicts if v.status == "confirmed"} == truth
+    assert loc.probes_phase2 <= default_budget(loc.probes_phase1, 0.01, 3)
+
+
+def test_a_shaped_reference_moves_a_whole_node_when_single_swaps_cannot() -> None:
+    # 4 nodes of 8 GPUs; the test holds 5 GPUs of node 0 (only 3 left there) and one GPU of
+    # nodes 1, 2, 3: swapping GPU by GPU fails, moving node 0's five to a free node works
+    layout = Layout(tuple(g // 8 for g in range(32)))
+    test = (0, 1, 2, 3, 4, 8, 16, 24)
+    pool = list(range(32))
+    ref = shaped_reference(test, pool, layout, random.Random(0))
+    assert ref is not None and not set(ref) & set(test)
+    assert shape(ref, layout) == shape(test, layout) == ((5, 1, 1, 1), (10, 18, 0))
+    # with nodes 1-3 each missing GPUs, no node can take five: no reference
+    assert shaped_reference(test, [5, 6, 7, 9, 10, 17, 18, 25, 26], layout, random.Random(0)) is None
+
+
+def test_shaped_references_keep_the_shape_on_random_layouts() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        per_node, nodes = rng.choice([2, 4, 8]), rng.choice([2, 3, 4, 6])
+        switches = rng.choice([1, 2])
+        layout = Layout(tuple(g // per_node for g in range(per_node * nodes)), tuple(v % switches for v in range(nodes)))
+        n = per_node * nodes
+        test = tuple(sorted(rng.sample(range(n), rng.randint(1, min(8, n // 2)))))
+        pool = rng.sample(range(n), rng.randint(0, n))
+        ref = shaped_reference(test, pool, layout, rng)
+        if ref is not None:
+            assert shape(ref, layout) == shape(test, layout)
+            assert set(ref) <= set(pool) - set(test) and len(set(ref)) == len(test)

@@ -1,4 +1,4 @@
-"""Phase 2 with anytime-valid verdicts (``--drilldown evidence``).
+"""Phase 2 with anytime-valid verdicts (``--drilldown sequential``).
 
 Read in this order: :mod:`.eprocess` (the paired test and its guarantee), :mod:`.pairing`
 (shape-matched pairs), :mod:`.budget` (one error budget per sweep, one probe budget),
@@ -10,7 +10,7 @@ from .budget import ErrorBudget, ProbeBudget
 from .claims import ClaimResult
 from .drilldown import SequentialResult, default_budget, rounds_needed, sequential_drilldown
 from .eprocess import PairedTest, rounds_lower_bound
-from .pairing import Layout, RoundOracle, shape
+from .pairing import Layout, RoundOracle, shape, shaped_reference
 
 __all__ = [
     "ClaimResult",
@@ -25,4 +25,5 @@ __all__ = [
     "rounds_needed",
     "sequential_drilldown",
     "shape",
+    "shaped_reference",
 ]

@@ -167,9 +167,8 @@ def _result(
     else:
         status = Status.INCONCLUSIVE
         if all(t.detected for t in tests) and interval is not None:
-            reason = f"slow by {interval[0]:.2f}-{interval[1]:.2f}x, below min_slowdown {s0:g}" + (
-                f"; {reason}" if reason else ""
-            )
+            below = f", below min_slowdown {s0:g}" if any(t.cleared for t in tests) else ""
+            reason = f"slow by {interval[0]:.2f}-{interval[1]:.2f}x{below}" + (f"; {reason}" if reason else "")
         reason = f"{reason or 'undecided'} (e-value {e:.3g} of {1 / level:.3g} needed)"
     a, b = ids
     return ClaimResult(kind, a, b, status, level, e, confidence, slowdown, interval, rounds, reason, evidence)

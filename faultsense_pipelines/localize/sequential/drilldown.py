@@ -35,9 +35,9 @@ from ..drilldown.adaptive import adaptive_drilldown
 from .budget import ErrorBudget, ProbeBudget
 from .claims import ClaimResult, _Context, test_gpu, test_link
 from .eprocess import PairedTest, rounds_lower_bound
-from .pairing import Layout, RoundOracle, swap_partner
+from .pairing import Layout, RoundOracle, shaped_reference
 
-__all__ = ["SequentialResult", "default_budget", "rounds_needed", "sequential_drilldown"]
+__all__ = ["SequentialResult", "default_budget", "read_threshold", "rounds_needed", "sequential_drilldown"]
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def sequential_drilldown(
     layout: Layout | None = None,
     seed: int = 0,
     claim_rounds: int = 64,
-    quick_rounds: int = 3,
+    quick_rounds: int | None = None,
 ) -> SequentialResult:
     """Localize the faults behind Phase 1's suspect probes with anytime-valid claims.
 
@@ -126,7 +126,8 @@ def sequential_drilldown(
         layout: where the GPUs sit (shape-matched references); flat when ``None``.
         seed: seed of every draw (partners, references, halves).
         claim_rounds: rounds one claim may take, at most.
-        quick_rounds: rounds of one search read.
+        quick_rounds: rounds of one search read (default: enough for three measurements of
+            each probe, ``ceil(3 / repeats)``).
 
     Returns:
         A :class:`SequentialResult`.
@@ -198,17 +199,29 @@ def sequential_drilldown(
         if res.status is Status.CONFIRMED and kind is ComponentKind.GPU:
             faulty.add(a)
 
-    # 2a. GPUs that Phase 1 already points at
-    for g in sorted(range(n), key=lambda g: (-share[g], -bad[g], g)):
-        if share[g] >= 0.5 and bad[g] >= 2:
-            claim(ComponentKind.GPU, g, None)
+    # 2a. GPUs that Phase 1 already points at -- where the replica is large enough that a
+    # GPU claim's partner halves each hold several probes' worth of GPUs; in a smaller one
+    # every probe of a half holds the same partners, a healthy GPU with slow links into both
+    # halves would pass for a slow GPU, and the search below tells the two apart first
+    if n - 1 >= 4 * (k - 1):
+        for g in sorted(range(n), key=lambda g: (-share[g], -bad[g], g)):
+            if share[g] >= 0.5 and bad[g] >= 2:
+                claim(ComponentKind.GPU, g, None)
 
-    # 2b. search what no confirmed GPU explains, then claim what it proposes
-    open_units = [u for u in units if not faulty.intersection(u)]
-    if open_units:
-        passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
-        reads = _QuickReads(ctx, [g for g in healthy if g not in faulty], quick_rounds)
-        found = adaptive_drilldown(n, k, passed, open_units, reads, recheck_explained=False)
+    # 2b. search each suspect probe no confirmed GPU explains, the most excessive first,
+    # and claim what the search proposes before the next probe's search spends the budget
+    passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
+    quick = quick_rounds if quick_rounds is not None else max(1, math.ceil(3 / repeats))
+    order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
+    for i in order:
+        unit = tuple(phase1[i][0])
+        confirmed_links = [(c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.peer_gpu is not None]
+        if faulty.intersection(unit) or any(_holds(unit, link) for link in confirmed_links):
+            continue
+        if probes.left < per_claim:
+            break
+        reads = _QuickReads(ctx, [g for g in healthy if g not in faulty], quick, read_threshold(theta0, sigma, quick * repeats))
+        found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
         for f in proposals:
@@ -232,12 +245,33 @@ def sequential_drilldown(
     return SequentialResult(tuple(results), probes.spent, None, alpha)
 
 
+def _holds(unit: tuple[int, ...], link: tuple[int, int | None]) -> bool:
+    """The probe ``unit`` holds both ends of ``link`` (a link claim already explains it)."""
+    return link[0] in unit and link[1] in unit
+
+
+def read_threshold(theta0: float, sigma: float, measurements: int) -> float:
+    """The log slowdown above which a quick read calls a probe slow.
+
+    Three standard errors of the read's estimate (``sigma * sqrt(2 / m)`` for ``m``
+    measurements a side), kept between a quarter and a half of the effect ``theta0``: on a
+    quiet replica the search then finds faults below ``min_slowdown`` too (reported for what
+    they are, :mod:`.claims`), and on a noisy one it does not chase noise. It decides only
+    what the search proposes, never a verdict.
+
+    >>> round(read_threshold(math.log(1.2), 0.01, 3), 4), round(read_threshold(math.log(1.2), 0.2, 3), 4)
+    (0.0456, 0.0912)
+    """
+    return min(theta0 / 2, max(theta0 / 4, 3.0 * sigma * math.sqrt(2.0 / max(1, measurements))))
+
+
 class _QuickReads:
     """The search's oracle: ``quick_rounds`` paired rounds, slow when their estimate
-    exceeds half the effect. Spends the probe budget; ``None`` when it is spent."""
+    exceeds ``threshold`` (:func:`read_threshold`). Spends the probe budget; ``None`` when
+    it is spent."""
 
-    def __init__(self, ctx: _Context, healthy: list[int], rounds: int) -> None:
-        self.ctx, self.healthy, self.rounds = ctx, healthy, rounds
+    def __init__(self, ctx: _Context, healthy: list[int], rounds: int, threshold: float) -> None:
+        self.ctx, self.healthy, self.rounds, self.threshold = ctx, healthy, rounds, threshold
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
         ctx = self.ctx
@@ -253,24 +287,11 @@ class _QuickReads:
             if got is not None:
                 t.add(*got)
         est = t.estimate()
-        return None if est is None else math.log(est) > ctx.theta0 / 2
+        return None if est is None else math.log(est) > self.threshold
 
     def _reference(self, test: tuple[int, ...]) -> tuple[int, ...] | None:
         """A probe of ``test``'s shape from the most trusted GPUs outside it."""
-        pool = [g for g in self.healthy if g not in test]
-        ref: list[int] = []
-        for g in test:  # swap each GPU of the test for a trusted one of the same role
-            h = swap_partner(
-                g,
-                ref + [x for x in test if x != g and x not in ref],
-                [p for p in pool if p not in ref],
-                self.ctx.layout,
-                self.ctx.rng,
-            )
-            if h is None:
-                return None
-            ref.append(h)
-        return tuple(sorted(ref)) if len(set(ref)) == len(test) else None
+        return shaped_reference(test, self.healthy, self.ctx.layout, self.ctx.rng)
 
 
 def _gated(g: int, gate: str) -> ClaimResult:

@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Layout", "RoundOracle", "shape", "swap_partner"]
+__all__ = ["Layout", "RoundOracle", "shape", "shaped_reference", "swap_partner"]
 
 #: ``round(test_gpus, reference_gpus) -> (test_ms, reference_ms)``: ``r`` latencies (ms) of
 #: each probe, all ``2r`` measured in a uniformly random order; ``None`` when a measurement
@@ -105,3 +105,84 @@ def swap_partner(g: int, rest: Sequence[int], pool: Sequence[int], layout: Layou
         if shape([h, *rest], layout) == target:
             return h
     return None
+
+
+def shaped_reference(
+    test: Sequence[int], pool: Sequence[int], layout: Layout, rng: random.Random, *, tries: int = 16
+) -> tuple[int, ...] | None:
+    """A probe of ``test``'s shape made of ``pool`` GPUs outside ``test``, or ``None``.
+
+    Swapping GPUs one at a time (:func:`swap_partner`) fails when the test holds most of a
+    node (five GPUs of an 8-GPU node leave three to swap in). Here the whole probe moves:
+    each node of the test maps to a distinct node with as many free pool GPUs (its own node
+    first), nodes under one leaf switch to nodes under one switch and nodes under different
+    switches to different switches, and on a rail-optimized replica each GPU to one of its
+    own rail. The result is checked with :func:`shape`.
+
+    Args:
+        test: the test probe's GPUs.
+        pool: GPUs allowed in the reference, most trusted first.
+        layout: where the GPUs sit.
+        rng: seeded draws (which free GPUs, which nodes).
+        tries: random node orders tried before giving up.
+
+    Returns:
+        The reference's GPUs, ascending, or ``None`` when no such probe exists in ``pool``
+        (or none was found in ``tries`` draws).
+    """
+    test_set = set(test)
+    free: dict[int, list[int]] = {}
+    for h in pool:
+        if h not in test_set:
+            free.setdefault(layout.node[h], []).append(h)
+    by_node: dict[int, list[int]] = {}
+    for g in test:
+        by_node.setdefault(layout.node[g], []).append(g)
+    target = shape(test, layout)
+    nodes = sorted(by_node, key=lambda v: -len(by_node[v]))
+    for attempt in range(tries):
+        used: set[int] = set()
+        switch_map: dict[int, int] = {}
+        ref: list[int] = []
+        for v in nodes:
+            want = by_node[v]
+            candidates = list(free)
+            rng.shuffle(candidates)
+            if attempt == 0:  # first try: every node onto itself where it fits
+                candidates.sort(key=lambda u: u != v)
+            chosen = None
+            for u in candidates:
+                if u in used:
+                    continue
+                sv, su = layout.switch[v] if layout.switch else 0, layout.switch[u] if layout.switch else 0
+                if sv in switch_map and switch_map[sv] != su:
+                    continue
+                if sv not in switch_map and su in switch_map.values():
+                    continue
+                picked = _fill(want, free[u], layout)
+                if picked is not None:
+                    chosen = u
+                    switch_map.setdefault(sv, su)
+                    ref.extend(picked)
+                    break
+            if chosen is None:
+                break
+            used.add(chosen)
+        else:
+            if shape(ref, layout) == target:
+                return tuple(sorted(ref))
+    return None
+
+
+def _fill(want: Sequence[int], free: Sequence[int], layout: Layout) -> list[int] | None:
+    """One free GPU per GPU of ``want`` (of its rail on a rail-optimized replica), most
+    trusted first, or ``None``."""
+    left = list(free)
+    out: list[int] = []
+    for g in want:
+        h = next((x for x in left if not layout.rail or layout.rail[x] == layout.rail[g]), None)
+        if h is None:
+            return None
+        left.remove(h)
+        out.append(h)
+    return out

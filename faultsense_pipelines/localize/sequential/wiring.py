@@ -21,9 +21,9 @@ from ..evidence.drilldown import detrended_excess, estimate_sigma, time_detrende
 from ..evidence.wiring import evidence_units
 from ..verdicts import Phase1Records, Phase1Result, ProbeRecord, Verdict
 from .drilldown import default_budget, sequential_drilldown
-from .pairing import Layout
+from .pairing import Layout, shape
 
-__all__ = ["DEFAULT_ALPHA", "layout_of", "run_sequential_phase2"]
+__all__ = ["DEFAULT_ALPHA", "layout_of", "run_sequential_phase2", "shape_corrected"]
 
 #: Expected healthy components blamed per sweep, at most, by default.
 DEFAULT_ALPHA = 0.01
@@ -38,6 +38,47 @@ def layout_of(n: int, topology: ReplicaTopology | None) -> Layout:
     switch = tuple(v // per_switch for v in range(topology.nodes)) if per_switch else ()
     rail = tuple(g % topology.gpus_per_node for g in range(n)) if topology.rails and topology.gpus_per_node else ()
     return Layout(node, switch, rail)
+
+
+def shape_corrected(latencies: Sequence[Sequence[float]], probes: Sequence[Sequence[int]], layout: Layout) -> list[list[float]]:
+    """Phase 1 latencies with each common probe shape scaled to the sweep's typical level.
+
+    A probe spanning more nodes crosses more inter-node paths and is slower with nothing
+    faulty, so one baseline for every probe makes the widest probes look slow. Probes are
+    grouped by :func:`~.pairing.shape`; in a group of at least three measured probes every
+    latency is divided by the group's median and multiplied by the median of all groups'
+    medians, so the shapes line up before the time-local baseline
+    (:func:`~..evidence.drilldown.time_detrended`) reads them. Smaller groups are kept as
+    they are. Only the search's proposals and the noise estimate read this; no claim's
+    validity depends on it (claims pair probes of one shape).
+
+    Args:
+        latencies: per probe, its latencies in ms (empty when not measured).
+        probes: per probe, its GPUs.
+        layout: where the GPUs sit (one node: one shape per probe size, nothing changes).
+
+    Returns:
+        The corrected latencies (ms), one list per probe.
+
+    >>> lay = Layout((0, 0, 1, 1))
+    >>> shape_corrected([[10.0], [10.0], [10.0], [12.0], [12.0], [13.2]], [(0, 1), (0, 1), (2, 3), (0, 2), (1, 3), (0, 3)], lay)
+    [[11.0], [11.0], [11.0], [11.0], [11.0], [12.1]]
+    """
+    groups: dict[object, list[int]] = {}
+    for i, gpus in enumerate(probes):
+        if latencies[i]:
+            groups.setdefault(shape(gpus, layout), []).append(i)
+    medians = {
+        key: statistics.median(x for i in members for x in latencies[i]) for key, members in groups.items() if len(members) >= 3
+    }
+    out = [list(lat) for lat in latencies]
+    if len(medians) < 2:
+        return out
+    level = statistics.median(medians.values())
+    for key, middle in medians.items():
+        for i in groups[key]:
+            out[i] = [x * level / middle for x in latencies[i]]
+    return out
 
 
 def run_sequential_phase2(
@@ -84,12 +125,20 @@ def run_sequential_phase2(
     measured = [x for lat in latencies for x in lat]
     if not measured:
         raise ValueError("the sequential drill-down needs a Phase 1 sweep with at least one measured probe")
+    layout = layout_of(phase1.gpus, topology)
+    latencies = shape_corrected(latencies, [r.gpus for r in p1], layout)
     detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
     excess = detrended_excess(detrended)
     effect = math.log(min_slowdown)
     units = evidence_units(phase1, excess, effect)
     # estimate_sigma scales the noise of one probe's median; one measurement is noisier
     sigma = estimate_sigma(detrended, excess, units) * math.sqrt(max(1, phase1.repeats))
+    # on a quiet replica also drill into probes slow by less than half the effect (three
+    # standard errors of a probe's median, at least a quarter of the effect): a fault below
+    # min_slowdown is then reported for what it is instead of passing for healthy
+    flag = max(effect / 4, 3.75 * sigma / math.sqrt(max(1, phase1.repeats)))
+    if flag < effect / 2:
+        units = sorted(set(units) | {i for i, x in enumerate(excess) if x is not None and x >= flag})
     records: list[ProbeRecord] = []
     rng = random.Random(seed)
 
@@ -125,7 +174,7 @@ def run_sequential_phase2(
         min_slowdown=min_slowdown,
         budget=default_budget(len(p1), alpha, repeats) if budget is None else budget,
         repeats=repeats,
-        layout=layout_of(phase1.gpus, topology),
+        layout=layout,
         seed=seed,
     )
     verdicts = tuple(
