@@ -37,7 +37,7 @@ from .claims import ClaimResult, _Context, test_gpu, test_link
 from .eprocess import PairedTest, rounds_lower_bound
 from .pairing import Layout, RoundOracle, shaped_reference
 
-__all__ = ["SequentialResult", "default_budget", "read_threshold", "rounds_needed", "sequential_drilldown"]
+__all__ = ["SequentialResult", "default_budget", "read_rounds", "read_threshold", "rounds_needed", "sequential_drilldown"]
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,7 @@ def sequential_drilldown(
         layout: where the GPUs sit (shape-matched references); flat when ``None``.
         seed: seed of every draw (partners, references, halves).
         claim_rounds: rounds one claim may take, at most.
-        quick_rounds: rounds of one search read (default: enough for three measurements of
-            each probe, ``ceil(3 / repeats)``).
+        quick_rounds: rounds of one search read (default :func:`read_rounds`).
 
     Returns:
         A :class:`SequentialResult`.
@@ -211,7 +210,7 @@ def sequential_drilldown(
     # 2b. search each suspect probe no confirmed GPU explains, the most excessive first,
     # and claim what the search proposes before the next probe's search spends the budget
     passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
-    quick = quick_rounds if quick_rounds is not None else max(1, math.ceil(3 / repeats))
+    quick = quick_rounds if quick_rounds is not None else read_rounds(theta0, sigma, repeats)
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
     for i in order:
         unit = tuple(phase1[i][0])
@@ -250,19 +249,37 @@ def _holds(unit: tuple[int, ...], link: tuple[int, int | None]) -> bool:
     return link[0] in unit and link[1] in unit
 
 
+#: Standard errors of a quick read's estimate between a healthy probe and the read's
+#: threshold: ``_READ_Z * sigma * sqrt(2 / m)`` for ``m`` measurements a side (about 3 standard
+#: errors, times 1.1 for the Hodges-Lehmann estimate's efficiency against the mean).
+_READ_Z = 3.5
+#: Most measurements of each probe in one quick read.
+_READ_MAX = 6
+
+
 def read_threshold(theta0: float, sigma: float, measurements: int) -> float:
     """The log slowdown above which a quick read calls a probe slow.
 
-    Three standard errors of the read's estimate (``sigma * sqrt(2 / m)`` for ``m``
-    measurements a side), kept between a quarter and a half of the effect ``theta0``: on a
-    quiet replica the search then finds faults below ``min_slowdown`` too (reported for what
-    they are, :mod:`.claims`), and on a noisy one it does not chase noise. It decides only
-    what the search proposes, never a verdict.
+    About three standard errors of the read's estimate (:data:`_READ_Z`), kept between a quarter and
+    a half of the effect ``theta0``: on a quiet replica the search then finds faults below
+    ``min_slowdown`` too (reported for what they are, :mod:`.claims`), and on a noisy one it
+    does not chase noise. It decides only what the search proposes, never a verdict.
 
-    >>> round(read_threshold(math.log(1.2), 0.01, 3), 4), round(read_threshold(math.log(1.2), 0.2, 3), 4)
+    >>> round(read_threshold(math.log(1.2), 0.005, 3), 4), round(read_threshold(math.log(1.2), 0.2, 3), 4)
     (0.0456, 0.0912)
     """
-    return min(theta0 / 2, max(theta0 / 4, 3.0 * sigma * math.sqrt(2.0 / max(1, measurements))))
+    return min(theta0 / 2, max(theta0 / 4, _READ_Z * sigma * math.sqrt(2.0 / max(1, measurements))))
+
+
+def read_rounds(theta0: float, sigma: float, repeats: int) -> int:
+    """Rounds of one quick read: the fewest whose threshold (:func:`read_threshold`) reaches
+    half the effect, at most :data:`_READ_MAX` measurements a side.
+
+    >>> read_rounds(math.log(1.2), 0.02, 1), read_rounds(math.log(1.05), 0.01, 1), read_rounds(math.log(1.2), 0.1, 3)
+    (2, 5, 2)
+    """
+    need = math.ceil(2.0 * (2.0 * _READ_Z * sigma / theta0) ** 2)
+    return max(1, math.ceil(min(need, _READ_MAX) / repeats))
 
 
 class _QuickReads:
