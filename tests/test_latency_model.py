@@ -10,6 +10,7 @@ import pytest
 from faultsense_pipelines.replica.faults import GpuFault, LinkFault
 from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.sim.latency import DUTY_RUN, STALL_MIN, LatencyModel, NoiseModel
+from faultsense_pipelines.sim.scenario import parse_scenario
 from faultsense_pipelines.sim.simulator import SimulatedReplica
 
 SLOW_GPU = ((2,), True, 2.0, 1.0)
@@ -130,9 +131,7 @@ def test_a_probe_spanning_more_nodes_is_slower_by_the_node_gap_per_extra_node() 
 def test_a_node_gap_without_nodes_is_refused() -> None:
     with pytest.raises(ValueError, match="node_gap needs the replica's topology"):
         LatencyModel(NoiseModel(node_gap=0.05), [], topology=ReplicaTopology(16))
-    from faultsense_pipelines.sim.scenario import parse_scenario
-
-    with pytest.raises(ValueError, match="^noise.node_gap needs a topology"):
+    with pytest.raises(ValueError, match=r"^noise\.node_gap needs a topology"):
         parse_scenario({"gpus": 16, "probe_size": 4, "faults": [], "noise": {"sigma": 0.01, "node_gap": 0.05}})
     sc = parse_scenario(
         {"gpus": 16, "probe_size": 4, "faults": [], "noise": {"sigma": 0.0, "node_gap": 0.05}, "topology": {"gpus_per_node": 4}}
