@@ -228,7 +228,11 @@ def test_too_noisy_a_sweep_is_stopped_by_the_gate_before_any_probe() -> None:
 
 def test_default_budget_is_phase1_or_four_minimal_claims() -> None:
     assert default_budget(1000, 0.01, 1) == 1000
-    assert default_budget(6, 0.01, 1) == 4 * 2 * 2 * rounds_lower_bound(0.005, 1) == 128
+    assert default_budget(6, 0.01, 1) == 4 * 2 * 2 * rounds_lower_bound(0.005, 1) == 128  # log2(200) -> 8 rounds
+    # five measurements a side: one round could reach 1/0.005 < C(10, 5) = 252, but the
+    # budget still allows 8 rounds per sub-test
+    assert rounds_lower_bound(0.005, 5) == 1 and default_budget(6, 0.01, 5) == 128
+    assert default_budget(6, 1e-6, 1) == 4 * 2 * 2 * 21  # log2(2e6) = 20.9
 
 
 def test_a_gpu_slow_but_below_min_slowdown_is_reported_inconclusive_never_silently_healthy() -> None:

@@ -37,7 +37,7 @@ from .claims import ClaimResult, _Context, test_gpu, test_link
 from .eprocess import PairedTest, rounds_lower_bound
 from .pairing import Layout, RoundOracle, shaped_reference
 
-__all__ = ["SequentialResult", "default_budget", "read_rounds", "read_threshold", "rounds_needed", "sequential_drilldown"]
+__all__ = ["MIN_CLAIM_ROUNDS", "SequentialResult", "default_budget", "read_rounds", "read_threshold", "rounds_needed", "sequential_drilldown"]
 
 
 @dataclass(frozen=True)
@@ -58,11 +58,16 @@ class SequentialResult:
     alpha: float
 
 
+#: Rounds a claim's sub-test is budgeted at the least, whatever its lower bound: with several
+#: measurements a round the bound falls to one or two rounds, which no noisy replica meets.
+MIN_CLAIM_ROUNDS = 8
+
+
 def default_budget(phase1_probes: int, alpha: float, repeats: int) -> int:
     """Phase 2's default probe budget: as many probes as Phase 1, and never fewer than four
-    claims of two sub-tests could need at the least (:func:`~.eprocess.rounds_lower_bound`
-    at the first claim's level, two probes a round)."""
-    floor = 4 * 2 * 2 * rounds_lower_bound(alpha / 2, repeats)
+    claims of two sub-tests need at the least (:func:`~.eprocess.rounds_lower_bound` at the
+    first claim's level, at least :data:`MIN_CLAIM_ROUNDS`, two probes a round)."""
+    floor = 4 * 2 * 2 * max(MIN_CLAIM_ROUNDS, rounds_lower_bound(alpha / 2, repeats))
     return max(phase1_probes, floor)
 
 
@@ -113,7 +118,9 @@ def sequential_drilldown(
 
     Args:
         n: GPUs in the replica.
-        k: probe size (every Phase 2 probe has exactly ``k`` GPUs).
+        k: probe size: every search probe has ``k`` GPUs, and so has every claim probe
+            unless the replica is small (``n - 1 < 4 (k - 1)``), where claims pair probes of
+            two GPUs.
         phase1: per Phase 1 probe, its GPUs and its excess ``log(latency / baseline)`` at
             its time (``None`` when it could not be measured).
         suspects: indices into ``phase1`` of the probes to explain.
@@ -150,7 +157,12 @@ def sequential_drilldown(
         return SequentialResult((), 0, None, alpha)
     theta0 = math.log(min_slowdown)
     rng = random.Random(seed)
-    ctx = _Context(k, layout, oracle, probes, rng, theta0, alpha, claim_rounds)
+    # claims pair probes of ``k`` GPUs where the replica is large enough that the partners
+    # and pads of a claim vary from round to round; in a smaller one (n - 1 < 4 (k - 1)) the
+    # same few pads would sit in every round, and a slow link to one of them would mute the
+    # claim: there a claim pairs probes of two GPUs (both sides always one size)
+    large = n - 1 >= 4 * (k - 1)
+    ctx = _Context(k if large else min(k, 2), layout, oracle, probes, rng, theta0, alpha, claim_rounds)
 
     # suspicion share of each GPU: suspect probes holding it / measured probes holding it
     held = np.zeros(n)
@@ -202,7 +214,7 @@ def sequential_drilldown(
     # GPU claim's partner halves each hold several probes' worth of GPUs; in a smaller one
     # every probe of a half holds the same partners, a healthy GPU with slow links into both
     # halves would pass for a slow GPU, and the search below tells the two apart first
-    if n - 1 >= 4 * (k - 1):
+    if large:
         for g in sorted(range(n), key=lambda g: (-share[g], -bad[g], g)):
             if share[g] >= 0.5 and bad[g] >= 2:
                 claim(ComponentKind.GPU, g, None)
