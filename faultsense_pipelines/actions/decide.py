@@ -184,7 +184,7 @@ def decide(
         replica_targets.add(target)
         fleet_targets.add(target)
         if action.dry_run:
-            out.append(Decision(action, verdict, key, "dry_run", "dry_run: decided, nothing run"))
+            out.append(Decision(action, verdict, key, "dry_run", f"dry_run: guards passed; would run {action.target}"))
         else:
             out.append(Decision(action, verdict, key, "run", "guards passed"))
     return out
@@ -233,7 +233,7 @@ def _resolved(
         if key in done:
             out.append(Decision(action, verdict, key, "keep", "already attempted for this verdict"))
         elif action.dry_run:
-            out.append(Decision(action, verdict, key, "dry_run", f"dry_run: {why}; nothing run"))
+            out.append(Decision(action, verdict, key, "dry_run", f"dry_run: {why}; would run {action.target}"))
         else:
             out.append(Decision(action, verdict, key, "run", why))
     return out

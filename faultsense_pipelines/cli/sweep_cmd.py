@@ -16,7 +16,7 @@ import socket
 import sys
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -537,11 +537,14 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
 
 
 def actions_cell(decisions: list[dict]) -> str:
-    """The sweep table's ``actions`` of one replica: each decision as ``<action> <component>:
-    <decision>``, e.g. ``cordon gpu:2: dry_run``; ``-`` when none."""
+    """The sweep table's ``actions`` of one replica: its decisions counted by kind, in the
+    order ``acted``, ``dry_run``, ``skipped``, ``failed``, ``timed_out``, e.g. ``acted 2,
+    skipped 8``; ``-`` when none (each decision is a row of the table under it)."""
     if not decisions:
         return "-"
-    return escape(", ".join(f"{d['action']} {d['component']}: {d['decision']}" for d in decisions))
+    counts = Counter(d["decision"] for d in decisions)
+    order = ("acted", "dry_run", "skipped", "failed", "timed_out", "started")
+    return ", ".join(f"{d} {counts[d]}" for d in sorted(counts, key=lambda d: order.index(d) if d in order else 9))
 
 
 def _actions_table(outcomes: list[ReplicaSweep]) -> Table | None:

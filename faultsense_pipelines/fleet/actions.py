@@ -75,7 +75,10 @@ class WebhookSpec(StrictModel):
             if not _HEADER.fullmatch(header):
                 raise ValueError(f"header name {shown(header)} is not a valid HTTP header name")
             if not isinstance(variable, str) or not _ENV_NAME.fullmatch(variable):
-                raise ValueError(f"{header}: must name an environment variable ([A-Za-z_][A-Za-z0-9_]*), got {shown(variable)}")
+                raise ValueError(
+                    f"{header}: must name the environment variable holding the value ([A-Za-z_][A-Za-z0-9_]*); "
+                    "got something else, not shown (it may be the secret itself)"
+                )
         return v
 
 
@@ -153,7 +156,10 @@ class ActionSpec(StrictModel):
     def _env(cls, v: list[str]) -> list[str]:
         for name in v:
             if not _ENV_NAME.fullmatch(name):
-                raise ValueError(f"must name environment variables ([A-Za-z_][A-Za-z0-9_]*), got {shown(name)}")
+                raise ValueError(
+                    "must name environment variables ([A-Za-z_][A-Za-z0-9_]*); got something else, not shown "
+                    "(it may be a secret value)"
+                )
             if name.startswith("FAULTSENSE_") or name in _RESERVED_ENV:
                 raise ValueError(f"{shown(name)} is set by FaultSense itself (PATH and the FAULTSENSE_* verdict variables)")
         return v
