@@ -128,15 +128,17 @@ def fleet_lock(ledger_uri: str, purpose: str, wait_s: float) -> Iterator[Path]:
     """Hold a fleet-wide lock of the ledger while the block runs, waiting up to ``wait_s`` seconds.
 
     Beside the replicas' sweep locks (:func:`lock_path`'s folder), named ``<purpose>.fleet.lock``
-    (a ``.`` no replica name holds). The guarded actions take it so that two replicas' sweeps
-    never decide a fleet-wide limit at once.
+    (a ``.`` no replica name holds; an object-store ledger's with its URI hash first). The
+    guarded actions take it so that two replicas' sweeps never decide a fleet-wide limit at
+    once. Like the sweep locks it holds on this machine only.
 
     Raises:
         TimeoutError: still held by another process after ``wait_s`` seconds (the message names
             the holder's pid and the file).
         LockUnavailable: the lock file or its folder cannot be created.
     """
-    path = lock_path(ledger_uri, "x").with_name(f"{purpose}.fleet.lock")
+    beside = lock_path(ledger_uri, "x")  # a replica's lock file: <folder>/[<uri hash>-]x.lock
+    path = beside.with_name(f"{beside.name.removesuffix('x.lock')}{purpose}.fleet.lock")
     fd = _open_lock(path)
     try:
         deadline = time.monotonic() + wait_s

@@ -222,3 +222,38 @@ def test_resolved_runs_after_k_healthy_sweeps_once(tmp_path: Path) -> None:
     assert ran == {"2026-12-01-06:00": 0, "2026-12-01-07:00": 0, "2026-12-01-08:00": 1, "2026-12-01-09:00": 1}
     assert calls_of(calls)[0].startswith("gpu:3 node3 ")
     assert _decisions(store) == [("undrain", "gpu:3", "acted")]
+
+
+_APPLY = """
+import sys
+from faultsense_pipelines.actions import apply_actions
+from faultsense_pipelines.fleet import load_fleet
+from faultsense_pipelines.ledger import LedgerStore
+fleet = load_fleet(sys.argv[1])
+apply_actions(LedgerStore(fleet.ledger), fleet, sys.argv[2], sys.argv[3], "run-" + sys.argv[2])
+"""
+
+
+def test_two_replicas_at_once_never_both_take_the_last_fleet_slot(tmp_path: Path) -> None:
+    """Replicas a and b, each with a confirmed GPU, decide in two processes started together;
+    max_per_fleet 1 and a command that takes 1 s: exactly one acts, the other is skipped by
+    max_per_fleet (the fleet-wide lock serializes their decisions)."""
+    import subprocess
+
+    store = LedgerStore(str(tmp_path / "ledger"))
+    script, calls = recorder(tmp_path, "sleep 1")
+    for name in ("a", "b"):
+        commit_sweep(store, name, HOUR, [2])
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        f"ledger: {tmp_path / 'ledger'}\nreplicas:\n"
+        "  - {name: a, gpus: 8, probe_size: 4, executor: simulated}\n"
+        "  - {name: b, gpus: 8, probe_size: 4, executor: simulated}\n"
+        f"actions:\n  - {{name: cordon, on: confirmed, command: [{script}], dry_run: false, max_per_fleet: 1}}\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", _APPLY, str(fleet), name, HOUR]) for name in ("a", "b")]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert len(calls_of(calls)) == 1
+    df = store.read_actions()
+    assert sorted(df["decision"]) == ["acted", "skipped"]
+    assert df[df["decision"] == "skipped"]["reason"].iloc[0].startswith("max_per_fleet: 1 already acted on")
