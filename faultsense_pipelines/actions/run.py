@@ -15,18 +15,20 @@ from anything kept. The whole request (connect, send, answer) has one deadline,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from ..fleet.actions import WebhookSpec
 from ..ledger.rows import MAX_ACTION_TEXT
-from ..redaction import SecretError, clip, load_secret, scrub
+from ..redaction import clip, register_secret, scrub
 from .decide import Verdict
 
 __all__ = ["Outcome", "run_command", "run_webhook", "verdict_env", "verdict_payload"]
@@ -113,36 +115,34 @@ def run_command(
     env = {"PATH": environ.get("PATH") or DEFAULT_PATH, **given, **verdict_env(payload)}
     secrets = list(given.values())
     data = json.dumps(payload).encode()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        return Outcome("failed", clip(f"cannot start {argv[0]}: {why}", MAX_ACTION_TEXT, secrets))
-    try:
-        _, err = proc.communicate(data, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+    with tempfile.TemporaryFile() as err:  # stderr on disk: a chatty command costs no memory
         try:
-            _, err = proc.communicate(timeout=_KILL_GRACE_S)
-        except subprocess.TimeoutExpired:  # a grandchild left its group and holds stderr open
-            err = b""
-        return Outcome(
-            "timed_out", f"timed out after {timeout_s:g} s; its process group was killed", None, _tail(err or b"", secrets)
-        )
-    except BaseException:  # an interrupt of the sweep: the command goes with it
-        _kill_group(proc)
-        proc.wait()
-        raise
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            return Outcome("failed", clip(f"cannot start {argv[0]}: {why}", MAX_ACTION_TEXT, secrets))
+        try:
+            proc.communicate(data, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=_KILL_GRACE_S)
+            reason = f"timed out after {timeout_s:g} s; its process group was killed"
+            return Outcome("timed_out", reason, None, _tail(_last_bytes(err), secrets))
+        except BaseException:  # an interrupt of the sweep: the command goes with it
+            _kill_group(proc)
+            proc.wait()
+            raise
+        tail = _tail(_last_bytes(err), secrets)
     code = proc.returncode
-    tail = _tail(err or b"", secrets)
     if code == 0:
         return Outcome("acted", "exit code 0", 0, tail)
     if code < 0:
@@ -151,29 +151,59 @@ def run_command(
     return Outcome("failed", f"exit code {code}", code, tail)
 
 
+def _last_bytes(f: IO[bytes], n: int = 8192) -> bytes:
+    """The last ``n`` bytes written to ``f``."""
+    f.seek(0, os.SEEK_END)
+    f.seek(max(0, f.tell() - n))
+    return f.read()
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group the command leads (its own session)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
 
 
+def _header_value(variable: str) -> tuple[str, str]:
+    """The value of a webhook header from environment variable ``variable``, registered as a
+    secret (whole, and each word of it of 8 or more characters: the token of ``Bearer <token>``),
+    and ``""``; or ``("", problem)`` (the value never shown)."""
+    value = os.environ.get(variable)
+    if value is None or not value.strip():
+        return "", "is not set or empty"
+    register_secret(value)
+    for word in value.split():
+        if len(word) >= 8:
+            register_secret(word)
+    if len(value) > 8192 or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "", "holds a control character (a trailing newline?) or is longer than 8192 characters"
+    if not value.isascii():
+        return "", "holds a non-ASCII character"
+    return value, ""
+
+
 def run_webhook(spec: WebhookSpec, payload: Mapping[str, Any], *, timeout_s: float) -> Outcome:
     """POST ``payload`` as JSON to the webhook; the whole exchange within ``timeout_s``.
 
+    Header values come from the environment variables ``spec.headers_env`` names; each value
+    (and each word of it of 8 or more characters) is registered as a secret
+    (:func:`~faultsense_pipelines.redaction.register_secret`), so no message shows it.
+
     Returns:
         ``acted`` (HTTP 2xx), ``failed`` (another status, a connection error, a header
-        variable unset) or ``timed_out``; the reason never holds the URL's path or query or
+        variable unset or unusable: nothing is sent) or ``timed_out``; the reason never holds the URL's path or query or
         a header value. Never raises for the server's failures.
     """
     import httpx
 
     headers: dict[str, str] = {}
     for header, variable in spec.headers_env.items():
-        try:
-            headers[header] = load_secret(variable)
-        except SecretError as exc:
-            return Outcome("failed", clip(f"webhook header {header}: {exc}", MAX_ACTION_TEXT))
+        value, problem = _header_value(variable)
+        if problem:
+            return Outcome("failed", f"webhook header {header}: environment variable {variable} {problem}; nothing sent")
+        headers[header] = value
     secrets = list(headers.values())
     host = "/".join(spec.url.split("/", 3)[:3])
     result: list[Outcome] = []

@@ -151,24 +151,24 @@ def _webhook(url: str, **kw: object) -> list[dict]:
 
 @pytest.fixture
 def token(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPS_TOKEN", SECRET)
+    monkeypatch.setenv("OPS_TOKEN", f"Bearer {SECRET}")
     yield SECRET
     forget_secrets()
 
 
 def test_a_webhook_that_answers_500_and_echoes_the_token(tmp_path: Path, token: str) -> None:
-    """The server receives the verdict JSON with the header; it answers 500 and echoes the
-    header: one failed row 'HTTP 500', and the token in no row."""
+    """The server receives the verdict JSON with the header ``Bearer <token>``; it answers 500
+    and echoes the token alone: one failed row 'HTTP 500', and the token in no row."""
     store = LedgerStore(str(tmp_path / "ledger"))
     commit_sweep(store, "r", HOUR, [3])
-    with HostileServer(lambda req, conn: send(conn, 500, f"bad auth {req.auth}")) as server:
+    with HostileServer(lambda req, conn: send(conn, 500, f"bad token {req.auth.split()[-1]}")) as server:
         apply_actions(store, fleet_with(tmp_path / "ledger", _webhook(server.url + "/hook?x=1")), "r", HOUR, "run-1")
         (request,) = server.requests
         host = server.url
-    assert request.auth == SECRET and json.loads(request.body)["component"] == "gpu:3"
+    assert request.auth == f"Bearer {SECRET}" and json.loads(request.body)["component"] == "gpu:3"
     row = store.read_actions().iloc[0]
     assert row["decision"] == "failed" and row["reason"].endswith(f"HTTP 500 from {host}")
-    assert row["stderr"] == "bad auth ***"
+    assert row["stderr"] == "bad token ***"
     assert token not in store.read_actions().to_csv() and "/hook" not in row["reason"]
 
 
@@ -257,3 +257,18 @@ def test_two_replicas_at_once_never_both_take_the_last_fleet_slot(tmp_path: Path
     df = store.read_actions()
     assert sorted(df["decision"]) == ["acted", "skipped"]
     assert df[df["decision"] == "skipped"]["reason"].iloc[0].startswith("max_per_fleet: 1 already acted on")
+
+
+def test_a_webhook_whose_header_variable_is_unset_sends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OPS_TOKEN unset: one failed row naming the header and the variable; no request made."""
+    monkeypatch.delenv("OPS_TOKEN", raising=False)
+    store = LedgerStore(str(tmp_path / "ledger"))
+    commit_sweep(store, "r", HOUR, [3])
+    with HostileServer(lambda req, conn: send(conn, 200, "{}")) as server:
+        apply_actions(store, fleet_with(tmp_path / "ledger", _webhook(server.url)), "r", HOUR, "run-1")
+        assert server.requests == []
+    row = store.read_actions().iloc[0]
+    assert row["decision"] == "failed"
+    assert row["reason"].endswith(
+        "webhook header Authorization: environment variable OPS_TOKEN is not set or empty; nothing sent"
+    )
