@@ -19,6 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from faultsense_pipelines.assets.actions import fault_actions
 from faultsense_pipelines.assets.analytics import (
     gpu_fault_counts,
     repeat_offenders,
@@ -82,8 +83,8 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     probe_cover = build_cover_asset(fleet.shapes)
     sweep_job = dg.define_asset_job(
         SWEEP_JOB,
-        selection=dg.AssetSelection.assets(phase1_probe_run, phase2_drilldown, fault_ledger),
-        description="Sweep one replica for one hour: Phase 1, drill-down if needed, fault ledger rows.",
+        selection=dg.AssetSelection.assets(phase1_probe_run, phase2_drilldown, fault_ledger, fault_actions),
+        description="Sweep one replica for one hour: Phase 1, drill-down if needed, fault ledger rows, guarded actions.",
     )
     cover_job = dg.define_asset_job(
         COVER_JOB, selection=dg.AssetSelection.assets(probe_cover), description="Plan the Phase 1 cover of each replica shape."
@@ -104,6 +105,7 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
             phase1_probe_run,
             phase2_drilldown,
             fault_ledger,
+            fault_actions,
             gpu_fault_counts,
             replica_daily_health,
             repeat_offenders,

@@ -163,8 +163,9 @@ def format_loc(loc: tuple[Any, ...]) -> str:
 
 def _shown_input(value: Any, loc: tuple[Any, ...]) -> str:
     """The offending value as an error shows it: ``0``, ``True``, ``'magic'``, ``an empty value``;
-    a URL's password redacted, the value of ``api_key_env`` never shown (it may be the key)."""
-    if "api_key_env" in loc:
+    a URL's password redacted, the value of ``api_key_env`` or an action's ``headers_env`` never
+    shown (it may be the key)."""
+    if "api_key_env" in loc or "headers_env" in loc:
         return "a value that is not shown"
     if value is None:
         return "an empty value"

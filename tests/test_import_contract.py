@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fleet", (f"{_P}.fleet",)),
     ("ledger", (f"{_P}.ledger",)),
     ("detectors", (f"{_P}.minder", f"{_P}.flowpulse")),
+    ("actions", (f"{_P}.actions",)),  # guarded actions on the ledger's verdicts
     ("resources", (f"{_P}.resources",)),
     ("assets", (f"{_P}.assets",)),
     ("definitions", (f"{_P}.definitions", f"{_P}.old_paths")),

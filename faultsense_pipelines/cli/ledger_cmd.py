@@ -1,4 +1,5 @@
-"""``faultsense ledger show``: print recent rows of the fault ledger.
+"""``faultsense ledger show``: print recent rows of the fault ledger; ``faultsense ledger
+actions``: the decisions of the fleet file's guarded actions (the ``actions`` dataset).
 
 Filters: ``--status`` must be one of the ledger's statuses and ``--detector`` one of
 :data:`KNOWN_DETECTORS` (a typo is an error, exit 2, not an empty table). ``--replica`` takes
@@ -140,6 +141,67 @@ def register(app: typer.Typer) -> None:
             )
         console = Console()
         # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses
+        (console if console.is_terminal else Console(width=250)).print(table)
+
+    @ledger_app.command("actions")
+    def actions(
+        since: str = typer.Option(None, "--since", help="First day to show, YYYY-MM-DD (default: 7 days ago)."),
+        replica: str = typer.Option(None, "--replica", help="Only this replica."),
+        action: str = typer.Option(None, "--action", help="Only this action (its name in the fleet file)."),
+        decision: str = typer.Option(None, "--decision", help="Only this decision (acted, dry_run, skipped, failed, ...)."),
+        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
+        fleet: Path = typer.Option(
+            None,
+            "--fleet",
+            help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml).",
+        ),
+        limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
+    ) -> None:
+        """Print the recent decisions of the fleet file's actions (acted, dry_run, skipped, failed,
+        timed_out), by the hour of the verdict, newest last."""
+        import pandas as pd
+
+        from faultsense_pipelines.ledger import ACTION_DECISIONS, LedgerError
+
+        try:
+            day = date.fromisoformat(since) if since else datetime.now(UTC).date() - timedelta(days=7)
+        except ValueError:
+            fail(f"--since must be a date YYYY-MM-DD, got {shown_value(since)}")
+        if decision is not None and decision not in ACTION_DECISIONS:
+            fail(f"--decision must be one of {', '.join(ACTION_DECISIONS)}, got {shown_value(decision)}")
+        store = _open_store(ledger, fleet)
+        skipped: list[str] = []
+        try:
+            df = store.read_actions(since=day, replica=replica, skipped=skipped)
+        except LedgerError as exc:
+            fail(str(exc))
+        for line in skipped:
+            typer.echo(f"warning: skipped unreadable ledger file {' '.join(line.split())[:400]}", err=True)
+        if action is not None:
+            df = df[df["action"] == action]
+        if decision is not None:
+            df = df[df["decision"] == decision]
+        df = df.sort_values(["hour", "decided_at", "replica", "action", "component"], kind="stable")
+        shown = df.tail(limit)
+        table = Table(
+            title=f"actions in {escape(store.display_uri)} since {day} ({len(shown)} of {len(df)} rows)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        for col in ("hour (UTC)", "replica", "action", "on", "component", "node", "decision", "exit", "reason"):
+            table.add_column(col, no_wrap=col in ("replica", "component"), overflow="fold")
+        for r in shown.to_dict("records"):
+            code = r["exit_code"]
+            table.add_row(
+                *(escape(str(r[c])) for c in ("hour", "replica", "action", "trigger", "component")),
+                escape(r["node"]) if isinstance(r["node"], str) else "-",
+                escape(str(r["decision"])),
+                "-" if pd.isna(code) else str(int(code)),
+                escape(str(r["reason"])),
+            )
+        console = Console()
         (console if console.is_terminal else Console(width=250)).print(table)
 
 

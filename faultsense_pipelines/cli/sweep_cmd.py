@@ -16,7 +16,7 @@ import socket
 import sys
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +114,9 @@ class ReplicaSweep:
     seconds: float = 0.0
     #: how long it waited for another sweep's lock of the replica before its run (seconds)
     waited_s: float = 0.0
+    #: the decisions of the fleet file's actions about this sweep (``fault_actions``'s value:
+    #: one dict per decision with action, trigger, component, node, decision, reason, exit_code)
+    actions: list[dict] = field(default_factory=list)
 
 
 def _outputs(result) -> set[str]:
@@ -307,6 +310,8 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
         outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == Status.CONFIRMED]
         outcome.unjudged_links = loc.unjudged_links or 0
         outcome.unsettled = unsettled_count(loc)
+    if "fault_actions" in _outputs(result):
+        outcome.actions = list(result.output_for_node("fault_actions"))
     return outcome
 
 
@@ -505,7 +510,7 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    for col in ("replica", "executor", "phase 1", "suspects", "phase 2", "confirmed", "result", "time"):
+    for col in ("replica", "executor", "phase 1", "suspects", "phase 2", "confirmed", "result", "actions", "time"):
         numeric = col.startswith("phase") or col in ("suspects", "time")
         table.add_column(col, justify="right" if numeric else "left", no_wrap=col in ("replica", "executor"), overflow="fold")
     for o in outcomes:
@@ -513,13 +518,47 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
         confirmed = ", ".join(o.confirmed) or ("-" if o.success else "")
         phase2 = str(o.probes_phase2) if o.drilldown else "skipped"
         table.add_row(
-            o.replica, o.executor, str(o.probes_phase1), str(o.suspects), phase2, confirmed, status, f"{o.seconds:.1f} s"
+            o.replica,
+            o.executor,
+            str(o.probes_phase1),
+            str(o.suspects),
+            phase2,
+            confirmed,
+            status,
+            actions_cell(o.actions),
+            f"{o.seconds:.1f} s",
         )
     table.caption = (
         "healthy: nothing found faulty; faulty: components confirmed; degraded: most probes slow, nothing blamed; "
         "(N unsettled): N ledger rows with status inconclusive (verdicts the evidence did not settle, links left unjudged)"
     )
     table.caption_justify = "left"
+    return table
+
+
+def actions_cell(decisions: list[dict]) -> str:
+    """The sweep table's ``actions`` of one replica: its decisions counted by kind, in the
+    order ``acted``, ``dry_run``, ``skipped``, ``failed``, ``timed_out``, e.g. ``acted 2,
+    skipped 8``; ``-`` when none (each decision is a row of the table under it)."""
+    if not decisions:
+        return "-"
+    counts = Counter(d["decision"] for d in decisions)
+    order = ("acted", "dry_run", "skipped", "failed", "timed_out", "started")
+    return ", ".join(f"{d} {counts[d]}" for d in sorted(counts, key=lambda d: order.index(d) if d in order else 9))
+
+
+def _actions_table(outcomes: list[ReplicaSweep]) -> Table | None:
+    """Every action decision of the sweep, one row each with its reason; None when there is none."""
+    rows = [(o.replica, d) for o in outcomes for d in o.actions]
+    if not rows:
+        return None
+    table = Table(title="actions (ledger dataset actions)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("replica", "action", "on", "component", "node", "decision", "reason"):
+        table.add_column(col, overflow="fold")
+    for replica, d in rows:
+        table.add_row(
+            replica, d["action"], d["trigger"], d["component"], d.get("node") or "-", d["decision"], escape(scrub(d["reason"]))
+        )
     return table
 
 
@@ -644,6 +683,8 @@ def register(app: typer.Typer) -> None:
             progress.update(task, description="done")
         out = Console()
         out.print(_table(outcomes, hour, ledger_at))
+        if (decided := _actions_table(outcomes)) is not None:
+            out.print(decided)
         for o in outcomes:
             if o.unjudged_links:
                 out.print(f"{o.replica}: {o.unjudged_links} links unjudged (no passing probe held them)", highlight=False)

@@ -4,6 +4,7 @@
   re-exported here.
 * :mod:`.sections` -- the per-executor sections (``simulated:``, ``local:``, ``ray:``, ``vllm:``).
 * :mod:`.maintenance` -- the ``maintenance:`` section.
+* :mod:`.actions` -- the ``actions:`` section (guarded actions; run by :mod:`faultsense_pipelines.actions`).
 * :mod:`.hours` -- the sweep hour keys (``YYYY-MM-DD-HH:00``), plain Python for the CLI.
 """
 

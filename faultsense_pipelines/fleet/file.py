@@ -31,6 +31,7 @@ from ..replica.vocabulary import ExecutorKind
 from ..sim.scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, as a scenario's
 from ..textfile import TextFileError, load_yaml, read_text
 from ..validation import MAX_REPEATS, MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
+from .actions import ActionSpec, check_actions
 from .maintenance import MaintenanceOptions
 from .sections import (  # the section models are re-exported from here
     Float,
@@ -51,6 +52,7 @@ __all__ = [
     "MAX_REPEATS",
     "MAX_REPLICAS",
     "MAX_SEED",
+    "ActionSpec",
     "Fleet",
     "FleetError",
     "LocalOptions",
@@ -251,6 +253,8 @@ class Fleet(StrictModel):
     replicas: Annotated[list[Replica], Field(min_length=1, max_length=MAX_REPLICAS)]
     #: compaction and retention of the ledger (:mod:`.maintenance`); defaults when omitted
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
+    #: guarded actions on confirmed and resolved faults (:mod:`.actions`); none when omitted
+    actions: Annotated[list[ActionSpec], Field(max_length=64)] = Field(default_factory=list)
 
     @field_validator("ledger")
     @classmethod
@@ -277,6 +281,17 @@ class Fleet(StrictModel):
                     f"@[{i}].name: {shown(r.name)} is already the name of replicas[{seen[r.name]}]; names must be unique"
                 )
             seen[r.name] = i
+        return v
+
+    @field_validator("actions")
+    @classmethod
+    def _actions(cls, v: list[ActionSpec], info: ValidationInfo) -> list[ActionSpec]:
+        replicas = info.data.get("replicas")
+        if replicas is not None:
+            try:
+                check_actions(v, [r.name for r in replicas])
+            except ValueError as exc:
+                raise ValueError(f"@{exc}") from None
         return v
 
     @property

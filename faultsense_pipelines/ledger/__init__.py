@@ -1,10 +1,11 @@
-"""The fault ledger: one Delta Lake table holding two datasets every detector writes and analytics read.
+"""The fault ledger: one Delta Lake table holding the datasets every detector writes and analytics read.
 
 Layout under the ledger URI (see ``docs/ledger.md``)::
 
     delta/_delta_log/...                                the commits
     delta/dataset=fault_ledger/date=YYYY-MM-DD/*.parquet one row per fault, FAULT_SCHEMA columns
     delta/dataset=probe_runs/date=YYYY-MM-DD/*.parquet   one row per probe repeat, PROBE_RUN_SCHEMA columns
+    delta/dataset=actions/date=YYYY-MM-DD/*.parquet      one row per action decision, ACTION_SCHEMA columns
 
 A sweep's probe and fault rows change together, in one commit (:meth:`LedgerStore.commit`).
 
@@ -26,8 +27,11 @@ Public API for other detectors (stable): build :class:`FaultRow` objects and han
 Re-writing the same batch of the same day replaces its rows.
 """
 
-from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
+from .rows import ActionRow, FaultRow, ProbeRunRow, action_table, fault_table, probe_run_table
 from .schema import (
+    ACTION_DECISIONS,
+    ACTION_SCHEMA,
+    ACTIONS,
     COMPONENT_KINDS,
     FAULT_LEDGER,
     FAULT_SCHEMA,
@@ -37,6 +41,7 @@ from .schema import (
     STATUSES,
     gpu_component,
     link_component,
+    make_action_key,
     make_fault_id,
     replica_component,
 )
@@ -54,6 +59,9 @@ from .store import (
 )
 
 __all__ = [
+    "ACTIONS",
+    "ACTION_DECISIONS",
+    "ACTION_SCHEMA",
     "COMPACT_EVERY",
     "COMPACT_TARGET_BYTES",
     "COMPONENT_KINDS",
@@ -65,17 +73,20 @@ __all__ = [
     "STATUSES",
     "TABLE_DIR",
     "TABLE_SCHEMA",
+    "ActionRow",
     "FaultRow",
     "LedgerError",
     "LedgerStore",
     "ProbeRunRow",
     "WriteResult",
+    "action_table",
     "append_faults",
     "append_passive_faults",
     "as_day",
     "fault_table",
     "gpu_component",
     "link_component",
+    "make_action_key",
     "make_fault_id",
     "probe_run_table",
     "replica_component",

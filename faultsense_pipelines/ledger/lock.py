@@ -14,12 +14,13 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from .rows import NAME_RE
 
-__all__ = ["LockUnavailable", "ReplicaLocked", "ensure_lock_dir", "lock_path", "replica_lock"]
+__all__ = ["LockUnavailable", "ReplicaLocked", "ensure_lock_dir", "fleet_lock", "lock_path", "replica_lock"]
 
 
 class ReplicaLocked(RuntimeError):
@@ -111,6 +112,45 @@ def replica_lock(ledger_uri: str, replica: str) -> Iterator[Path]:
                 holder,
                 path,
             ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield path
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def fleet_lock(ledger_uri: str, purpose: str, wait_s: float) -> Iterator[Path]:
+    """Hold a fleet-wide lock of the ledger while the block runs, waiting up to ``wait_s`` seconds.
+
+    Beside the replicas' sweep locks (:func:`lock_path`'s folder), named ``<purpose>.fleet.lock``
+    (a ``.`` no replica name holds; an object-store ledger's with its URI hash first). The
+    guarded actions take it so that two replicas' sweeps never decide a fleet-wide limit at
+    once. Like the sweep locks it holds on this machine only.
+
+    Raises:
+        TimeoutError: still held by another process after ``wait_s`` seconds (the message names
+            the holder's pid and the file).
+        LockUnavailable: the lock file or its folder cannot be created.
+    """
+    beside = lock_path(ledger_uri, "x")  # a replica's lock file: <folder>/[<uri hash>-]x.lock
+    path = beside.with_name(f"{beside.name.removesuffix('x.lock')}{purpose}.fleet.lock")
+    fd = _open_lock(path)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                    raise TimeoutError(f"the {purpose} lock {path} is still held by pid {holder} after {wait_s:g} s") from None
+                time.sleep(0.1)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         try:

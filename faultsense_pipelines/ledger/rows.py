@@ -1,8 +1,8 @@
-"""Rows of the two ledger datasets, validated before anything is written.
+"""Rows of the ledger datasets, validated before anything is written.
 
 A :class:`FaultRow` is one localized fault (or suspect); a :class:`ProbeRunRow` one repeat of
-one probe, or the error that stopped it. Both turn into Arrow tables with exactly the
-schemas of :mod:`.schema`.
+one probe, or the error that stopped it; an :class:`ActionRow` one decision of a guarded
+action. Each turns into an Arrow table with exactly its schema of :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from ..replica.vocabulary import ComponentKind, Status
-from .schema import FAULT_SCHEMA, PROBE_RUN_SCHEMA, SCHEMA_VERSION
+from .schema import ACTION_DECISIONS, ACTION_SCHEMA, FAULT_SCHEMA, PROBE_RUN_SCHEMA, SCHEMA_VERSION
 
-__all__ = ["NAME_RE", "FaultRow", "ProbeRunRow", "fault_table", "probe_run_table"]
+__all__ = ["NAME_RE", "ActionRow", "FaultRow", "ProbeRunRow", "action_table", "fault_table", "probe_run_table"]
 
 #: Replica and detector names: what may appear in a ledger file name.
 NAME_RE = re.compile(r"[a-z0-9_-]{1,64}")
@@ -135,6 +135,70 @@ class ProbeRunRow:
             raise ValueError("an error row carries no latency_ms")
 
 
+#: The longest ``reason`` and ``stderr`` an action row keeps (characters).
+MAX_ACTION_TEXT = 300
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """One row of ``actions/``: what one action decided about one verdict (see
+    :data:`.schema.ACTION_SCHEMA` for the columns' meaning).
+
+    Attributes:
+        action_key: :func:`.schema.make_action_key` of (action, replica, component, hour, trigger).
+        decided_at: when it was decided (timezone-aware).
+        sweep_id: the run that decided it.
+        replica, action: names (``[a-z0-9_-]``).
+        trigger: ``"confirmed"`` or ``"resolved"``.
+        component, component_kind: the verdict's component (``gpu:2``) and kind (``gpu``).
+        hour: the sweep partition ``YYYY-MM-DD-HH:00``.
+        decision: one of :data:`.schema.ACTION_DECISIONS`.
+        reason: one line, at most :data:`MAX_ACTION_TEXT` characters.
+        dry_run: whether the action was a dry run.
+        node, gpu, status, confidence, slowdown, exit_code, stderr: where known, else None.
+    """
+
+    action_key: str
+    decided_at: datetime
+    sweep_id: str
+    replica: str
+    action: str
+    trigger: str
+    component: str
+    component_kind: str
+    hour: str
+    decision: str
+    reason: str
+    dry_run: bool
+    node: str | None = None
+    gpu: int | None = None
+    status: str | None = None
+    confidence: float | None = None
+    slowdown: float | None = None
+    exit_code: int | None = None
+    stderr: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.decided_at, datetime) or self.decided_at.tzinfo is None:
+            raise ValueError(f"decided_at must be a timezone-aware datetime, got {self.decided_at!r}")
+        _name("replica", self.replica)
+        _name("action", self.action)
+        if self.trigger not in ("confirmed", "resolved"):
+            raise ValueError(f"trigger must be 'confirmed' or 'resolved', got {self.trigger!r}")
+        if self.decision not in ACTION_DECISIONS:
+            raise ValueError(f"decision must be one of {', '.join(ACTION_DECISIONS)}, got {self.decision!r}")
+        for name in ("action_key", "sweep_id", "component", "component_kind", "hour"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"{name} must be a non-empty string, got {getattr(self, name)!r}")
+        for name in ("reason", "stderr"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or len(value) > MAX_ACTION_TEXT):
+                raise ValueError(f"{name} must be a string of at most {MAX_ACTION_TEXT} characters")
+        _opt_int("gpu", self.gpu)
+        if self.exit_code is not None and (isinstance(self.exit_code, bool) or not isinstance(self.exit_code, int)):
+            raise ValueError(f"exit_code must be an integer or None, got {self.exit_code!r}")
+
+
 def _column(rows: Sequence[object], name: str) -> list[object]:
     return [getattr(r, name) for r in rows]
 
@@ -152,3 +216,11 @@ def probe_run_table(rows: Sequence[ProbeRunRow]) -> pa.Table:
     data = {f.name: _column(rows, f.name) for f in fields(ProbeRunRow)}
     data["gpus"] = [list(r.gpus) for r in rows]
     return pa.table({f.name: data[f.name] for f in PROBE_RUN_SCHEMA}, schema=PROBE_RUN_SCHEMA)
+
+
+def action_table(rows: Sequence[ActionRow]) -> pa.Table:
+    """``rows`` as an Arrow table with exactly :data:`.schema.ACTION_SCHEMA`."""
+    data = {f.name: _column(rows, f.name) for f in fields(ActionRow)}
+    data["decided_at"] = [r.decided_at.astimezone(UTC) for r in rows]
+    data["schema_version"] = [SCHEMA_VERSION] * len(rows)
+    return pa.table({f.name: data[f.name] for f in ACTION_SCHEMA}, schema=ACTION_SCHEMA)

@@ -1,8 +1,9 @@
-"""The two Parquet datasets of the fault ledger, their columns, and how fault rows are named.
+"""The Parquet datasets of the fault ledger, their columns, and how fault rows are named.
 
 The *fault ledger* is FaultSense's output: one row per localized fault (or suspect), written by
 the active sweep (``detector="faultsense"``) and by the passive detectors (``"minder"``,
-``"flowpulse"``). ``probe_runs`` holds every probe measurement behind those rows. Both are
+``"flowpulse"``). ``probe_runs`` holds every probe measurement behind those rows, and
+``actions`` (schema version 3) every decision of the fleet file's guarded actions. All are
 hive-partitioned by ``date=YYYY-MM-DD`` under the ledger URI and read as-is by pandas,
 polars, DuckDB and Spark.
 
@@ -24,7 +25,11 @@ import pyarrow as pa
 from ..replica.vocabulary import ComponentKind, Status
 
 __all__ = [
+    "ACTIONS",
+    "ACTION_DECISIONS",
+    "ACTION_SCHEMA",
     "ADDED_IN_VERSION_2",
+    "ADDED_IN_VERSION_3",
     "COMPONENT_KINDS",
     "FAULT_LEDGER",
     "FAULT_SCHEMA",
@@ -34,19 +39,34 @@ __all__ = [
     "STATUSES",
     "gpu_component",
     "link_component",
+    "make_action_key",
     "make_fault_id",
     "replica_component",
 ]
 
 #: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.
 #: 2 added the nullable ``fault_ledger.confidence``; rows of version 1 read with it null.
-SCHEMA_VERSION = 2
+#: 3 added the ``actions`` dataset (its columns are new to the table; a version-2 table gains
+#: them at the first commit that writes an action row, and reads them as null before).
+SCHEMA_VERSION = 3
 #: Columns a version-1 ledger lacks (read as null).
 ADDED_IN_VERSION_2 = ("confidence",)
+#: Table columns a version-2 ledger lacks: those of ``actions`` that no other dataset has.
+ADDED_IN_VERSION_3 = (
+    "action_key", "decided_at", "action", "trigger", "node", "hour", "decision", "reason", "exit_code", "stderr", "dry_run",
+)  # fmt: skip
 
 #: Dataset folder names under the ledger URI.
 FAULT_LEDGER = "fault_ledger"
 PROBE_RUNS = "probe_runs"
+ACTIONS = "actions"
+
+#: What an action decided for one verdict (the ``actions`` dataset's ``decision``): ``acted``
+#: (the command ran and exited 0, the webhook answered 2xx), ``dry_run`` (decided, nothing run),
+#: ``skipped`` (a guard or filter said no: ``reason`` names it), ``failed`` (a non-zero exit
+#: code, an HTTP error, a command that cannot start), ``timed_out`` (killed at ``timeout_s``),
+#: and ``started``: the intent recorded before the command runs, replaced by its outcome.
+ACTION_DECISIONS: tuple[str, ...] = ("acted", "dry_run", "skipped", "failed", "timed_out", "started")
 
 #: ``gpu`` / ``link``: FaultSense's components; ``replica``: a FaultSense sweep judged
 #: replica-wide degradation (most probes slow, so no single component can be blamed);
@@ -104,6 +124,54 @@ PROBE_RUN_SCHEMA = pa.schema(
 """``probe_runs/``: one row per repeat of every probe (``latency_ms`` in ms, ``repeat``
 0-based), or one error row per probe that could not be measured (``latency_ms`` and
 ``repeat`` null, ``error`` set)."""
+
+
+ACTION_SCHEMA = pa.schema(
+    [
+        pa.field("action_key", pa.string(), nullable=False),
+        pa.field("decided_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("sweep_id", pa.string(), nullable=False),
+        pa.field("replica", pa.string(), nullable=False),
+        pa.field("action", pa.string(), nullable=False),
+        pa.field("trigger", pa.string(), nullable=False),
+        pa.field("component", pa.string(), nullable=False),
+        pa.field("component_kind", pa.string(), nullable=False),
+        pa.field("node", pa.string()),
+        pa.field("gpu", pa.int32()),
+        pa.field("hour", pa.string(), nullable=False),
+        pa.field("status", pa.string()),
+        pa.field("confidence", pa.float64()),
+        pa.field("slowdown", pa.float64()),
+        pa.field("decision", pa.string(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("exit_code", pa.int32()),
+        pa.field("stderr", pa.string()),
+        pa.field("dry_run", pa.bool_(), nullable=False),
+        pa.field("schema_version", pa.int32(), nullable=False),
+    ],
+    metadata={**_META, b"faultsense.dataset": ACTIONS.encode()},
+)
+"""``actions/`` (schema version 3): one row per decision of a fleet-file action about one
+verdict. ``action_key`` = :func:`make_action_key` of (action, replica, component, hour,
+trigger); ``trigger`` is the action's ``on`` (``confirmed`` or ``resolved``); ``hour`` the sweep
+partition ``YYYY-MM-DD-HH:00`` whose verdict it is; ``status``, ``confidence``, ``slowdown`` the
+verdict's (null for ``resolved``, whose verdict is the component's absence); ``node`` the
+node name where the replica's topology knows it; ``decision`` one of
+:data:`ACTION_DECISIONS`; ``reason`` one line (the guard that tripped, the HTTP status, ...);
+``exit_code`` the command's, null where none; ``stderr`` its last 300 characters, secrets
+scrubbed; ``dry_run`` whether the action was a dry run."""
+
+
+def make_action_key(action: str, replica: str, component: str, hour: str, trigger: str) -> str:
+    """The idempotence key of one action decision: the same action about the same verdict
+    (component, sweep hour, trigger) always gets the same key, however often the hour is
+    re-run or backfilled.
+
+    Returns:
+        20 lowercase hex digits (the first 80 bits of a SHA-256 of the five fields).
+    """
+    key = "\x1f".join((action, replica, component, hour, trigger))
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
 def gpu_component(gpu: int) -> str:

@@ -53,8 +53,17 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
-from .schema import ADDED_IN_VERSION_2, FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS, make_fault_id
+from .rows import ActionRow, FaultRow, ProbeRunRow, action_table, fault_table, probe_run_table
+from .schema import (
+    ACTION_SCHEMA,
+    ACTIONS,
+    ADDED_IN_VERSION_2,
+    FAULT_LEDGER,
+    FAULT_SCHEMA,
+    PROBE_RUN_SCHEMA,
+    PROBE_RUNS,
+    make_fault_id,
+)
 
 __all__ = [
     "COMPACT_EVERY",
@@ -75,7 +84,8 @@ TABLE_DIR = "delta"
 #: URI schemes the Delta table can live on (``deltalake``'s object stores).
 DELTA_SCHEMES = ("file", "s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "hdfs", "viewfs", "lakefs")
 _BATCH_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,199}")
-_SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA}
+_SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA, ACTIONS: ACTION_SCHEMA}
+_LEGACY = (FAULT_LEDGER, PROBE_RUNS)  # the datasets a pre-Delta ledger can hold
 _PARTITION_BY = ["dataset", "date"]
 _KEYS = ("dataset", "date", "batch")
 _COMMIT_RETRIES = 20
@@ -110,7 +120,7 @@ def _table_schema() -> pa.Schema:
         "date": pa.field("date", pa.string(), nullable=False),
         "batch": pa.field("batch", pa.string(), nullable=False),
     }
-    for schema in (FAULT_SCHEMA, PROBE_RUN_SCHEMA):
+    for schema in (FAULT_SCHEMA, PROBE_RUN_SCHEMA, ACTION_SCHEMA):
         for f in schema:
             if f.name not in fields:
                 keep = f.name in ("sweep_id", "replica")
@@ -119,8 +129,9 @@ def _table_schema() -> pa.Schema:
 
 
 #: The Delta table's columns: ``dataset``, ``date``, ``batch``, then every column of
-#: :data:`.schema.FAULT_SCHEMA` and :data:`.schema.PROBE_RUN_SCHEMA` (shared ones once;
-#: a row of one dataset has the other's columns null).
+#: :data:`.schema.FAULT_SCHEMA`, :data:`.schema.PROBE_RUN_SCHEMA` and
+#: :data:`.schema.ACTION_SCHEMA` (shared ones once; a row of one dataset has the others'
+#: columns null).
 TABLE_SCHEMA = _table_schema()
 
 
@@ -380,6 +391,7 @@ class LedgerStore:
         probe_runs: Mapping[str, Sequence[ProbeRunRow]] | None = None,
         note: Mapping[str, str] | None = None,
         datasets: Collection[str] = (FAULT_LEDGER, PROBE_RUNS),
+        actions: Mapping[str, Sequence[ActionRow]] | None = None,
     ) -> WriteResult:
         """Replace every row of the batches ``replace`` of ``day`` (both datasets) in **one** commit.
 
@@ -389,7 +401,9 @@ class LedgerStore:
             faults, probe_runs: the new rows, by batch (each batch must be in ``replace``);
                 an empty or missing batch just clears it.
             note: extra commit metadata (``faultsense.*`` keys), e.g. the sweep id.
-            datasets: the datasets whose rows of those batches are replaced (default both).
+            datasets: the datasets whose rows of those batches are replaced (default
+                ``fault_ledger`` and ``probe_runs``; name ``actions`` to write ``actions``).
+            actions: rows of the ``actions`` dataset, by batch (as ``faults``).
 
         Returns:
             The table path, the rows written and the table version of this commit (the
@@ -415,6 +429,7 @@ class LedgerStore:
         for dataset, rows_by_batch, to_table in (
             (FAULT_LEDGER, faults or {}, fault_table),
             (PROBE_RUNS, probe_runs or {}, probe_run_table),
+            (ACTIONS, actions or {}, action_table),
         ):
             for batch, rows in rows_by_batch.items():
                 if batch not in batches or dataset not in datasets:
@@ -852,6 +867,35 @@ class LedgerStore:
         """Probe measurements with the partition ``date`` as a column (see :meth:`read_faults`)."""
         return self._read(PROBE_RUNS, since, replica, None, _days(days), skipped)
 
+    def read_actions(
+        self,
+        *,
+        since: date | str | None = None,
+        replica: str | None = None,
+        days: Collection[date | str] | None = None,
+        batch: str | None = None,
+        skipped: list[str] | None = None,
+    ) -> pd.DataFrame:
+        """Rows of the ``actions`` dataset (schema version 3), oldest decision first, with the
+        partition ``date`` and the ``batch`` (see :meth:`read_faults` for the arguments; ``batch``
+        keeps one batch, e.g. ``actions-sim-64-h08``). A table written before version 3 has
+        none: an empty frame with the columns.
+
+        Raises:
+            LedgerError: the table exists but cannot be read.
+        """
+        files: dict[str, str | Collection[str]] = {}
+        if days is not None:
+            files["date"] = sorted(as_day(d).isoformat() for d in days)
+        if replica is not None:
+            files["replica"] = replica
+        if batch is not None:
+            files["batch"] = _check_batch(batch)
+        first = as_day(since).isoformat() if since is not None else None
+        table = self.read_table(ACTIONS, files=files, since=first, skipped=skipped)
+        df = table.to_pandas(types_mapper=_nullable_ints)
+        return df.sort_values(["decided_at", "replica", "action", "component"], kind="stable").reset_index(drop=True)
+
     def stray_files(self, days: Collection[date | str]) -> list[str]:
         """Files in the table's partition folders of ``days`` that no Delta writer made: not named
         ``part-<n>-<uuid>-c<n>...parquet`` (a file dropped there by hand, a foreign or pre-Delta
@@ -880,7 +924,7 @@ class LedgerStore:
     def legacy_files(self) -> list[str]:
         """Parquet files of a pre-Delta ledger (``fault_ledger/`` and ``probe_runs/`` hive folders)."""
         out = []
-        for dataset in _SCHEMAS:
+        for dataset in _LEGACY:
             selector = pafs.FileSelector(f"{self._root}/{dataset}", recursive=True, allow_not_found=True)
             out += [
                 i.path
@@ -906,7 +950,7 @@ class LedgerStore:
         by_day: dict[str, dict[str, dict[str, list[pa.Table]]]] = {}
         skipped: list[str] = []
         for path in self.legacy_files():
-            dataset = next(d for d in _SCHEMAS if f"/{d}/" in path)
+            dataset = next(d for d in _LEGACY if f"/{d}/" in path)
             folder, name = path.rsplit("/", 2)[-2:]
             if not folder.startswith("date="):
                 skipped.append(f"{path}: not under a date= folder")
@@ -938,7 +982,7 @@ class LedgerStore:
             converted += sum(p.num_rows for p in parts)
             self.commit_tables(day, sorted(batches), pa.concat_tables(parts), operation="convert-legacy")
         if move_aside and by_day:
-            for dataset in _SCHEMAS:
+            for dataset in _LEGACY:
                 src = f"{self._root}/{dataset}"
                 if self._fs.get_file_info(src).type == pafs.FileType.Directory:
                     self._fs.create_dir(f"{self._root}/legacy-parquet", recursive=True)

@@ -1,0 +1,40 @@
+"""``faultsense ledger actions``: the ``actions`` rows of a real ledger, through the real command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from faultsense_pipelines.actions import apply_actions
+from faultsense_pipelines.cli import app
+from faultsense_pipelines.ledger import LedgerStore
+from tests.actions.ledger_setup import commit_sweep, fleet_with
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+
+
+def test_ledger_actions_lists_the_decisions(tmp_path: Path) -> None:
+    """A failing command (exit 1) and a dry run about gpu:3 at 08:00: both rows, with the exit
+    code of the failed one; --decision filters; a bad --decision is one line, exit 2."""
+    ledger = tmp_path / "ledger"
+    store = LedgerStore(str(ledger))
+    commit_sweep(store, "r", "2026-12-01-08:00", [3])
+    actions = [
+        {"name": "drain", "on": "confirmed", "command": ["/bin/false"], "dry_run": False},
+        {"name": "preview", "on": "confirmed", "command": ["/bin/true"]},
+    ]
+    apply_actions(store, fleet_with(ledger, actions), "r", "2026-12-01-08:00", "run-1")
+    result = runner.invoke(app, ["ledger", "actions", "--ledger", str(ledger), "--since", "2026-12-01"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"2026-12-01-08:00 +r +drain +confirmed +gpu:3 +node3 +failed +1 +/bin/false: exit code 1", result.stdout)
+    assert re.search(r"2026-12-01-08:00 +r +preview +confirmed +gpu:3 +node3 +dry_run +- +dry_run:", result.stdout)
+    only = runner.invoke(app, ["ledger", "actions", "--ledger", str(ledger), "--since", "2026-12-01", "--decision", "failed"])
+    assert "drain" in only.stdout and "preview" not in only.stdout
+    bad = runner.invoke(app, ["ledger", "actions", "--ledger", str(ledger), "--decision", "nope"])
+    assert bad.exit_code == 2 and bad.stderr.splitlines() == [
+        "error: --decision must be one of acted, dry_run, skipped, failed, timed_out, started, got 'nope'"
+    ]
