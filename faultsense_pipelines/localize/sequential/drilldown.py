@@ -37,7 +37,15 @@ from .claims import ClaimResult, _Context, test_gpu, test_link
 from .eprocess import PairedTest, rounds_lower_bound
 from .pairing import Layout, RoundOracle, shaped_reference
 
-__all__ = ["MIN_CLAIM_ROUNDS", "SequentialResult", "default_budget", "read_rounds", "read_threshold", "rounds_needed", "sequential_drilldown"]
+__all__ = [
+    "MIN_CLAIM_ROUNDS",
+    "SequentialResult",
+    "default_budget",
+    "read_rounds",
+    "read_threshold",
+    "rounds_needed",
+    "sequential_drilldown",
+]
 
 
 @dataclass(frozen=True)
