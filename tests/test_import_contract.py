@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fleet", (f"{_P}.fleet",)),
     ("ledger", (f"{_P}.ledger",)),
     ("detectors", (f"{_P}.minder", f"{_P}.flowpulse")),
+    ("metrics", (f"{_P}.metrics",)),  # the Prometheus exporter: reads the fleet file and the ledger
     ("resources", (f"{_P}.resources",)),
     ("assets", (f"{_P}.assets",)),
     ("definitions", (f"{_P}.definitions", f"{_P}.old_paths")),

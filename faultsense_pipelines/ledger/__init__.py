@@ -5,8 +5,9 @@ Layout under the ledger URI (see ``docs/ledger.md``)::
     delta/_delta_log/...                                the commits
     delta/dataset=fault_ledger/date=YYYY-MM-DD/*.parquet one row per fault, FAULT_SCHEMA columns
     delta/dataset=probe_runs/date=YYYY-MM-DD/*.parquet   one row per probe repeat, PROBE_RUN_SCHEMA columns
+    delta/dataset=sweeps/date=YYYY-MM-DD/*.parquet       one row per sweep attempt, SWEEP_SCHEMA columns
 
-A sweep's probe and fault rows change together, in one commit (:meth:`LedgerStore.commit`).
+A sweep's probe, fault and sweep rows change together, in one commit (:meth:`LedgerStore.commit`).
 
 Public API for other detectors (stable): build :class:`FaultRow` objects and hand them to
 :func:`append_faults` (or :meth:`LedgerStore.write_faults`)::
@@ -26,7 +27,7 @@ Public API for other detectors (stable): build :class:`FaultRow` objects and han
 Re-writing the same batch of the same day replaces its rows.
 """
 
-from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
+from .rows import FaultRow, ProbeRunRow, SweepRow, fault_table, probe_run_table, sweep_table
 from .schema import (
     COMPONENT_KINDS,
     FAULT_LEDGER,
@@ -35,6 +36,9 @@ from .schema import (
     PROBE_RUNS,
     SCHEMA_VERSION,
     STATUSES,
+    SWEEP_SCHEMA,
+    SWEEP_STATUSES,
+    SWEEPS,
     gpu_component,
     link_component,
     make_fault_id,
@@ -63,12 +67,16 @@ __all__ = [
     "PROBE_RUN_SCHEMA",
     "SCHEMA_VERSION",
     "STATUSES",
+    "SWEEPS",
+    "SWEEP_SCHEMA",
+    "SWEEP_STATUSES",
     "TABLE_DIR",
     "TABLE_SCHEMA",
     "FaultRow",
     "LedgerError",
     "LedgerStore",
     "ProbeRunRow",
+    "SweepRow",
     "WriteResult",
     "append_faults",
     "append_passive_faults",
@@ -79,4 +87,5 @@ __all__ = [
     "make_fault_id",
     "probe_run_table",
     "replica_component",
+    "sweep_table",
 ]

@@ -1,8 +1,9 @@
-"""The two Parquet datasets of the fault ledger, their columns, and how fault rows are named.
+"""The datasets of the fault ledger, their columns, and how fault rows are named.
 
 The *fault ledger* is FaultSense's output: one row per localized fault (or suspect), written by
 the active sweep (``detector="faultsense"``) and by the passive detectors (``"minder"``,
-``"flowpulse"``). ``probe_runs`` holds every probe measurement behind those rows. Both are
+``"flowpulse"``). ``probe_runs`` holds every probe measurement behind those rows, and ``sweeps``
+(schema version 3) one row per sweep attempt of a (replica, hour). All are
 hive-partitioned by ``date=YYYY-MM-DD`` under the ledger URI and read as-is by pandas,
 polars, DuckDB and Spark.
 
@@ -25,6 +26,7 @@ from ..replica.vocabulary import ComponentKind, Status
 
 __all__ = [
     "ADDED_IN_VERSION_2",
+    "ADDED_IN_VERSION_3",
     "COMPONENT_KINDS",
     "FAULT_LEDGER",
     "FAULT_SCHEMA",
@@ -32,6 +34,9 @@ __all__ = [
     "PROBE_RUN_SCHEMA",
     "SCHEMA_VERSION",
     "STATUSES",
+    "SWEEPS",
+    "SWEEP_SCHEMA",
+    "SWEEP_STATUSES",
     "gpu_component",
     "link_component",
     "make_fault_id",
@@ -40,13 +45,34 @@ __all__ = [
 
 #: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.
 #: 2 added the nullable ``fault_ledger.confidence``; rows of version 1 read with it null.
-SCHEMA_VERSION = 2
+#: 3 added the ``sweeps`` dataset (one row per sweep attempt) and its columns; a version-2
+#: table gains them on its next commit (Delta schema evolution) and reads them null before.
+SCHEMA_VERSION = 3
 #: Columns a version-1 ledger lacks (read as null).
 ADDED_IN_VERSION_2 = ("confidence",)
+#: Columns a version-2 ledger lacks (the ``sweeps`` dataset's own; read as null).
+ADDED_IN_VERSION_3 = (
+    "drilldown",
+    "swept_hour",
+    "started_at",
+    "finished_at",
+    "probes_phase1",
+    "probes_phase2",
+    "failed_probes",
+    "confirmed",
+    "inconclusive",
+)
 
 #: Dataset folder names under the ledger URI.
 FAULT_LEDGER = "fault_ledger"
 PROBE_RUNS = "probe_runs"
+SWEEPS = "sweeps"
+
+#: A sweep attempt's outcome (``sweeps.status``): ``faulty`` (it confirmed a component),
+#: ``degraded`` (replica-wide degradation, no component blamed), ``inconclusive`` (it left
+#: components or links unsettled), ``healthy``, or ``failed`` (it did not complete: the
+#: executor could not start, probes could not be measured).
+SWEEP_STATUSES: tuple[str, ...] = ("healthy", "faulty", "degraded", "inconclusive", "failed")
 
 #: ``gpu`` / ``link``: FaultSense's components; ``replica``: a FaultSense sweep judged
 #: replica-wide degradation (most probes slow, so no single component can be blamed);
@@ -104,6 +130,35 @@ PROBE_RUN_SCHEMA = pa.schema(
 """``probe_runs/``: one row per repeat of every probe (``latency_ms`` in ms, ``repeat``
 0-based), or one error row per probe that could not be measured (``latency_ms`` and
 ``repeat`` null, ``error`` set)."""
+
+
+SWEEP_SCHEMA = pa.schema(
+    [
+        pa.field("sweep_id", pa.string(), nullable=False),
+        pa.field("replica", pa.string(), nullable=False),
+        pa.field("swept_hour", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("executor", pa.string(), nullable=False),
+        pa.field("drilldown", pa.string()),
+        pa.field("probes_phase1", pa.int32(), nullable=False),
+        pa.field("probes_phase2", pa.int32(), nullable=False),
+        pa.field("failed_probes", pa.int32(), nullable=False),
+        pa.field("confirmed", pa.int32(), nullable=False),
+        pa.field("inconclusive", pa.int32(), nullable=False),
+        pa.field("schema_version", pa.int32(), nullable=False),
+    ],
+    metadata={**_META, b"faultsense.dataset": SWEEPS.encode()},
+)
+"""``sweeps/`` (version 3): one row per sweep attempt of a (replica, hour), in the same commit
+as the attempt's probe and fault rows and in the same batch (``faultsense-<replica>-hHH``, or
+``...-failed`` for a failed attempt). ``swept_hour`` is the hour partition swept (UTC),
+``started_at`` / ``finished_at`` the run's wall-clock start and the commit's time (UTC);
+``status`` one of :data:`SWEEP_STATUSES`; ``drilldown`` the Phase 2 method (null when Phase 2
+did not run); ``probes_phase1`` / ``probes_phase2`` the probes measured (or attempted) per
+phase, ``failed_probes`` those that could not be measured; ``confirmed`` / ``inconclusive``
+the sweep's fault rows of those statuses."""
 
 
 def gpu_component(gpu: int) -> str:
