@@ -119,6 +119,7 @@ def _day_table(day: date, replicas: int, hours: range):
 def generate(ledger: str, replicas: int, days: int) -> dict:
     """A ledger of ``days`` days (the last one, TODAY, half swept) of ``replicas`` replicas."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from faultsense_pipelines.ledger import LedgerStore
 
@@ -129,13 +130,11 @@ def generate(ledger: str, replicas: int, days: int) -> dict:
         data, batches = _day_table(day, replicas, range(24))
         store.commit_tables(day, batches, data, operation="bench-history")
     data, batches = _day_table(TODAY, replicas, range(TODAY_HOURS))
-    step = -(-data.num_rows // TODAY_COMMITS)
-    by_batch = data.column("batch").to_pylist()
-    order = sorted(range(data.num_rows), key=lambda i: by_batch[i])
-    data = data.take(pa.array(order))
-    for lo in range(0, data.num_rows, step):
-        part = data.slice(lo, step)
-        store.commit_tables(TODAY, sorted(set(part.column("batch").to_pylist())), part, operation="bench-today")
+    step = -(-len(batches) // TODAY_COMMITS)  # whole sweeps per commit: a commit replaces its batches
+    for lo in range(0, len(batches), step):
+        chunk = batches[lo : lo + step]
+        part = data.filter(pc.is_in(data.column("batch"), pa.array(chunk)))
+        store.commit_tables(TODAY, chunk, part, operation="bench-today")
     from deltalake import DeltaTable
 
     actions = DeltaTable(f"{ledger}/delta").get_add_actions(flatten=True)
@@ -153,7 +152,7 @@ def measure(ledger: str, replicas: int) -> dict:
 
     from faultsense_pipelines.assets.commit import commit_sweep
     from faultsense_pipelines.assets.partitions import SweepKey
-    from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow, SweepRow
+    from faultsense_pipelines.ledger import SWEEPS, LedgerStore, ProbeRunRow, SweepRow
     from faultsense_pipelines.metrics import FleetCollector
 
     now = datetime(TODAY.year, TODAY.month, TODAY.day, TODAY_HOURS, 30, tzinfo=UTC)
@@ -167,6 +166,8 @@ def measure(ledger: str, replicas: int) -> dict:
         text = generate_latest(registry)
         return cpu_s() - t0, len(text)
 
+    first_day = (TODAY - timedelta(days=collector.window_days - 1)).isoformat()
+    window_rows = LedgerStore(ledger).read_table(SWEEPS, since=first_day, columns=["batch"]).num_rows
     cold, size = scrape()
     changed, unchanged = [], []
     for i in range(3):
@@ -181,6 +182,7 @@ def measure(ledger: str, replicas: int) -> dict:
     return {
         "cold_cpu_s": cold, "changed_cpu_s": statistics.median(changed), "unchanged_cpu_s": statistics.median(unchanged),
         "peak_rss_mb": peak_rss_mb(), "reads": collector.reads, "errors": collector.scrape_errors, "scrape_bytes": size,
+        "window_rows": window_rows,
     }  # fmt: skip
 
 
@@ -221,9 +223,10 @@ def main() -> None:
         }
         row |= {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "ok": all(r["errors"] == 0 and r["reads"] == 4 for r in runs)}
         row["changed_all"] = [round(r["changed_cpu_s"], 3) for r in runs]
+        row["window_rows"] = runs[0]["window_rows"]
         rows.append(row)
         print(
-            f"age {age:3d} d: {row['files']} files {row['mb']:.1f} MB; scrape CPU cold {row['cold_cpu_s']:.3f} s, "
+            f"age {age:3d} d: {row['files']} files {row['mb']:.1f} MB, {row['window_rows']} sweep rows in the window; scrape CPU cold {row['cold_cpu_s']:.3f} s, "
             f"changed {row['changed_cpu_s']:.3f} s {row['changed_all']}, unchanged {row['unchanged_cpu_s']:.4f} s; "
             f"peak RSS {row['peak_rss_mb']:.0f} MB; ok={row['ok']}",
             flush=True,
@@ -246,12 +249,12 @@ def report(rows: list[dict], args: argparse.Namespace) -> list[str]:
         "committed since; peak RSS (`VmHWM`) of the process after all of them (Python, Arrow, deltalake, prometheus_client). "
         f"Shared 2-core machine, load average {load:.1f} at the end.",
         "",
-        "| ledger age (days) | files | MB | scrape CPU s, cold | changed | (per process) | unchanged | peak RSS MB | changed / 7-day | RSS / 7-day | ok |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| ledger age (days) | files | MB | sweep rows in the window | scrape CPU s, cold | changed | (per process) | unchanged | peak RSS MB | changed / 7-day | RSS / 7-day | ok |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['age']} | {r['files']} | {r['mb']:.1f} | {r['cold_cpu_s']:.3f} | {r['changed_cpu_s']:.3f} | "
+            f"| {r['age']} | {r['files']} | {r['mb']:.1f} | {r['window_rows']} | {r['cold_cpu_s']:.3f} | {r['changed_cpu_s']:.3f} | "
             f"{', '.join(str(v) for v in r['changed_all'])} | {r['unchanged_cpu_s']:.4f} | {r['peak_rss_mb']:.0f} | "
             f"{r['changed_cpu_s'] / base['changed_cpu_s']:.2f} | {r['peak_rss_mb'] / base['peak_rss_mb']:.2f} | "
             f"{'yes' if r['ok'] else 'NO'} |"

@@ -12,7 +12,9 @@ Each scrape costs a bounded amount of work, whatever the ledger's age:
   swept hour, per component what that sweep says.
 
 A ledger that cannot be read counts one scrape error (``faultsense_exporter_scrape_errors_total``)
-and the scrape serves the last state read; the error's first line is logged.
+and the scrape serves the last state read; the error's first line is logged. A damaged data
+file in the window (cut short, not Parquet) is left out and named in the log, its read counts
+one scrape error, and the other files' rows are served.
 
 Series (``status``, ``phase``, ``kind``, ``node``, ``gpu``, ``rail`` take the few values of
 the fleet file and the ledger; no sweep id, no timestamp is ever a label):
@@ -47,10 +49,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pyarrow.dataset as ds
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -114,7 +115,7 @@ class FleetCollector(Collector):
         intervals: Mapping[str, float] | None = None,
         window_days: int = DEFAULT_WINDOW_DAYS,
         persistence_sweeps: int = DEFAULT_PERSISTENCE_SWEEPS,
-        now: Any = None,
+        now: Callable[[], datetime] | None = None,
     ) -> None:
         if window_days < 1 or persistence_sweeps < 1:
             raise ValueError(f"window_days and persistence_sweeps must be >= 1, got {window_days}, {persistence_sweeps}")
@@ -162,8 +163,15 @@ class FleetCollector(Collector):
         if version is None:
             self._first_day = first_day
             return FleetState()
-        sweeps = self.store.read_table(SWEEPS, since=first_day, columns=_SWEEP_COLUMNS)
-        faults = self.store.read_table(FAULT_LEDGER, since=first_day, columns=_FAULT_COLUMNS, filter=_FAULT_FILTER)
+        skipped: list[str] = []
+        sweeps = self.store.read_table(SWEEPS, since=first_day, columns=_SWEEP_COLUMNS, skipped=skipped)
+        faults = self.store.read_table(
+            FAULT_LEDGER, since=first_day, columns=_FAULT_COLUMNS, filter=_FAULT_FILTER, skipped=skipped
+        )
+        if skipped:  # a damaged data file: the others' rows are served, the damage counted and named once
+            self.scrape_errors += 1
+            more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+            _log.warning("faultsense metrics: skipped unreadable ledger file %s%s", skipped[0][:300], more)
         state = build_state(
             sweeps.to_pylist(),
             faults.to_pylist(),

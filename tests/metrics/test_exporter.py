@@ -165,3 +165,23 @@ def test_the_window_reads_only_recent_days_and_an_empty_ledger_exports_no_replic
         _, samples = scrape(collector)
         assert value(samples, "faultsense_window_sweeps", replica="sim-8", result="completed") == expected
         collector.close()
+
+
+def test_a_damaged_data_file_in_the_window_is_skipped_counted_and_the_rest_served(tmp_path: Path) -> None:
+    store = LedgerStore(str(tmp_path / "ledger"))
+    _commit(store, HOURS[0])
+    key = SweepKey(HOURS[1], "sim-9")
+    row = SweepRow(sweep_id="run-9", replica="sim-9", swept_hour=key.start, status="healthy", started_at=key.start,
+                   finished_at=key.start, executor="simulated")  # fmt: skip
+    written = commit_sweep(store, key, phase1=[], phase2=None, faults=[], sweep_id="run-9", sweep=row)
+    version = int(written[0].rsplit("@v", 1)[1])
+    (damaged,) = store.added_files(version, "sweeps")
+    (tmp_path / "ledger" / "delta" / damaged).write_bytes(b"PAR1 cut short")
+    collector = FleetCollector(LedgerStore(str(tmp_path / "ledger")), now=lambda: NOON)
+    _, samples = scrape(collector)
+    assert value(samples, "faultsense_exporter_scrape_errors_total") == 1.0
+    assert value(samples, "faultsense_replica_status", replica="sim-8", status="healthy") == 1.0
+    assert value(samples, "faultsense_replica_status", replica="sim-9", status="healthy") is None
+    _, samples = scrape(collector)  # nothing changed: counted once, not at every scrape
+    assert value(samples, "faultsense_exporter_scrape_errors_total") == 1.0
+    collector.close()
