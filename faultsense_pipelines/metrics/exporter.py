@@ -53,6 +53,8 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -173,7 +175,7 @@ class FleetCollector(Collector):
             more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
             _log.warning("faultsense metrics: skipped unreadable ledger file %s%s", skipped[0][:300], more)
         state = build_state(
-            sweeps.to_pylist(),
+            _unix_seconds(sweeps, ("swept_hour", "started_at", "finished_at")).to_pylist(),
             faults.to_pylist(),
             topology=self.topology,
             persistence_sweeps=self.persistence_sweeps,
@@ -204,6 +206,15 @@ class FleetCollector(Collector):
             gauge = GaugeMetricFamily(name, text)
             gauge.add_metric([], float(-1 if value is None else value))
             yield gauge
+
+
+def _unix_seconds(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
+    """``table`` with its timestamp ``columns`` as float Unix seconds: Python rows of floats are
+    made about ten times faster than rows of timezone-aware datetimes."""
+    for name in columns:
+        micros = pc.cast(pc.cast(table.column(name), pa.timestamp("us")), pa.int64())
+        table = table.set_column(table.schema.get_field_index(name), name, pc.divide(pc.cast(micros, pa.float64()), 1e6))
+    return table
 
 
 def _component_metrics(state: FleetState) -> Iterator[Metric]:

@@ -91,8 +91,11 @@ def episodes(flags: Sequence[bool]) -> int:
     return sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1]))
 
 
-def _seconds(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
+def _seconds(value: datetime | float | None) -> float | None:
+    """Unix seconds of a timezone-aware datetime, or the number itself (already Unix seconds)."""
+    if value is None:
+        return None
+    return value.timestamp() if isinstance(value, datetime) else float(value)
 
 
 def _order(row: Mapping[str, Any]) -> tuple[float, float]:
@@ -111,8 +114,8 @@ def build_state(
 
     Args:
         sweeps: ``sweeps`` rows with ``replica``, ``date``, ``batch``, ``status``, ``swept_hour``,
-            ``started_at``, ``finished_at`` (timezone-aware datetimes), ``probes_phase1``,
-            ``probes_phase2``, ``failed_probes``.
+            ``started_at``, ``finished_at`` (timezone-aware datetimes or Unix seconds),
+            ``probes_phase1``, ``probes_phase2``, ``failed_probes``.
         faults: the window's ``faultsense`` fault rows with ``replica``, ``date``, ``batch``,
             ``status``, ``component_kind``, ``component``, ``gpu``, ``peer_gpu``, ``slowdown``,
             ``confidence``; rows of other statuses are ignored. A row belongs to the completed
