@@ -237,6 +237,7 @@ def main() -> None:
 def report(rows: list[dict], args: argparse.Namespace) -> list[str]:
     base = next((r for r in rows if r["age"] >= 7), rows[0])  # the first ledger whose window is full
     load = os.getloadavg()[0]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or "?"
     lines = [
         f"# `faultsense metrics` at {args.replicas} replicas: scrape CPU and memory by ledger age (bench/bench_metrics.py)",
         "",
@@ -247,7 +248,7 @@ def report(rows: list[dict], args: argparse.Namespace) -> list[str]:
         "a scrape (`generate_latest` over the collector, what `/metrics` answers): `cold` the first scrape (loads the table, "
         "reads the window), `changed` after one more sweep's commit (median of 3 per process), `unchanged` with nothing "
         "committed since; peak RSS (`VmHWM`) of the process after all of them (Python, Arrow, deltalake, prometheus_client). "
-        f"Shared 2-core machine, load average {load:.1f} at the end.",
+        f"Shared 2-core machine, load average {load:.1f} at the end. Measured on {commit}, {date.today()}.",
         "",
         "| ledger age (days) | files | MB | sweep rows in the window | scrape CPU s, cold | changed | (per process) | unchanged | peak RSS MB | changed / 7-day | RSS / 7-day | ok |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
