@@ -37,7 +37,7 @@ def _fleet_and_store(fleet: Path | None, ledger: str | None):
     except (FleetError, ValueError) as exc:
         fail(str(exc))
     if kind == "file":
-        fail(f"--ledger {shown(store.display_uri)}: is a file, not a ledger directory")
+        fail(f"ledger {shown(store.display_uri)}: is a file, not a ledger directory")
     return loaded, store
 
 
