@@ -6,13 +6,15 @@ Delta commit (:meth:`LedgerStore.commit`) replaces every row of the partition's 
 of its failed attempt ``...-failed``, so re-running an hour replaces its rows, never adds to
 them, and a process killed at any moment (``kill -9``, ``SIGTERM``, power loss) leaves the
 partition as it was or as exactly the new sweep, never a mix: the commit is one atomic entry
-of the table's log.
+of the table's log. The same commit writes the sweep's one ``sweeps`` row (status, start and
+end, probes per phase), so the ledger says which sweep is the partition's without a scan.
 
 A sweep that fails (the executor cannot start, a server is unreachable, a worker crashes)
 leaves the completed sweep's rows alone -- an executor error is never evidence about a GPU,
 so it must not erase faults an earlier sweep confirmed -- and records what it did measure,
-error rows included, as the batch ``faultsense-<replica>-hHH-failed`` (replaced by the next
-failed attempt of the partition, removed by the next completed one).
+error rows included, and its ``failed`` sweep row, as the batch
+``faultsense-<replica>-hHH-failed`` (replaced by the next failed attempt of the partition,
+removed by the next completed one).
 
 An interrupted sweep (Ctrl-C, ``SIGINT``) writes nothing at all; a commit that has begun
 finishes before the interrupt is raised.
@@ -24,13 +26,16 @@ import signal
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
-from faultsense_pipelines.ledger import FaultRow, LedgerStore, ProbeRunRow
+import dagster as dg
+
+from faultsense_pipelines.ledger import FaultRow, LedgerStore, ProbeRunRow, SweepRow
 
 from .partitions import SweepKey
 from .rows import DETECTOR
 
-__all__ = ["commit_sweep", "failed_batch", "fault_batch", "interrupts_deferred", "record_failed_attempt"]
+__all__ = ["commit_sweep", "failed_batch", "fault_batch", "interrupts_deferred", "record_failed_attempt", "run_started_at"]
 
 
 def fault_batch(key: SweepKey) -> str:
@@ -41,6 +46,14 @@ def fault_batch(key: SweepKey) -> str:
 def failed_batch(key: SweepKey) -> str:
     """The latest failed attempt's batch, e.g. ``faultsense-sim-64-h08-failed`` (probe rows only)."""
     return f"{DETECTOR}-{key.batch('failed')}"
+
+
+def run_started_at(context: dg.AssetExecutionContext) -> datetime:
+    """When the step's run started (UTC), from the instance's run record; now when the record
+    has no start time yet."""
+    record = context.instance.get_run_record_by_id(context.run.run_id)
+    started = record.start_time if record is not None else None
+    return datetime.fromtimestamp(started, UTC) if started else datetime.now(UTC)
 
 
 @contextmanager
@@ -71,6 +84,7 @@ def commit_sweep(
     phase2: Sequence[ProbeRunRow] | None,
     faults: Sequence[FaultRow],
     sweep_id: str = "",
+    sweep: SweepRow | None = None,
 ) -> tuple[str, str]:
     """Replace the partition with one completed sweep, in one commit.
 
@@ -79,6 +93,7 @@ def commit_sweep(
         phase2: its Phase 2 probe rows; None when it needed no drill-down.
         faults: its fault rows (may be empty: the partition is healthy).
         sweep_id: recorded in the commit's metadata (``faultsense.sweep_id``).
+        sweep: its ``sweeps`` row (the partition's earlier ones, completed or failed, go).
 
     Returns:
         The table's path with the new version (``.../delta@v12``), twice (probe rows and
@@ -91,19 +106,23 @@ def commit_sweep(
             replace=[batch, failed_batch(key)],
             probe_runs={batch: [*phase1, *(phase2 or ())]},
             faults={batch: list(faults)},
+            sweeps={batch: [sweep] if sweep is not None else []},
             note={"faultsense.sweep_id": sweep_id, "faultsense.partition": f"{key.hour}|{key.replica}"},
         )
     where = f"{written.path}@v{written.version}"
     return where, where
 
 
-def record_failed_attempt(store: LedgerStore, key: SweepKey, rows: Sequence[ProbeRunRow]) -> str:
-    """Write a failed sweep's rows as the partition's ``-failed`` batch (one commit); nothing else changes.
+def record_failed_attempt(store: LedgerStore, key: SweepKey, rows: Sequence[ProbeRunRow], sweep: SweepRow | None = None) -> str:
+    """Write a failed sweep's rows -- its probe rows and its ``failed`` ``sweeps`` row -- as the
+    partition's ``-failed`` batch (one commit); nothing else changes.
 
     Returns:
         The table's path with the new version.
     """
     batch = failed_batch(key)
     with interrupts_deferred():
-        written = store.commit(key.day, replace=[batch], probe_runs={batch: list(rows)})
+        written = store.commit(
+            key.day, replace=[batch], probe_runs={batch: list(rows)}, sweeps={batch: [sweep] if sweep is not None else []}
+        )
     return f"{written.path}@v{written.version}"

@@ -29,14 +29,15 @@ import pyarrow as pa
 
 from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA
 from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecord
+from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN
 from faultsense_pipelines.resources.executors import redact_secrets
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
-from .commit import commit_sweep, fault_batch
+from .commit import commit_sweep, fault_batch, run_started_at
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import verdicts_markdown
-from .rows import fault_rows, probe_rows
+from .rows import fault_rows, probe_rows, sweep_row
 from .sweep import phase1_probe_run
 
 __all__ = [
@@ -71,6 +72,11 @@ def fault_ledger(
         "scrub": lambda text: redact_secrets(text, replica),
     }
     rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
+    sweep = sweep_row(
+        key=key, sweep_id=context.run.run_id, executor=replica.executor, started_at=run_started_at(context),
+        finished_at=datetime.now(UTC), probes_phase1=loc.probes_phase1, probes_phase2=loc.probes_phase2,
+        drilldown=_drilldown_of(context), faults=rows,
+    )  # fmt: skip
     written, path = commit_sweep(
         store,
         key,
@@ -78,6 +84,7 @@ def fault_ledger(
         phase2=probe_rows(loc.phase2_records, **common),
         faults=rows,
         sweep_id=context.run.run_id,
+        sweep=sweep,
     )
     confirmed = [r.component for r in rows if r.status == "confirmed"]
     return dg.MaterializeResult(
@@ -91,6 +98,14 @@ def fault_ledger(
             "ledger": store.display_uri,
         }
     )
+
+
+def _drilldown_of(context: dg.AssetExecutionContext) -> str:
+    """The run's Phase 2 method: ``ops.phase2_drilldown.config.drilldown_method``, else the default."""
+    run_config: dict[str, Any] = dict(context.run.run_config or {})
+    ops: dict[str, Any] = run_config.get("ops") or {}
+    config: dict[str, Any] = (ops.get("phase2_drilldown") or {}).get("config") or {}
+    return str(config.get("drilldown_method", DEFAULT_DRILLDOWN.value))
 
 
 def replica_day_rows(

@@ -6,14 +6,24 @@ import statistics
 from collections.abc import Sequence
 from datetime import datetime
 
-from faultsense_pipelines.ledger import FaultRow, ProbeRunRow, make_fault_id, replica_component
+from faultsense_pipelines.ledger import FaultRow, ProbeRunRow, SweepRow, make_fault_id, replica_component
 from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecord
 from faultsense_pipelines.replica.vocabulary import ComponentKind, Status
 
 from .partitions import SweepKey
 from .report import component_of
 
-__all__ = ["DETECTOR", "degraded_row", "degraded_slowdown", "error_rows", "fault_rows", "probe_rows"]
+__all__ = [
+    "DETECTOR",
+    "degraded_row",
+    "degraded_slowdown",
+    "error_rows",
+    "fault_rows",
+    "probe_counts",
+    "probe_rows",
+    "sweep_row",
+    "sweep_status",
+]
 
 DETECTOR = "faultsense"
 
@@ -124,4 +134,59 @@ def _replica_row(key: SweepKey, sweep_id: str, detected_at: datetime, **verdict)
         component_kind=ComponentKind.REPLICA,
         component=component,
         **verdict,
+    )
+
+
+def sweep_status(faults: Sequence[FaultRow]) -> str:
+    """A completed sweep's ``sweeps.status`` from its fault rows: ``faulty`` (a component
+    confirmed), else ``degraded`` (the ``replica:<name>`` suspect row of replica-wide
+    degradation), else ``inconclusive`` (a row left unsettled), else ``healthy``."""
+    statuses = {(r.component_kind, r.status) for r in faults}
+    if any(status == Status.CONFIRMED for _, status in statuses):
+        return "faulty"
+    if (ComponentKind.REPLICA, Status.SUSPECT) in statuses:
+        return "degraded"
+    if any(status == Status.INCONCLUSIVE for _, status in statuses):
+        return "inconclusive"
+    return "healthy"
+
+
+def probe_counts(rows: Sequence[ProbeRunRow]) -> tuple[int, int, int]:
+    """``(phase 1 probes, phase 2 probes, probes with an error)`` among a sweep's probe rows
+    (each probe counted once, however many repeats it has)."""
+    probes = {(r.phase, r.probe_index) for r in rows}
+    failed = {(r.phase, r.probe_index) for r in rows if r.error is not None}
+    return sum(1 for p, _ in probes if p == 1), sum(1 for p, _ in probes if p != 1), len(failed)
+
+
+def sweep_row(
+    *,
+    key: SweepKey,
+    sweep_id: str,
+    executor: str,
+    started_at: datetime,
+    finished_at: datetime,
+    probes_phase1: int,
+    probes_phase2: int,
+    drilldown: str | None,
+    faults: Sequence[FaultRow] = (),
+    failed_probes: int | None = None,
+) -> SweepRow:
+    """The ``sweeps`` row of one attempt: ``failed`` when ``failed_probes`` is given (the
+    attempt did not complete), else the :func:`sweep_status` of its ``faults``. A clock that
+    stepped back between start and end gives ``finished_at = started_at``."""
+    return SweepRow(
+        sweep_id=sweep_id,
+        replica=key.replica,
+        swept_hour=key.start,
+        status="failed" if failed_probes is not None else sweep_status(faults),
+        started_at=started_at,
+        finished_at=max(started_at, finished_at),
+        executor=str(executor),
+        drilldown=None if drilldown is None else str(drilldown),
+        probes_phase1=probes_phase1,
+        probes_phase2=probes_phase2,
+        failed_probes=failed_probes or 0,
+        confirmed=sum(1 for r in faults if r.status == Status.CONFIRMED),
+        inconclusive=sum(1 for r in faults if r.status == Status.INCONCLUSIVE),
     )

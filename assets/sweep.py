@@ -31,10 +31,10 @@ from faultsense_pipelines.resources.executors import ProbeExecutorResource, reda
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
-from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt
+from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt, run_started_at
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import latency_plot, suspects_markdown, verdicts_markdown
-from .rows import degraded_row, error_rows, probe_rows
+from .rows import degraded_row, error_rows, probe_counts, probe_rows, sweep_row
 
 __all__ = ["DEFAULT_REPEATS", "SweepConfig", "fault_batch", "phase1_probe_run", "phase2_drilldown"]
 
@@ -116,9 +116,25 @@ def _sweep_seed(replica: str, hour: str) -> int:
 
 
 def _fail_with_errors(
-    store: LedgerStore, key: SweepKey, phase: int, rows: list[ProbeRunRow], errors: int, total: int, first: str
+    context: dg.AssetExecutionContext,
+    store: LedgerStore,
+    key: SweepKey,
+    phase: int,
+    rows: list[ProbeRunRow],
+    errors: int,
+    total: int,
+    first: str,
+    *,
+    executor: str,
+    drilldown: str | None = None,
 ) -> dg.Failure:
-    path = record_failed_attempt(store, key, rows)
+    phase1, phase2, failed = probe_counts(rows)
+    sweep = sweep_row(
+        key=key, sweep_id=context.run.run_id, executor=executor, started_at=run_started_at(context),
+        finished_at=datetime.now(UTC), probes_phase1=phase1, probes_phase2=phase2, drilldown=drilldown,
+        failed_probes=failed,
+    )  # fmt: skip
+    path = record_failed_attempt(store, key, rows, sweep)
     return dg.Failure(
         description=f"replica {key.replica}: {errors} of {total} Phase {phase} probes could not be measured "
         f"({first}); error rows committed to the ledger as batch {failed_batch(key)} ({path.rsplit('/', 1)[-1]}); no fault rows written, the partition's last completed sweep kept",
@@ -152,7 +168,9 @@ def phase1_probe_run(
     except Exception as exc:
         message = redact_secrets(f"{replica.executor} executor could not start: {exc}", replica)
         rows = error_rows(cover.probes, message, **common)
-        raise _fail_with_errors(store, key, 1, rows, len(cover.probes), len(cover.probes), message) from None
+        raise _fail_with_errors(
+            context, store, key, 1, rows, len(cover.probes), len(cover.probes), message, executor=replica.executor
+        ) from None
 
     context.log.info(f"Phase 1 on {replica.name}: {len(cover.probes)} probes x {repeats} repeats ({replica.executor})")
     result = run_phase1(executor, cover, repeats=repeats, rule=_rule(replica))
@@ -160,7 +178,9 @@ def phase1_probe_run(
     rows = probe_rows(result.records, scrub=scrub, **common)
     if result.errors:
         first = next(r.error for r in result.records if r.error)
-        raise _fail_with_errors(store, key, 1, rows, result.errors, len(result.records), scrub(first or ""))
+        raise _fail_with_errors(
+            context, store, key, 1, rows, result.errors, len(result.records), scrub(first or ""), executor=replica.executor
+        )
 
     written = None
     if not result.needs_drilldown and config.drilldown_method != DrilldownMethod.EVIDENCE:
@@ -173,7 +193,13 @@ def phase1_probe_run(
             if result.replica_degraded
             else []
         )
-        written, path = commit_sweep(store, key, phase1=rows, phase2=None, faults=faults, sweep_id=context.run.run_id)
+        sweep = sweep_row(
+            key=key, sweep_id=context.run.run_id, executor=replica.executor, started_at=run_started_at(context),
+            finished_at=datetime.now(UTC), probes_phase1=len(result.records), probes_phase2=0, drilldown=None, faults=faults,
+        )  # fmt: skip
+        written, path = commit_sweep(
+            store, key, phase1=rows, phase2=None, faults=faults, sweep_id=context.run.run_id, sweep=sweep
+        )
         context.log_event(
             dg.AssetMaterialization(
                 asset_key="fault_ledger",
@@ -254,7 +280,10 @@ def phase2_drilldown(
     errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]
     if errors:
         rows = probe_rows([*phase1.records, *loc.phase2_records], scrub=scrub, **common)
-        raise _fail_with_errors(store, key, 2, rows, len(errors), len(loc.phase2_records), scrub(errors[0].error or ""))
+        raise _fail_with_errors(
+            context, store, key, 2, rows, len(errors), len(loc.phase2_records), scrub(errors[0].error or ""),
+            executor=replica.executor, drilldown=config.drilldown_method,
+        )  # fmt: skip
     yield dg.Output(
         loc,
         metadata={

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ledger", (f"{_P}.ledger",)),
     ("detectors", (f"{_P}.minder", f"{_P}.flowpulse")),
     ("actions", (f"{_P}.actions",)),  # guarded actions on the ledger's verdicts
+    ("metrics", (f"{_P}.metrics",)),  # the Prometheus exporter: reads the fleet file and the ledger
     ("resources", (f"{_P}.resources",)),
     ("assets", (f"{_P}.assets",)),
     ("definitions", (f"{_P}.definitions", f"{_P}.old_paths")),

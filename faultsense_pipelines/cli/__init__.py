@@ -14,6 +14,7 @@ before it imports Dagster.
     faultsense minder ...  train / scan the Minder detector               (minder_cmd)
     faultsense flowpulse . scan switch-port counters with FlowPulse       (flowpulse_cmd)
     faultsense ui          the Dagster UI on the persistent instance      (ui_cmd)
+    faultsense metrics     Prometheus exporter of the fleet's state       (metrics_cmd)
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ COMMAND_MODULES: dict[str, str] = {
     "simulate": "simulate_cmd",
     "sweep": "sweep_cmd",
     "ui": "ui_cmd",
+    "metrics": "metrics_cmd",
     "probe": "probe_cmd",
     "ledger": "ledger_cmd",
     "minder": "minder_cmd",

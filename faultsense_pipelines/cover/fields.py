@@ -77,20 +77,6 @@ def prime_power(q: int) -> tuple[int, int] | None:
     return f[0] if len(f) == 1 else None
 
 
-def _poly_mulmod(x: list[int], y: list[int], modulus: list[int], p: int) -> list[int]:
-    a = len(modulus) - 1
-    prod = [0] * (2 * a - 1)
-    for i, xi in enumerate(x):
-        for j, yj in enumerate(y):
-            prod[i + j] = (prod[i + j] + xi * yj) % p
-    for d in range(len(prod) - 1, a - 1, -1):  # reduce by the monic modulus
-        c = prod[d]
-        if c:
-            for t in range(a + 1):
-                prod[d - a + t] = (prod[d - a + t] - c * modulus[t]) % p
-    return prod[:a]
-
-
 def _irreducible(p: int, a: int) -> list[int]:
     """The first monic irreducible polynomial of degree ``a`` over GF(p) (coefficients low first)."""
     for code in range(p**a):

@@ -6,8 +6,9 @@ Layout under the ledger URI (see ``docs/ledger.md``)::
     delta/dataset=fault_ledger/date=YYYY-MM-DD/*.parquet one row per fault, FAULT_SCHEMA columns
     delta/dataset=probe_runs/date=YYYY-MM-DD/*.parquet   one row per probe repeat, PROBE_RUN_SCHEMA columns
     delta/dataset=actions/date=YYYY-MM-DD/*.parquet      one row per action decision, ACTION_SCHEMA columns
+    delta/dataset=sweeps/date=YYYY-MM-DD/*.parquet       one row per sweep attempt, SWEEP_SCHEMA columns
 
-A sweep's probe and fault rows change together, in one commit (:meth:`LedgerStore.commit`).
+A sweep's probe, fault and sweep rows change together, in one commit (:meth:`LedgerStore.commit`).
 
 Public API for other detectors (stable): build :class:`FaultRow` objects and hand them to
 :func:`append_faults` (or :meth:`LedgerStore.write_faults`)::
@@ -27,7 +28,7 @@ Public API for other detectors (stable): build :class:`FaultRow` objects and han
 Re-writing the same batch of the same day replaces its rows.
 """
 
-from .rows import ActionRow, FaultRow, ProbeRunRow, action_table, fault_table, probe_run_table
+from .rows import ActionRow, FaultRow, ProbeRunRow, SweepRow, action_table, fault_table, probe_run_table, sweep_table
 from .schema import (
     ACTION_DECISIONS,
     ACTION_SCHEMA,
@@ -39,6 +40,9 @@ from .schema import (
     PROBE_RUNS,
     SCHEMA_VERSION,
     STATUSES,
+    SWEEP_SCHEMA,
+    SWEEP_STATUSES,
+    SWEEPS,
     gpu_component,
     link_component,
     make_action_key,
@@ -71,6 +75,9 @@ __all__ = [
     "PROBE_RUN_SCHEMA",
     "SCHEMA_VERSION",
     "STATUSES",
+    "SWEEPS",
+    "SWEEP_SCHEMA",
+    "SWEEP_STATUSES",
     "TABLE_DIR",
     "TABLE_SCHEMA",
     "ActionRow",
@@ -78,6 +85,7 @@ __all__ = [
     "LedgerError",
     "LedgerStore",
     "ProbeRunRow",
+    "SweepRow",
     "WriteResult",
     "action_table",
     "append_faults",
@@ -90,4 +98,5 @@ __all__ = [
     "make_fault_id",
     "probe_run_table",
     "replica_component",
+    "sweep_table",
 ]

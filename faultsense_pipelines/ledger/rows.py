@@ -1,8 +1,9 @@
 """Rows of the ledger datasets, validated before anything is written.
 
 A :class:`FaultRow` is one localized fault (or suspect); a :class:`ProbeRunRow` one repeat of
-one probe, or the error that stopped it; an :class:`ActionRow` one decision of a guarded
-action. Each turns into an Arrow table with exactly its schema of :mod:`.schema`.
+one probe, or the error that stopped it; a :class:`SweepRow` one sweep attempt; an
+:class:`ActionRow` one decision of a guarded action. Each turns into an Arrow table with
+exactly its schema of :mod:`.schema`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,27 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from ..replica.vocabulary import ComponentKind, Status
-from .schema import ACTION_DECISIONS, ACTION_SCHEMA, FAULT_SCHEMA, PROBE_RUN_SCHEMA, SCHEMA_VERSION
+from .schema import (
+    ACTION_DECISIONS,
+    ACTION_SCHEMA,
+    FAULT_SCHEMA,
+    PROBE_RUN_SCHEMA,
+    SCHEMA_VERSION,
+    SWEEP_SCHEMA,
+    SWEEP_STATUSES,
+)
 
-__all__ = ["NAME_RE", "ActionRow", "FaultRow", "ProbeRunRow", "action_table", "fault_table", "probe_run_table"]
+__all__ = [
+    "NAME_RE",
+    "ActionRow",
+    "FaultRow",
+    "ProbeRunRow",
+    "SweepRow",
+    "action_table",
+    "fault_table",
+    "probe_run_table",
+    "sweep_table",
+]
 
 #: Replica and detector names: what may appear in a ledger file name.
 NAME_RE = re.compile(r"[a-z0-9_-]{1,64}")
@@ -199,6 +218,58 @@ class ActionRow:
             raise ValueError(f"exit_code must be an integer or None, got {self.exit_code!r}")
 
 
+@dataclass(frozen=True)
+class SweepRow:
+    """One row of ``sweeps/``: one sweep attempt of a (replica, hour) (schema version 3).
+
+    Attributes:
+        sweep_id: the run that swept (the Dagster run id).
+        replica: replica name, ``[a-z0-9_-]+``.
+        swept_hour: start of the hour partition swept; timezone-aware, stored in UTC.
+        status: one of :data:`.schema.SWEEP_STATUSES`.
+        started_at, finished_at: the attempt's wall-clock start and end (timezone-aware, UTC);
+            ``finished_at >= started_at``.
+        executor: the replica's executor word (``simulated``, ``local``, ``ray``, ``vllm``).
+        drilldown: the Phase 2 method, or None when Phase 2 did not run.
+        probes_phase1, probes_phase2: probes measured or attempted per phase (>= 0).
+        failed_probes: probes that could not be measured (>= 0; > 0 only in a ``failed`` row).
+        confirmed, inconclusive: the attempt's fault rows of those statuses (>= 0).
+    """
+
+    sweep_id: str
+    replica: str
+    swept_hour: datetime
+    status: str
+    started_at: datetime
+    finished_at: datetime
+    executor: str
+    drilldown: str | None = None
+    probes_phase1: int = 0
+    probes_phase2: int = 0
+    failed_probes: int = 0
+    confirmed: int = 0
+    inconclusive: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.sweep_id, str) or not self.sweep_id:
+            raise ValueError(f"sweep_id must be a non-empty string, got {self.sweep_id!r}")
+        _name("replica", self.replica)
+        for name in ("swept_hour", "started_at", "finished_at"):
+            value = getattr(self, name)
+            if not isinstance(value, datetime) or value.tzinfo is None:
+                raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
+        if self.finished_at < self.started_at:
+            raise ValueError(f"finished_at {self.finished_at} is before started_at {self.started_at}")
+        if self.status not in SWEEP_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(SWEEP_STATUSES)}, got {str(self.status)[:40]!r}")
+        if not isinstance(self.executor, str) or not self.executor:
+            raise ValueError(f"executor must be a non-empty string, got {self.executor!r}")
+        for name in ("probes_phase1", "probes_phase2", "failed_probes", "confirmed", "inconclusive"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+
+
 def _column(rows: Sequence[object], name: str) -> list[object]:
     return [getattr(r, name) for r in rows]
 
@@ -224,3 +295,14 @@ def action_table(rows: Sequence[ActionRow]) -> pa.Table:
     data["decided_at"] = [r.decided_at.astimezone(UTC) for r in rows]
     data["schema_version"] = [SCHEMA_VERSION] * len(rows)
     return pa.table({f.name: data[f.name] for f in ACTION_SCHEMA}, schema=ACTION_SCHEMA)
+
+
+def sweep_table(rows: Sequence[SweepRow]) -> pa.Table:
+    """``rows`` as an Arrow table with exactly :data:`.schema.SWEEP_SCHEMA`."""
+    data = {f.name: _column(rows, f.name) for f in fields(SweepRow)}
+    for name in ("swept_hour", "started_at", "finished_at"):
+        data[name] = [getattr(r, name).astimezone(UTC) for r in rows]
+    data["executor"] = [str(r.executor) for r in rows]
+    data["drilldown"] = [None if r.drilldown is None else str(r.drilldown) for r in rows]
+    data["schema_version"] = [SCHEMA_VERSION] * len(rows)
+    return pa.table({f.name: data[f.name] for f in SWEEP_SCHEMA}, schema=SWEEP_SCHEMA)

@@ -1,9 +1,10 @@
-"""The Parquet datasets of the fault ledger, their columns, and how fault rows are named.
+"""The datasets of the fault ledger, their columns, and how fault rows are named.
 
 The *fault ledger* is FaultSense's output: one row per localized fault (or suspect), written by
 the active sweep (``detector="faultsense"``) and by the passive detectors (``"minder"``,
-``"flowpulse"``). ``probe_runs`` holds every probe measurement behind those rows, and
-``actions`` (schema version 3) every decision of the fleet file's guarded actions. All are
+``"flowpulse"``). ``probe_runs`` holds every probe measurement behind those rows; since schema
+version 3, ``sweeps`` one row per sweep attempt of a (replica, hour) and ``actions`` every
+decision of the fleet file's guarded actions. All are
 hive-partitioned by ``date=YYYY-MM-DD`` under the ledger URI and read as-is by pandas,
 polars, DuckDB and Spark.
 
@@ -37,6 +38,9 @@ __all__ = [
     "PROBE_RUN_SCHEMA",
     "SCHEMA_VERSION",
     "STATUSES",
+    "SWEEPS",
+    "SWEEP_SCHEMA",
+    "SWEEP_STATUSES",
     "gpu_component",
     "link_component",
     "make_action_key",
@@ -46,13 +50,17 @@ __all__ = [
 
 #: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.
 #: 2 added the nullable ``fault_ledger.confidence``; rows of version 1 read with it null.
-#: 3 added the ``actions`` dataset (its columns are new to the table; a version-2 table gains
-#: them at the first commit that writes an action row, and reads them as null before).
+#: 3 added the ``sweeps`` dataset (one row per sweep attempt) and the ``actions`` dataset (one
+#: row per action decision) and their columns; a version-2 table gains them on its next commit
+#: (Delta schema evolution) and reads them null before.
 SCHEMA_VERSION = 3
 #: Columns a version-1 ledger lacks (read as null).
 ADDED_IN_VERSION_2 = ("confidence",)
-#: Table columns a version-2 ledger lacks: those of ``actions`` that no other dataset has.
+#: Table columns a version-2 ledger lacks: those of ``sweeps`` and ``actions`` that no older
+#: dataset has (read as null).
 ADDED_IN_VERSION_3 = (
+    "drilldown", "swept_hour", "started_at", "finished_at", "probes_phase1", "probes_phase2", "failed_probes",
+    "confirmed", "inconclusive",
     "action_key", "decided_at", "action", "trigger", "node", "hour", "decision", "reason", "exit_code", "stderr", "dry_run",
 )  # fmt: skip
 
@@ -67,6 +75,13 @@ ACTIONS = "actions"
 #: code, an HTTP error, a command that cannot start), ``timed_out`` (killed at ``timeout_s``),
 #: and ``started``: the intent recorded before the command runs, replaced by its outcome.
 ACTION_DECISIONS: tuple[str, ...] = ("acted", "dry_run", "skipped", "failed", "timed_out", "started")
+SWEEPS = "sweeps"
+
+#: A sweep attempt's outcome (``sweeps.status``): ``faulty`` (it confirmed a component),
+#: ``degraded`` (replica-wide degradation, no component blamed), ``inconclusive`` (it left
+#: components or links unsettled), ``healthy``, or ``failed`` (it did not complete: the
+#: executor could not start, probes could not be measured).
+SWEEP_STATUSES: tuple[str, ...] = ("healthy", "faulty", "degraded", "inconclusive", "failed")
 
 #: ``gpu`` / ``link``: FaultSense's components; ``replica``: a FaultSense sweep judged
 #: replica-wide degradation (most probes slow, so no single component can be blamed);
@@ -172,6 +187,35 @@ def make_action_key(action: str, replica: str, component: str, hour: str, trigge
     """
     key = "\x1f".join((action, replica, component, hour, trigger))
     return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+SWEEP_SCHEMA = pa.schema(
+    [
+        pa.field("sweep_id", pa.string(), nullable=False),
+        pa.field("replica", pa.string(), nullable=False),
+        pa.field("swept_hour", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("executor", pa.string(), nullable=False),
+        pa.field("drilldown", pa.string()),
+        pa.field("probes_phase1", pa.int32(), nullable=False),
+        pa.field("probes_phase2", pa.int32(), nullable=False),
+        pa.field("failed_probes", pa.int32(), nullable=False),
+        pa.field("confirmed", pa.int32(), nullable=False),
+        pa.field("inconclusive", pa.int32(), nullable=False),
+        pa.field("schema_version", pa.int32(), nullable=False),
+    ],
+    metadata={**_META, b"faultsense.dataset": SWEEPS.encode()},
+)
+"""``sweeps/`` (version 3): one row per sweep attempt of a (replica, hour), in the same commit
+as the attempt's probe and fault rows and in the same batch (``faultsense-<replica>-hHH``, or
+``...-failed`` for a failed attempt). ``swept_hour`` is the hour partition swept (UTC),
+``started_at`` / ``finished_at`` the run's wall-clock start and the commit's time (UTC);
+``status`` one of :data:`SWEEP_STATUSES`; ``drilldown`` the Phase 2 method (null when Phase 2
+did not run); ``probes_phase1`` / ``probes_phase2`` the probes measured (or attempted) per
+phase, ``failed_probes`` those that could not be measured; ``confirmed`` / ``inconclusive``
+the sweep's fault rows of those statuses."""
 
 
 def gpu_component(gpu: int) -> str:

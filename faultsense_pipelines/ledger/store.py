@@ -2,8 +2,8 @@
 
 A :class:`LedgerStore` wraps one ledger URI: a local path, ``file://``, ``s3://``, ``gs://``,
 ``az://``/``abfs://``, ``hdfs://`` (what ``deltalake`` understands, :data:`DELTA_SCHEMES`). All rows live in
-**one Delta table**, ``<ledger>/delta/``, partitioned by ``dataset`` (``fault_ledger`` or
-``probe_runs``) and ``date`` (``YYYY-MM-DD``); each row also carries its ``batch`` (what
+**one Delta table**, ``<ledger>/delta/``, partitioned by ``dataset`` (``fault_ledger``,
+``probe_runs`` or ``sweeps``) and ``date`` (``YYYY-MM-DD``); each row also carries its ``batch`` (what
 wrote it: a sweep partition ``faultsense-<replica>-hHH``, its failed attempt
 ``...-failed``, or a passive detector's scan).
 
@@ -53,7 +53,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .rows import ActionRow, FaultRow, ProbeRunRow, action_table, fault_table, probe_run_table
+from .rows import ActionRow, FaultRow, ProbeRunRow, SweepRow, action_table, fault_table, probe_run_table, sweep_table
 from .schema import (
     ACTION_SCHEMA,
     ACTIONS,
@@ -62,6 +62,8 @@ from .schema import (
     FAULT_SCHEMA,
     PROBE_RUN_SCHEMA,
     PROBE_RUNS,
+    SWEEP_SCHEMA,
+    SWEEPS,
     make_fault_id,
 )
 
@@ -84,7 +86,7 @@ TABLE_DIR = "delta"
 #: URI schemes the Delta table can live on (``deltalake``'s object stores).
 DELTA_SCHEMES = ("file", "s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "hdfs", "viewfs", "lakefs")
 _BATCH_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,199}")
-_SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA, ACTIONS: ACTION_SCHEMA}
+_SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA, SWEEPS: SWEEP_SCHEMA, ACTIONS: ACTION_SCHEMA}
 _LEGACY = (FAULT_LEDGER, PROBE_RUNS)  # the datasets a pre-Delta ledger can hold
 _PARTITION_BY = ["dataset", "date"]
 _KEYS = ("dataset", "date", "batch")
@@ -120,7 +122,7 @@ def _table_schema() -> pa.Schema:
         "date": pa.field("date", pa.string(), nullable=False),
         "batch": pa.field("batch", pa.string(), nullable=False),
     }
-    for schema in (FAULT_SCHEMA, PROBE_RUN_SCHEMA, ACTION_SCHEMA):
+    for schema in (FAULT_SCHEMA, PROBE_RUN_SCHEMA, SWEEP_SCHEMA, ACTION_SCHEMA):
         for f in schema:
             if f.name not in fields:
                 keep = f.name in ("sweep_id", "replica")
@@ -129,8 +131,8 @@ def _table_schema() -> pa.Schema:
 
 
 #: The Delta table's columns: ``dataset``, ``date``, ``batch``, then every column of
-#: :data:`.schema.FAULT_SCHEMA`, :data:`.schema.PROBE_RUN_SCHEMA` and
-#: :data:`.schema.ACTION_SCHEMA` (shared ones once; a row of one dataset has the others'
+#: :data:`.schema.FAULT_SCHEMA`, :data:`.schema.PROBE_RUN_SCHEMA`, :data:`.schema.SWEEP_SCHEMA`
+#: and :data:`.schema.ACTION_SCHEMA` (shared ones once; a row of one dataset has the others'
 #: columns null).
 TABLE_SCHEMA = _table_schema()
 
@@ -390,19 +392,22 @@ class LedgerStore:
         faults: Mapping[str, Sequence[FaultRow]] | None = None,
         probe_runs: Mapping[str, Sequence[ProbeRunRow]] | None = None,
         note: Mapping[str, str] | None = None,
-        datasets: Collection[str] = (FAULT_LEDGER, PROBE_RUNS),
+        datasets: Collection[str] = (FAULT_LEDGER, PROBE_RUNS, SWEEPS),
+        sweeps: Mapping[str, Sequence[SweepRow]] | None = None,
         actions: Mapping[str, Sequence[ActionRow]] | None = None,
     ) -> WriteResult:
-        """Replace every row of the batches ``replace`` of ``day`` (both datasets) in **one** commit.
+        """Replace every row of the batches ``replace`` of ``day`` (every dataset) in **one** commit.
 
         Args:
             day: the ``date`` partition.
-            replace: the batches whose rows (fault and probe rows alike) are removed.
-            faults, probe_runs: the new rows, by batch (each batch must be in ``replace``);
-                an empty or missing batch just clears it.
+            replace: the batches whose rows (fault, probe and sweep rows alike) are removed.
+            faults, probe_runs, sweeps: the new rows, by batch (each batch must be in
+                ``replace``); an empty or missing batch just clears it.
             note: extra commit metadata (``faultsense.*`` keys), e.g. the sweep id.
             datasets: the datasets whose rows of those batches are replaced (default
-                ``fault_ledger`` and ``probe_runs``; name ``actions`` to write ``actions``).
+                ``fault_ledger``, ``probe_runs`` and ``sweeps``; name ``actions`` to write
+                ``actions``).
+            sweeps: rows of the ``sweeps`` dataset, by batch (as ``faults``).
             actions: rows of the ``actions`` dataset, by batch (as ``faults``).
 
         Returns:
@@ -429,6 +434,7 @@ class LedgerStore:
         for dataset, rows_by_batch, to_table in (
             (FAULT_LEDGER, faults or {}, fault_table),
             (PROBE_RUNS, probe_runs or {}, probe_run_table),
+            (SWEEPS, sweeps or {}, sweep_table),
             (ACTIONS, actions or {}, action_table),
         ):
             for batch, rows in rows_by_batch.items():

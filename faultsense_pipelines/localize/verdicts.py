@@ -32,7 +32,6 @@ from ..replica.topology import Component, Link, ReplicaTopology
 from ..replica.vocabulary import ComponentKind, Outcome, Status
 
 __all__ = [
-    "OUTCOMES",
     "STATUSES",
     "Localization",
     "Phase1Records",
@@ -41,9 +40,6 @@ __all__ = [
     "Verdict",
 ]
 
-#: Probe outcomes' words (:class:`~faultsense_pipelines.replica.vocabulary.Outcome`): slow probes ``"fail"``, unmeasurable
-#: ones ``"error"``.
-OUTCOMES: tuple[str, ...] = Outcome.values()
 #: Verdict statuses' words (:class:`~faultsense_pipelines.replica.vocabulary.Status`); ``localize`` produces the last three
 #: ("suspect" is for reports of a Phase 1 sweep that was not drilled into).
 STATUSES: tuple[str, ...] = Status.values()

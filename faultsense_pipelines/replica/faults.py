@@ -59,7 +59,6 @@ __all__ = [
     "LinkFault",
     "NicFault",
     "NvSwitchFault",
-    "SharedFault",
     "SwitchFault",
     "check_faults",
     "parse_fault",
@@ -408,8 +407,6 @@ class SwitchFault(_Shared):
         return {"switch": self.switch, **self._effect()}
 
 
-#: A slow shared component (simulated with ``slowdown``, injected with ``delay_ms``).
-SharedFault = NicFault | NvSwitchFault | SwitchFault
 _SHARED_KEYS = {"nic": "<nic fault>", "nvswitch": "<nvswitch fault>", "switch": "<switch fault>"}
 
 

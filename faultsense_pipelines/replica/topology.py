@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import combinations
 
 import networkx as nx
 import numpy as np
@@ -28,11 +27,9 @@ __all__ = [
     "Component",
     "Link",
     "ReplicaTopology",
-    "all_links",
     "gpu_component",
     "link",
     "link_component",
-    "probe_links",
     "replica_graph",
 ]
 
@@ -52,16 +49,6 @@ def link(a: int, b: int) -> Link:
     if a == b:
         raise ValueError(f"a link joins two different GPUs, got ({a}, {b})")
     return (a, b) if a < b else (b, a)
-
-
-def probe_links(gpus: Iterable[int]) -> list[Link]:
-    """All k(k-1)/2 paths tested by a probe over ``gpus``, as sorted pairs."""
-    return [link(a, b) for a, b in combinations(sorted(set(gpus)), 2)]
-
-
-def all_links(n: int) -> list[Link]:
-    """All n(n-1)/2 paths of an ``n``-GPU replica, in lexicographic order."""
-    return list(combinations(range(n), 2))
 
 
 def replica_graph(n: int, gpus_per_node: int | None = None, edges: Sequence[Link] | None = None) -> nx.Graph:

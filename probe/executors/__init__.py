@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from faultsense_pipelines.replica.vocabulary import ExecutorKind
 
-from .injection import GpuFault, GpuSlowdown, LinkDelay, parse_injections
+from .injection import GpuFault, LinkDelay, parse_injections
 
 if TYPE_CHECKING:
     from faultsense_pipelines.replica.executor import ProbeExecutor
@@ -35,7 +35,6 @@ __all__ = [
     "EXECUTOR_KINDS",
     "ExecutorKind",
     "GpuFault",
-    "GpuSlowdown",
     "LinkDelay",
     "LocalExecutor",
     "ProbeTrace",

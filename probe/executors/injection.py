@@ -42,7 +42,7 @@ from faultsense_pipelines.replica.faults import (
 )
 from faultsense_pipelines.replica.topology import ReplicaTopology
 
-__all__ = ["GpuFault", "GpuSlowdown", "Injection", "LinkDelay", "parse_injections", "worker_injections"]
+__all__ = ["GpuFault", "Injection", "LinkDelay", "parse_injections", "worker_injections"]
 
 
 def worker_injections(injections: tuple[Injection, ...], topology: ReplicaTopology | None) -> tuple[GpuFault | LinkDelay, ...]:
@@ -71,7 +71,3 @@ def worker_injections(injections: tuple[Injection, ...], topology: ReplicaTopolo
         else:
             plain.append(inj)
     return (*plain, *(LinkDelay(link=ab, delay_ms=d) for ab, d in sorted(delays.items())))
-
-
-#: The former name of :class:`~faultsense_pipelines.replica.faults.GpuFault` for the real workers.
-GpuSlowdown = GpuFault

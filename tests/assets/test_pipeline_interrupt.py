@@ -73,9 +73,10 @@ def test_a_failed_rerun_keeps_the_confirmed_fault_and_a_successful_rerun_replace
         # the completed sweep's files are byte for byte what they were; one file was added
         after = ledger_state(ledger)
         assert {k: v for k, v in after.items() if k in committed} == committed
-        added = sorted(set(after) - set(committed))  # one commit: a log entry and the attempt's data file
-        assert len(added) == 2 and added[0].startswith("delta/_delta_log/") and added[0].endswith(".json"), added
+        added = sorted(set(after) - set(committed))  # one commit: a log entry, the attempt's probe rows and its sweep row
+        assert len(added) == 3 and added[0].startswith("delta/_delta_log/") and added[0].endswith(".json"), added
         assert added[1].startswith("delta/dataset=probe_runs/date=2026-11-30/") and added[1].endswith(".parquet"), added
+        assert added[2].startswith("delta/dataset=sweeps/date=2026-11-30/") and added[2].endswith(".parquet"), added
         kept = store.read_faults()
         assert kept.loc[kept["status"] == "confirmed", "component"].tolist() == ["gpu:5"]
         attempt = store.read_probe_runs()

@@ -21,10 +21,7 @@ from .adaptive import adaptive_drilldown
 from .common import DrilldownResult, Finding, Oracle
 from .paper import paper_drilldown
 
-__all__ = ["DRILLDOWN_METHODS", "DrilldownResult", "Finding", "Oracle", "drilldown"]
-
-#: The drill-down methods' words (:class:`~faultsense_pipelines.replica.vocabulary.DrilldownMethod`).
-DRILLDOWN_METHODS: tuple[str, ...] = DrilldownMethod.values()
+__all__ = ["DrilldownResult", "Finding", "Oracle", "drilldown"]
 
 
 def drilldown(
