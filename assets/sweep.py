@@ -32,7 +32,7 @@ from faultsense_pipelines.resources.ledger import LedgerResource
 
 from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
-from .report import latency_plot, suspects_markdown, verdicts_markdown
+from .report import latency_plot, partition_metadata, suspects_markdown, verdicts_markdown
 from .rows import degraded_row, error_rows, probe_rows
 
 __all__ = ["DEFAULT_REPEATS", "SweepConfig", "fault_batch", "phase1_probe_run", "phase2_drilldown"]
@@ -185,7 +185,7 @@ def phase1_probe_run(
     return dg.Output(
         result,
         metadata={
-            "replica": replica.name,
+            **partition_metadata("phase1_probe_run", key.hour, replica.name, str(context.partition_key)),
             "executor": replica.executor.value,  # Dagster metadata takes plain strings, not enums
             "probes_used": len(result.records),
             "repeats": repeats,
@@ -240,7 +240,7 @@ def phase2_drilldown(
         rule=_rule(replica),
         recheck_explained=config.recheck,
         topology=replica.replica_topology,
-    )
+    ).placed(replica.replica_topology)
     errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]
     if errors:
         rows = probe_rows([*phase1.records, *loc.phase2_records], scrub=scrub, **common)
@@ -248,7 +248,7 @@ def phase2_drilldown(
     yield dg.Output(
         loc,
         metadata={
-            "replica": replica.name,
+            **partition_metadata("phase2_drilldown", key.hour, replica.name, str(context.partition_key)),
             "probes_used": loc.probes_phase1 + loc.probes_phase2,
             "probes_phase1": loc.probes_phase1,
             "probes_phase2": loc.probes_phase2,

@@ -486,7 +486,7 @@ def run_sweep(
                 instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False, tags=_cli_tags()
             )
             term.arm()  # as after every run
-            view = {**quiet, "ops": {"fleet_health": {"config": {"end_hour": hour}}}}
+            view = quiet  # "now": the latest swept hour of each replica, whatever hour this sweep was
             defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(
                 instance=instance, run_config=view, raise_on_error=False, tags=_cli_tags()
             )

@@ -25,6 +25,7 @@ from ..replica.vocabulary import ComponentKind, Status
 
 __all__ = [
     "ADDED_IN_VERSION_2",
+    "ADDED_IN_VERSION_3",
     "COMPONENT_KINDS",
     "FAULT_LEDGER",
     "FAULT_SCHEMA",
@@ -40,9 +41,13 @@ __all__ = [
 
 #: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.
 #: 2 added the nullable ``fault_ledger.confidence``; rows of version 1 read with it null.
-SCHEMA_VERSION = 2
+#: 3 added the nullable ``fault_ledger.node``; rows of versions 1 and 2 read with it null.
+SCHEMA_VERSION = 3
 #: Columns a version-1 ledger lacks (read as null).
 ADDED_IN_VERSION_2 = ("confidence",)
+#: Columns a version-2 ledger lacks (read as null; the table gains them with its first
+#: version-3 write, Delta schema evolution).
+ADDED_IN_VERSION_3 = ("node",)
 
 #: Dataset folder names under the ledger URI.
 FAULT_LEDGER = "fault_ledger"
@@ -77,6 +82,7 @@ FAULT_SCHEMA = pa.schema(
         pa.field("phase", pa.int32()),
         pa.field("probes_used", pa.int32()),
         pa.field("confidence", pa.float64()),
+        pa.field("node", pa.string()),
         pa.field("schema_version", pa.int32(), nullable=False),
     ],
     metadata={**_META, b"faultsense.dataset": FAULT_LEDGER.encode()},
@@ -85,7 +91,11 @@ FAULT_SCHEMA = pa.schema(
 are not GPUs (passive detectors); ``slowdown`` = observed / healthy median latency (null when
 not measured); ``phase`` (1 or 2) and ``probes_used`` are null for passive detectors;
 ``confidence`` (version 2) is the posterior probability that the component is faulty, from the
-evidence drill-down, null where the detector states none."""
+evidence drill-down, null where the detector states none; ``node`` (version 3) is the host a
+component sits on, from the replica's ``topology`` (``node_names``, else ``node<v>``): a GPU's
+node, a link's (``a17`` or ``a17,a18`` when its ends sit on two nodes), a NIC's or an
+NVSwitch's; null for a switch, a whole replica, a replica without a topology and the passive
+detectors' rows."""
 
 PROBE_RUN_SCHEMA = pa.schema(
     [

@@ -54,7 +54,15 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .rows import FaultRow, ProbeRunRow, fault_table, probe_run_table
-from .schema import ADDED_IN_VERSION_2, FAULT_LEDGER, FAULT_SCHEMA, PROBE_RUN_SCHEMA, PROBE_RUNS, make_fault_id
+from .schema import (
+    ADDED_IN_VERSION_2,
+    ADDED_IN_VERSION_3,
+    FAULT_LEDGER,
+    FAULT_SCHEMA,
+    PROBE_RUN_SCHEMA,
+    PROBE_RUNS,
+    make_fault_id,
+)
 
 __all__ = [
     "COMPACT_EVERY",
@@ -916,7 +924,7 @@ class LedgerStore:
                 table = pq.read_table(path, filesystem=self._fs)
                 expected = _SCHEMAS[dataset]
                 missing = [f.name for f in expected if f.name not in table.column_names]
-                for name in [m for m in missing if m in ADDED_IN_VERSION_2]:  # a version-1 file
+                for name in [m for m in missing if m in ADDED_IN_VERSION_2 + ADDED_IN_VERSION_3]:  # a version-1 or -2 file
                     table = table.append_column(expected.field(name), pa.nulls(table.num_rows, expected.field(name).type))
                     missing.remove(name)
                 if missing:

@@ -87,6 +87,7 @@ def test_the_ledger_is_one_delta_table_with_the_documented_columns(tmp_path: Pat
         "phase",
         "probes_used",
         "confidence",
+        "node",
         "schema_version",
         "date",
         "batch",
