@@ -115,8 +115,8 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
         jobs=[sweep_job, cover_job, analytics_job, fleet_view_job, ledger_maintenance],
         schedules=[
-            build_hourly_schedule(sweep_job),
-            build_nightly_schedule(sweep_job),
+            build_hourly_schedule(sweep_job, fleet.schedules.hourly),
+            build_nightly_schedule(sweep_job, fleet.schedules.nightly),
             build_maintenance_schedule(),
         ],
         sensors=[build_replica_sensor(fleet.shapes), build_automation_sensor()],

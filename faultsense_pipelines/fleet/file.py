@@ -37,6 +37,7 @@ from .sections import (  # the section models are re-exported from here
     Int,
     LocalOptions,
     RayOptions,
+    ScheduleOptions,
     SimulatedOptions,
     StrictModel,
     TopologyOptions,
@@ -248,6 +249,8 @@ class Fleet(StrictModel):
     replicas: Annotated[list[Replica], Field(min_length=1, max_length=MAX_REPLICAS)]
     #: compaction and retention of the ledger (:mod:`.maintenance`); defaults when omitted
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
+    #: which sweep schedules run from the start (:class:`~.sections.ScheduleOptions`; both off by default)
+    schedules: ScheduleOptions = Field(default_factory=ScheduleOptions)
 
     @field_validator("ledger")
     @classmethod

@@ -44,6 +44,7 @@ __all__ = [
     "Int",
     "LocalOptions",
     "RayOptions",
+    "ScheduleOptions",
     "SimulatedOptions",
     "StrictModel",
     "TopologyOptions",
@@ -90,6 +91,19 @@ class TopologyOptions(StrictModel):
             if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
                 raise ValueError(f"a node name is 1-64 of A-Z, a-z, 0-9, '_', '.' and '-', got {name[:80]!r}")
         return v
+
+
+class ScheduleOptions(StrictModel):
+    """``schedules:`` of the fleet file: which sweep schedules start running when the code
+    location loads (both off by default: a fleet is swept by ``faultsense sweep`` or from the
+    UI until its operator turns them on here, or by hand in the UI).
+
+    ``hourly``: ``hourly_sweep`` (minute 5 of every hour); ``nightly``: ``nightly_deep_sweep``
+    (02:30 UTC, more repeats per probe).
+    """
+
+    hourly: Annotated[bool, Field(strict=True)] = False
+    nightly: Annotated[bool, Field(strict=True)] = False
 
 
 class SimulatedOptions(StrictModel):
