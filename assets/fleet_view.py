@@ -57,7 +57,9 @@ __all__ = [
     "health_grid",
     "heatmap_key",
     "inline_heatmap",
+    "sweep_days",
     "sweep_health",
+    "ui_table",
 ]
 
 #: Hours the heatmap covers, ending with the latest swept hour.
@@ -181,8 +183,10 @@ def _palette_png(codes: list[list[int]], cell: tuple[int, int]) -> bytes:
 
 
 #: Pixel size (width, height) of one (replica, hour) cell of the labelled inline heatmap.
-_SVG_CELL = (18, 14)
-#: Approximate width (px) of a character of the labels (11 px sans-serif, rounded up).
+_SVG_CELL = (20, 16)
+#: Replica names longer than this are cut (with "…") in the heatmap's labels.
+_LABEL_CHARS = 24
+#: Approximate width (px) of a character of the labels (12 px sans-serif, rounded up).
 _CHAR_PX = 7
 
 
@@ -193,11 +197,12 @@ def _svg(rows: list[tuple[str, list[int]]], hours: list[datetime]) -> str:
     horizontal runs (rows 2 px apart)."""
     cw, ch = _SVG_CELL
     words = list(HEALTH_COLORS)
+    rows = [(name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "\u2026", row) for name, row in rows]
     left = 6 + _CHAR_PX * max(len(name) for name, _ in rows)
     grid_w, grid_h = cw * len(hours), ch * len(rows)
     out = [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{left + grid_w + 10}' height='{grid_h + 16}' "
-        "font-family='sans-serif' font-size='11'>",
+        "font-family='sans-serif' font-size='12'>",
         f"<rect x='{left}' width='{grid_w}' height='{grid_h}' fill='{HEALTH_COLORS['not swept']}'/>",
     ]
     for code, word in enumerate(words):
@@ -360,9 +365,9 @@ def _key(hour: datetime) -> str:
 
 
 def _age(now: datetime, hour: datetime) -> str:
-    """How long ago a sweep hour started: ``5 h`` (under two days) or ``3 d 4 h``."""
+    """How long ago a sweep hour started: ``5h`` (under two days) or ``3d 4h``."""
     hours = max(0, int((now - hour).total_seconds() // 3600))
-    return f"{hours} h" if hours < 48 else f"{hours // 24} d {hours % 24} h"
+    return f"{hours}h" if hours < 48 else f"{hours // 24}d {hours % 24}h"
 
 
 def _confidence(value: float | None) -> str:
@@ -460,7 +465,35 @@ def _component_order(component: str) -> tuple[int, str, int]:
     return (rank, kind, int(digits) if digits.isdigit() else -1)
 
 
-def _sweep_days(store: LedgerStore) -> list[str]:
+def _short_hour(key: str, day: str) -> str:
+    """An hour key for the inline table: ``06:00`` on ``day`` (``YYYY-MM-DD``, the view's last
+    day), else ``11-29 06:00`` (the year is ``end_hour``'s); ``-`` unchanged."""
+    if len(key) != 16 or key[10] != "-":
+        return key
+    return key[11:] if key[:10] == day else f"{key[5:10]} {key[11:]}"
+
+
+#: The inline table's column headers (short: the table must fit the metadata column).
+_UI_HEADERS = {"confidence": "conf", "last_sweep": "last", "failed_after": "failed"}
+
+
+def ui_table(now: pd.DataFrame, end: str) -> tuple[dg.TableSchema, list[dg.TableRecord]]:
+    """:func:`fleet_now`'s table as the Dagster table drawn inline on the asset page, narrow
+    enough for the metadata column at 1,600 px: short headers (``conf``, ``last``,
+    ``failed``), hours as ``HH:00`` on ``end``'s day (``YYYY-MM-DD-HH:00``) and ``MM-DD HH:00``
+    before it, and the columns ``node`` and ``failed_after`` left out when every row has ``-``."""
+    columns = [c for c in NOW_COLUMNS if c not in ("node", "failed_after") or (now[c] != "-").any()]
+    records = []
+    for row in now.to_dict("records"):
+        cells = {c: str(row[c]) for c in columns}
+        for c in ("since", "last_sweep", "failed_after"):
+            if c in cells:
+                cells[c] = _short_hour(cells[c], end[:10])
+        records.append(dg.TableRecord({_UI_HEADERS.get(c, c): v for c, v in cells.items()}))
+    return dg.TableSchema(columns=[dg.TableColumn(_UI_HEADERS.get(c, c), "string") for c in columns]), records
+
+
+def sweep_days(store: LedgerStore) -> list[str]:
     """The ``date`` partitions that hold probe rows (every sweep writes some), newest first;
     from the table's log, no data file opened."""
     days = {uri.split("/date=", 1)[1].split("/", 1)[0] for uri in store.files(PROBE_RUNS) if "/date=" in uri}
@@ -507,7 +540,7 @@ def fleet_health(
 
     # "now": each replica's latest completed sweep, from the newest day with sweeps back, a day
     # at a time, until every replica has one or LOOKBACK_DAYS are read
-    days = [d for d in _sweep_days(store) if given is None or d <= given[:10]]
+    days = [d for d in sweep_days(store) if given is None or d <= given[:10]]
     for day in days:
         if days[0] > day and (date.fromisoformat(days[0]) - date.fromisoformat(day)).days > LOOKBACK_DAYS:
             break
@@ -535,9 +568,7 @@ def fleet_health(
     counts: dict[str, int] = {}
     for word in table.drop_duplicates("replica")["status"].tolist():
         counts[str(word)] = counts.get(str(word), 0) + 1
-    shown = table.head(MAX_TABLE_ROWS)
-    schema = dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in NOW_COLUMNS])
-    records = [dg.TableRecord({str(c): str(v) for c, v in row.items()}) for row in shown.to_dict("records")]
+    schema, records = ui_table(table.head(MAX_TABLE_ROWS), end)
     faulty = table[table["status"] == "faulty"].drop_duplicates("replica")
     links = {
         f"faults of {r}": partition_url("fault_ledger", f"{h}|{r}")
@@ -550,9 +581,9 @@ def fleet_health(
             "end_hour": end,
             "health_now": dg.MetadataValue.json(counts),
             "fleet": dg.MetadataValue.table(records, schema=schema),
-            "fleet_rows": f"{len(table)} rows{more}; since: first sweep hour of the current episode; age: to {_key(now)} UTC",
+            "fleet_rows": f"{len(table)} rows{more}; age to {_key(now)} UTC",
             "heatmap": dg.MetadataValue.md(inline_heatmap(grid, end)),
-            "heatmap_key": heatmap_key(end, config.hours),
+            "heatmap_key": dg.MetadataValue.md(heatmap_key(end, config.hours)),
             **links,
             "heatmap_detail": _heatmap(
                 grid, hours, f"fleet health, {len(replicas)} replicas, last {config.hours} hours to {end} UTC"

@@ -404,7 +404,7 @@ def run_sweep(
     names = replicas or fleet.names
     for name in names:
         _check_api_key(fleet, name, str(resolve_fleet_path(fleet_path)))  # KeyError: unknown replica
-    defs = build_definitions(fleet_path, ledger_uri)
+    defs = build_definitions(fleet_path, ledger_uri, earliest_hour=hour)
     store = (defs.resources or {})["ledger"].store()  # build_definitions always sets the resources
     ledger = store.display_uri
     if store.root_kind() == "file":

@@ -31,6 +31,7 @@ from ..replica.vocabulary import ExecutorKind
 from ..sim.scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, as a scenario's
 from ..textfile import TextFileError, load_yaml, read_text
 from ..validation import MAX_REPEATS, MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
+from .hours import check_hour_key
 from .maintenance import MaintenanceOptions
 from .sections import (  # the section models are re-exported from here
     Float,
@@ -251,6 +252,20 @@ class Fleet(StrictModel):
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
     #: which sweep schedules run from the start (:class:`~.sections.ScheduleOptions`; both off by default)
     schedules: ScheduleOptions = Field(default_factory=ScheduleOptions)
+    #: the first sweep hour (``YYYY-MM-DD-HH:00`` or ``YYYY-MM-DD``, UTC): where the sweep
+    #: partitions start in the UI; default: the first day the ledger holds sweeps of
+    since: str | None = None
+
+    @field_validator("since")
+    @classmethod
+    def _since(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        hour = f"{v}-00:00" if isinstance(v, str) and len(v) == 10 else v
+        try:
+            return check_hour_key(hour)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("hour must look like", "must look like", 1)) from None
 
     @field_validator("ledger")
     @classmethod

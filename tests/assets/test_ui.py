@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -209,8 +210,12 @@ def test_fleet_health_after_an_out_of_order_backfill_shows_the_latest_hour_and_t
         if "sim-256" in dom and "2026-11-30-06:00" in dom:
             break
         time.sleep(5)
-    assert "2026-11-30-06:00" in dom  # the latest hour, whatever order the hours were swept in
-    assert "data:image/svg+xml;base64," in dom  # the inline heatmap is drawn, not behind a link
+    # the latest hour, whatever order the hours were swept in: end_hour, and every replica's last sweep
+    assert "2026-11-30-06:00" in dom and dom.count(">06:00<") >= 4
+    # the inline heatmap and its colour key are drawn as pictures, not behind a link or as text
+    for alt in ("fleet health now", "health colours"):
+        tags = re.findall(rf'<img[^>]*alt="{alt}"[^>]*>', dom)
+        assert len(tags) == 1 and 'src="data:image/svg+xml;base64,' in tags[0], alt
     first = {name: dom.index(f">{name}<") for name in ("sim-64", "sim-128", "sim-256")}
     assert first["sim-64"] < first["sim-256"] and first["sim-128"] < first["sim-256"], first  # faulty first
     for component in ("gpu:17", "link:3-40", "link:12-99"):
@@ -218,5 +223,5 @@ def test_fleet_health_after_an_out_of_order_backfill_shows_the_latest_hour_and_t
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "fleet_health_1600.png"
     shot.unlink(missing_ok=True)
-    _render(chromium, url, f"--screenshot={shot}")
+    _render(chromium, url, f"--screenshot={shot}", "--window-size=1600,2000")  # the heatmap is below the table
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
