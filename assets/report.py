@@ -45,14 +45,17 @@ def partition_url(asset: str, partition: str) -> dg.UrlMetadataValue:
 
 def partition_metadata(asset: str, hour: str, replica: str, partition: str) -> dict[str, dg.RawMetadataValue]:
     """The metadata that says which sweep partition a materialization shows: ``partition``
-    (``hour|replica``, Dagster's key), ``replica``, ``hour`` (``YYYY-MM-DD-HH:00`` UTC) and
-    ``partition_page``, a link to that partition of ``asset`` (:func:`partition_url`). Text,
-    not numbers: Dagster's Plots tab leaves them out."""
+    (``hour|replica``, Dagster's key), ``replica``, ``hour`` (``YYYY-MM-DD-HH:00`` UTC),
+    ``partition_page``, a link to that partition of ``asset`` (:func:`partition_url`), and
+    ``fleet_now``, a link to ``fleet_health`` (every replica's latest sweep: the asset page
+    opens on the partition written last, which may be an older or a healthy one). Text and
+    links, not numbers: Dagster's Plots tab leaves them out."""
     return {
         "partition": partition,
         "replica": replica,
         "hour": hour,
         "partition_page": partition_url(asset, partition),
+        "fleet_now": dg.MetadataValue.url("/assets/fleet_health"),
     }
 
 

@@ -450,6 +450,7 @@ class Localization:
                     "reason": v.reason,
                     "confidence": v.confidence,
                     "slowdown": v.slowdown,
+                    "node": v.node,
                 }
                 for v in self.verdicts
             ],

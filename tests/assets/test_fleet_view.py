@@ -289,3 +289,8 @@ def test_a_backfill_of_an_older_hour_never_makes_the_fleet_view_older(tmp_path: 
     ledger_meta = instance.get_latest_materialization_event(dg.AssetKey("fault_ledger")).asset_materialization.metadata
     assert (ledger_meta["replica"].value, ledger_meta["hour"].value) == ("sim-healthy", "2026-11-30-03:00")
     assert ledger_meta["partition"].value == "2026-11-30-03:00|sim-healthy"
+    assert (
+        ledger_meta["partition_page"].value == "/assets/fault_ledger?view=partitions&partition=2026-11-30-03%3A00%7Csim-healthy"
+    )
+    assert ledger_meta["fleet_now"].value == "/assets/fleet_health"
+    assert isinstance(ledger_meta["table_version"].value, str)  # no plot series of the whole table's version
