@@ -38,7 +38,7 @@ from faultsense_pipelines.resources.ledger import LedgerResource
 from .automation import AFTER_LEDGER_UPDATES
 from .ledger import fault_ledger
 from .partitions import DAILY, current_hour_key
-from .report import frame_markdown
+from .report import frame_table
 
 __all__ = [
     "DAILY_HEALTH_SQL",
@@ -202,11 +202,11 @@ def _output(
     the metadata (``skipped_files``): one damaged file costs its own rows, not the day's analytics."""
     for line in skipped:
         context.log.warning(f"skipped unreadable ledger file {line}")
-    preview = frame_markdown(df.head(20)) if not df.empty else "_empty_"
+    preview = frame_table(df, 20) if not df.empty else dg.MetadataValue.md("_empty_")
     span = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
     metadata: dict[str, Any] = {
         "rows": len(df),
-        "preview": dg.MetadataValue.md(preview),
+        "preview": preview,
         "ledger": store.display_uri,
         "days": span,
         "skipped_files": dg.MetadataValue.md("\n".join(f"- {line}" for line in skipped) or "none"),

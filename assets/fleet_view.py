@@ -183,7 +183,7 @@ def _palette_png(codes: list[list[int]], cell: tuple[int, int]) -> bytes:
 
 
 #: Pixel size (width, height) of one (replica, hour) cell of the labelled inline heatmap.
-_SVG_CELL = (20, 16)
+_SVG_CELL = (14, 16)
 #: Replica names longer than this are cut (with "…") in the heatmap's labels.
 _LABEL_CHARS = 24
 #: Approximate width (px) of a character of the labels (12 px sans-serif, rounded up).
@@ -252,8 +252,9 @@ def inline_heatmap(grid: pd.DataFrame, end: str) -> str:
     :data:`INLINE_MARKDOWN_LIMIT` characters).
 
     First choice: a labelled SVG picture (:func:`_svg`: replica names, hours, the latest hour
-    the right-most column; the colours' key is :func:`heatmap_key`), about 600 px wide for a 24-hour
-    grid, so that it is whole in the asset page's metadata column at 1,000-1,600 px. When that
+    the right-most column; the colours' key is :func:`heatmap_key`), 14 x 16 px cells: a
+    24-hour grid is 346 px plus the names' width (about 400 px for the default fleet), whole in
+    the asset page's metadata column at 1,600 px (tests/assets/test_ui.py). When that
     is too long (many replicas), only the replicas with an hour that is not ``healthy`` are
     drawn, halved until they fit; when not even that fits, an unlabelled palette PNG, one block
     of pixels per cell (the same subsets), with a line saying what it shows. Returns a line
@@ -477,12 +478,28 @@ def _short_hour(key: str, day: str) -> str:
 _UI_HEADERS = {"confidence": "conf", "last_sweep": "last", "failed_after": "failed"}
 
 
-def ui_table(now: pd.DataFrame, end: str) -> tuple[dg.TableSchema, list[dg.TableRecord]]:
-    """:func:`fleet_now`'s table as the Dagster table drawn inline on the asset page, narrow
-    enough for the metadata column at 1,600 px: short headers (``conf``, ``last``,
-    ``failed``), hours as ``HH:00`` on ``end``'s day (``YYYY-MM-DD-HH:00``) and ``MM-DD HH:00``
-    before it, and the columns ``node`` and ``failed_after`` left out when every row has ``-``."""
-    columns = [c for c in NOW_COLUMNS if c not in ("node", "failed_after") or (now[c] != "-").any()]
+def ui_table(now: pd.DataFrame, end: str) -> tuple[dg.TableSchema, list[dg.TableRecord], str]:
+    """:func:`fleet_now`'s table as the Dagster table drawn inline on the asset page, and a
+    line to show beside it.
+
+    The table must fit the metadata column at 1,600 px (about 470 px) unwrapped: a browser
+    squeezing a table splits names at their hyphens. So: short headers (``conf``, ``last``,
+    ``failed``); hours as ``HH:00`` on ``end``'s day (``YYYY-MM-DD-HH:00``), ``MM-DD HH:00``
+    before it; ``node`` and ``failed_after`` only when a row has one; and ``last_sweep`` and
+    ``age`` only when the swept replicas' last sweeps differ -- when they are one hour (the
+    usual case: every replica swept each hour), the line says it instead.
+
+    Returns:
+        (schema, records, line): the line is ``"last sweep of every swept replica: 06:00 (4d 2h
+        ago)"``, or ``""`` when the columns show it.
+    """
+    swept = now[now["last_sweep"] != "-"]
+    one_hour = swept["last_sweep"].nunique() == 1
+    columns = [
+        c
+        for c in NOW_COLUMNS
+        if not (c in ("node", "failed_after") and (now[c] == "-").all()) and not (one_hour and c in ("last_sweep", "age"))
+    ]
     records = []
     for row in now.to_dict("records"):
         cells = {c: str(row[c]) for c in columns}
@@ -490,7 +507,11 @@ def ui_table(now: pd.DataFrame, end: str) -> tuple[dg.TableSchema, list[dg.Table
             if c in cells:
                 cells[c] = _short_hour(cells[c], end[:10])
         records.append(dg.TableRecord({_UI_HEADERS.get(c, c): v for c, v in cells.items()}))
-    return dg.TableSchema(columns=[dg.TableColumn(_UI_HEADERS.get(c, c), "string") for c in columns]), records
+    line = ""
+    if one_hour:
+        first = swept.iloc[0]
+        line = f"last sweep of every swept replica: {_short_hour(str(first['last_sweep']), end[:10])} ({first['age']} ago)"
+    return dg.TableSchema(columns=[dg.TableColumn(_UI_HEADERS.get(c, c), "string") for c in columns]), records, line
 
 
 def sweep_days(store: LedgerStore) -> list[str]:
@@ -568,7 +589,7 @@ def fleet_health(
     counts: dict[str, int] = {}
     for word in table.drop_duplicates("replica")["status"].tolist():
         counts[str(word)] = counts.get(str(word), 0) + 1
-    schema, records = ui_table(table.head(MAX_TABLE_ROWS), end)
+    schema, records, line = ui_table(table.head(MAX_TABLE_ROWS), end)
     faulty = table[table["status"] == "faulty"].drop_duplicates("replica")
     links = {
         f"faults of {r}": partition_url("fault_ledger", f"{h}|{r}")
@@ -581,7 +602,7 @@ def fleet_health(
             "end_hour": end,
             "health_now": dg.MetadataValue.json(counts),
             "fleet": dg.MetadataValue.table(records, schema=schema),
-            "fleet_rows": f"{len(table)} rows{more}; age to {_key(now)} UTC",
+            "fleet_rows": "; ".join(p for p in (f"{len(table)} rows{more}", line, f"age to {_key(now)} UTC") if p),
             "heatmap": dg.MetadataValue.md(inline_heatmap(grid, end)),
             "heatmap_key": dg.MetadataValue.md(heatmap_key(end, config.hours)),
             **links,

@@ -20,6 +20,7 @@ from faultsense_pipelines.replica.vocabulary import Outcome, Status
 __all__ = [
     "component_of",
     "frame_markdown",
+    "frame_table",
     "latency_plot",
     "partition_metadata",
     "partition_url",
@@ -67,6 +68,26 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]], empty: str) 
     if len(rows) > _MAX_ROWS:
         lines.append(f"\n_{len(rows) - _MAX_ROWS} more rows not shown_")
     return "\n".join(lines)
+
+
+def frame_table(df, limit: int = 20) -> dg.TableMetadataValue:
+    """The first ``limit`` rows of a pandas DataFrame as a Dagster table, drawn inline on the
+    asset page (unlike long markdown) and wrapped to its column: every cell as text, floats
+    to at most 3 decimals, missing values ``-``."""
+    import pandas as pd
+
+    def cell(v: object) -> str:
+        if v is None or (not isinstance(v, list | tuple | dict) and bool(pd.isna(v))):  # type: ignore[call-overload]
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.3f}".rstrip("0").rstrip(".")
+        return str(v)
+
+    columns = [str(c) for c in df.columns]
+    records = [
+        dg.TableRecord({c: cell(v) for c, v in zip(columns, row, strict=True)}) for row in df.head(limit).itertuples(index=False)
+    ]
+    return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in columns]))
 
 
 def frame_markdown(df) -> str:

@@ -19,6 +19,7 @@ from faultsense_pipelines.assets.fleet_view import (
     health_grid,
     heatmap_key,
     inline_heatmap,
+    ui_table,
 )
 from faultsense_pipelines.definitions import FLEET_VIEW_JOB
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
@@ -276,13 +277,14 @@ def test_a_backfill_of_an_older_hour_never_makes_the_fleet_view_older(tmp_path: 
     assert meta["heatmap"].value.startswith("![fleet health now](data:image/svg+xml;base64,")
     assert len(meta["heatmap"].value) < 1000
     records = [r.data for r in meta["fleet"].value.records]
-    assert [c.name for c in meta["fleet"].value.schema.columns] == [
-        "replica", "status", "component", "node", "conf", "since", "last", "age",
-    ]  # fmt: skip  # failed_after: "-" in every row, left out
-    assert records[0] | {"age": "x"} == {
+    # both replicas were last swept at 06:00: one line says so, the table leaves last and age out
+    assert [c.name for c in meta["fleet"].value.schema.columns] == ["replica", "status", "component", "node", "conf", "since"]
+    assert records[0] == {
         "replica": "sim-faulty", "status": "faulty", "component": "gpu:5", "node": "h1",
-        "conf": now.iloc[0]["confidence"], "since": "03:00", "last": "06:00", "age": "x",
+        "conf": now.iloc[0]["confidence"], "since": "03:00",
     }  # fmt: skip  # hours on end_hour's day as HH:00
+    assert "; last sweep of every swept replica: 06:00 (" in meta["fleet_rows"].value
+
     assert meta["faults of sim-faulty"].value.endswith("partition=2026-11-30-06%3A00%7Csim-faulty")
     assert meta["health_now"].value == {"faulty": 1, "healthy": 1}
     # the per-sweep assets say which partition they show
@@ -294,3 +296,29 @@ def test_a_backfill_of_an_older_hour_never_makes_the_fleet_view_older(tmp_path: 
     )
     assert ledger_meta["fleet_now"].value == "/assets/fleet_health"
     assert isinstance(ledger_meta["table_version"].value, str)  # no plot series of the whole table's version
+
+
+def test_the_inline_table_shows_last_sweep_and_age_when_they_differ_and_short_hours() -> None:
+    faults, runs = _sweep_rows(
+        {("a", 4): ("ok", ["gpu:5"]), ("a", 6): ("ok", ["gpu:5"]), ("b", 5): ("ok", []), ("b", 7): ("failed", [])}
+    )
+    now = fleet_now(faults, runs, ["a", "b"], NOW)
+    schema, records, line = ui_table(now, "2026-12-01-02:00")  # a later day: hours keep their date
+    assert [c.name for c in schema.columns] == [
+        "replica",
+        "status",
+        "component",
+        "node",
+        "conf",
+        "since",
+        "last",
+        "age",
+        "failed",
+    ]
+    assert [r.data for r in records] == [
+        {"replica": "a", "status": "faulty", "component": "gpu:5", "node": "n1", "conf": "0.990",
+         "since": "11-30 04:00", "last": "11-30 06:00", "age": "3h", "failed": "-"},
+        {"replica": "b", "status": "healthy", "component": "-", "node": "-", "conf": "-",
+         "since": "11-30 05:00", "last": "11-30 05:00", "age": "4h", "failed": "11-30 07:00"},
+    ]  # fmt: skip
+    assert line == ""
