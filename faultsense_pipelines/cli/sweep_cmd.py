@@ -105,6 +105,7 @@ class ReplicaSweep:
     suspects: int = 0
     drilldown: bool = False
     degraded: bool = False
+    #: confirmed components, ``gpu:17``, with the node they sit on where the topology names it: ``gpu:17 (a18)``
     confirmed: list[str] = field(default_factory=list)
     unjudged_links: int = 0
     #: the sweep's ``inconclusive`` ledger rows: verdicts the evidence did not settle, plus the
@@ -304,7 +305,9 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
 
         outcome.degraded = loc.replica_degraded
         outcome.probes_phase2 = loc.probes_phase2
-        outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == Status.CONFIRMED]
+        outcome.confirmed = [
+            component_of(v) + (f" ({v.node})" if v.node else "") for v in loc.verdicts if v.status == Status.CONFIRMED
+        ]
         outcome.unjudged_links = loc.unjudged_links or 0
         outcome.unsettled = unsettled_count(loc)
     return outcome
