@@ -307,7 +307,7 @@ class Localization:
         verdicts = tuple(
             replace(v, node=topology.component_node(v.hardware)) if v.hardware is not None else v for v in self.verdicts
         )
-        return replace(self, verdicts=verdicts, topology=self.topology or topology)
+        return replace(self, verdicts=verdicts)
 
     def _links(self, status: Status) -> list[list[int]]:
         return sorted(list(v.link) for v in self.verdicts if v.link is not None and v.status == status)
