@@ -6,7 +6,7 @@ partitions it covers (DuckDB SQL over Arrow tables read with file pruning).
   (``healthy`` / ``degraded`` / ``faulty`` / ``errors``); reads only that day's partitions;
 * ``gpu_fault_counts`` -- per (replica, GPU), over the :data:`WINDOW_DAYS` days ending on the
   partition's day: confirmed GPU faults, confirmed faults of its links, sweeps that found
-  them, worst slowdown, first and last seen;
+  them, worst slowdown and confidence, the GPU's node, first and last seen (sweep hours);
 * ``repeat_offenders`` -- components confirmed in two or more distinct sweep windows over the
   same trailing days;
 * ``shared_component_counts`` -- per (replica, node or switch), over the same trailing days:
@@ -37,8 +37,8 @@ from faultsense_pipelines.resources.ledger import LedgerResource
 
 from .automation import AFTER_LEDGER_UPDATES
 from .ledger import fault_ledger
-from .partitions import DAILY
-from .report import frame_markdown
+from .partitions import DAILY, current_hour_key
+from .report import frame_table
 
 __all__ = [
     "DAILY_HEALTH_SQL",
@@ -51,6 +51,7 @@ __all__ = [
     "replica_daily_health",
     "run_sql",
     "shared_component_counts",
+    "swept_hours",
     "window_days",
 ]
 
@@ -59,19 +60,21 @@ WINDOW_DAYS = 30
 
 GPU_FAULT_COUNTS_SQL = """
 WITH per_gpu AS (
-    SELECT replica, gpu, component_kind, fault_id, sweep_id, slowdown, detected_at
+    SELECT replica, gpu, component_kind, fault_id, sweep_id, slowdown, confidence, swept, node
     FROM faults WHERE status = 'confirmed' AND gpu IS NOT NULL
     UNION ALL
-    SELECT replica, peer_gpu AS gpu, component_kind, fault_id, sweep_id, slowdown, detected_at
+    SELECT replica, peer_gpu AS gpu, component_kind, fault_id, sweep_id, slowdown, confidence, swept, node
     FROM faults WHERE status = 'confirmed' AND peer_gpu IS NOT NULL
 )
 SELECT replica, gpu,
+       string_agg(DISTINCT split_part(node, ',', 1), ', ') FILTER (WHERE component_kind = 'gpu') AS node,
        count(*) FILTER (WHERE component_kind = 'gpu') AS gpu_faults,
        count(*) FILTER (WHERE component_kind = 'link') AS link_faults,
        count(DISTINCT sweep_id) AS sweeps,
-       max(slowdown) AS max_slowdown,
-       min(detected_at) AS first_seen,
-       max(detected_at) AS last_seen
+       round(max(slowdown), 3) AS max_slowdown,
+       round(max(confidence), 3) AS max_confidence,
+       min(swept) AS first_seen,
+       max(swept) AS last_seen
 FROM per_gpu
 GROUP BY replica, gpu
 ORDER BY gpu_faults DESC, link_faults DESC, replica, gpu
@@ -110,11 +113,13 @@ ORDER BY date, replica
 
 REPEAT_OFFENDERS_SQL = """
 SELECT replica, component, component_kind,
+       string_agg(DISTINCT node, ' ') AS node,
        count(DISTINCT fault_id) AS windows,
        count(DISTINCT date) AS days,
-       max(slowdown) AS max_slowdown,
-       min(detected_at) AS first_seen,
-       max(detected_at) AS last_seen,
+       round(max(slowdown), 3) AS max_slowdown,
+       round(max(confidence), 3) AS max_confidence,
+       min(swept) AS first_seen,
+       max(swept) AS last_seen,
        string_agg(DISTINCT detector, ', ' ORDER BY detector) AS detectors
 FROM faults WHERE status = 'confirmed'
 GROUP BY replica, component, component_kind
@@ -125,7 +130,7 @@ ORDER BY windows DESC, replica, component
 
 SHARED_COMPONENT_COUNTS_SQL = """
 WITH shared AS (
-    SELECT replica, component_kind, fault_id, sweep_id, slowdown, detected_at,
+    SELECT replica, component_kind, fault_id, sweep_id, slowdown, confidence, swept,
            CASE WHEN component_kind = 'switch' THEN component
                 ELSE regexp_extract(component, '^[a-z]+:([^/]+)', 1) END AS location
     FROM faults WHERE status = 'confirmed' AND component_kind IN ('nic', 'nvswitch', 'switch')
@@ -135,9 +140,10 @@ SELECT replica, location,
        count(*) FILTER (WHERE component_kind = 'nvswitch') AS nvswitch_faults,
        count(*) FILTER (WHERE component_kind = 'switch') AS switch_faults,
        count(DISTINCT sweep_id) AS sweeps,
-       max(slowdown) AS max_slowdown,
-       min(detected_at) AS first_seen,
-       max(detected_at) AS last_seen
+       round(max(slowdown), 3) AS max_slowdown,
+       round(max(confidence), 3) AS max_confidence,
+       min(swept) AS first_seen,
+       max(swept) AS last_seen
 FROM shared
 GROUP BY replica, location
 ORDER BY nic_faults + nvswitch_faults + switch_faults DESC, replica, location
@@ -159,14 +165,34 @@ def window_days(day: str, days: int = WINDOW_DAYS) -> list[str]:
 
 
 _FAULT_COLUMNS = ["fault_id", "detected_at", "sweep_id", "replica", "detector", "component_kind", "component"]
-_FAULT_COLUMNS += ["gpu", "peer_gpu", "slowdown", "status", "date"]
+_FAULT_COLUMNS += ["gpu", "peer_gpu", "slowdown", "status", "confidence", "node", "date", "batch"]
 _RUN_COLUMNS = ["replica", "date", "sweep_id", "phase", "probe_index", "error"]
 
 
+def swept_hours(table: pa.Table) -> pa.Array:
+    """The hour each fault row's window starts (``YYYY-MM-DD-HH:00`` UTC): a sweep's hour
+    partition (its batch ``faultsense-<replica>-hHH`` on its ``date``), else -- another
+    detector's row -- the hour of ``detected_at``. What ``first_seen`` and ``last_seen`` report:
+    when the fault was there, not when a backfill happened to write it."""
+    out: list[str | None] = []
+    for replica, day, batch, at in zip(
+        *(table.column(c).to_pylist() for c in ("replica", "date", "batch", "detected_at")), strict=True
+    ):
+        prefix = f"faultsense-{replica}-h"
+        hh = batch[len(prefix) :] if isinstance(batch, str) and batch.startswith(prefix) else ""
+        if len(hh) == 2 and hh.isdigit():
+            out.append(f"{day}-{hh}:00")
+        else:
+            out.append(None if at is None else current_hour_key(at))
+    return pa.array(out, pa.string())
+
+
 def _faults(store: LedgerStore, days: list[str], skipped: list[str], *, confirmed_only: bool = False) -> pa.Table:
-    """The fault rows of ``days``; an unreadable data file is left out and named in ``skipped``."""
+    """The fault rows of ``days`` with their ``swept`` hour (:func:`swept_hours`); an unreadable
+    data file is left out and named in ``skipped``."""
     status = ds.field("status") == "confirmed" if confirmed_only else None
-    return store.read_table(FAULT_LEDGER, files={"date": days}, columns=_FAULT_COLUMNS, filter=status, skipped=skipped)
+    table = store.read_table(FAULT_LEDGER, files={"date": days}, columns=_FAULT_COLUMNS, filter=status, skipped=skipped)
+    return table.append_column("swept", swept_hours(table))
 
 
 def _output(
@@ -176,11 +202,11 @@ def _output(
     the metadata (``skipped_files``): one damaged file costs its own rows, not the day's analytics."""
     for line in skipped:
         context.log.warning(f"skipped unreadable ledger file {line}")
-    preview = frame_markdown(df.head(20)) if not df.empty else "_empty_"
+    preview = frame_table(df, 20) if not df.empty else dg.MetadataValue.md("_empty_")
     span = days[0] if len(days) == 1 else f"{days[0]} .. {days[-1]}"
     metadata: dict[str, Any] = {
         "rows": len(df),
-        "preview": dg.MetadataValue.md(preview),
+        "preview": preview,
         "ledger": store.display_uri,
         "days": span,
         "skipped_files": dg.MetadataValue.md("\n".join(f"- {line}" for line in skipped) or "none"),

@@ -43,20 +43,29 @@ AFTER_LEDGER_UPDATES = (
 ).with_label("after fault_ledger updates")
 
 
+def _status(running: bool) -> dg.DefaultScheduleStatus:
+    return dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
+
+
 def build_hourly_schedule(
-    job: "dg.JobDefinition | UnresolvedAssetJobDefinition",
+    job: "dg.JobDefinition | UnresolvedAssetJobDefinition", running: bool = False
 ) -> "dg.ScheduleDefinition | UnresolvedPartitionedAssetScheduleDefinition":
-    """Phase 1 sweep (plus drill-down when needed) of every replica, at minute 5 of each hour."""
+    """Phase 1 sweep (plus drill-down when needed) of every replica, at minute 5 of each hour;
+    running from the start when ``running`` (the fleet file's ``schedules: {hourly: true}``)."""
     return dg.build_schedule_from_partitioned_job(
         job,
         name="hourly_sweep",
         minute_of_hour=5,
+        default_status=_status(running),
         description="Sweep every replica of the fleet each hour (one run per replica).",
     )
 
 
-def build_nightly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition") -> dg.ScheduleDefinition:
-    """A deeper sweep of every replica at 02:30 UTC with :data:`NIGHTLY_REPEATS` repeats per probe.
+def build_nightly_schedule(
+    job: "dg.JobDefinition | UnresolvedAssetJobDefinition", running: bool = False
+) -> dg.ScheduleDefinition:
+    """A deeper sweep of every replica at 02:30 UTC with :data:`NIGHTLY_REPEATS` repeats per probe;
+    running from the start when ``running`` (the fleet file's ``schedules: {nightly: true}``).
 
     It re-sweeps the 02:00 hour partition, replacing the hourly sweep's rows for that hour
     with the more precise ones.
@@ -67,6 +76,7 @@ def build_nightly_schedule(job: "dg.JobDefinition | UnresolvedAssetJobDefinition
         cron_schedule="30 2 * * *",
         execution_timezone="UTC",
         job=job,
+        default_status=_status(running),
         description=f"Nightly sweep of every replica with {NIGHTLY_REPEATS} repeats per probe.",
     )
     def nightly_deep_sweep(context: dg.ScheduleEvaluationContext):

@@ -36,7 +36,7 @@ from faultsense_pipelines.resources.ledger import LedgerResource
 
 from .commit import commit_sweep, fault_batch, run_started_at
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
-from .report import verdicts_markdown
+from .report import partition_metadata, verdicts_markdown
 from .rows import fault_rows, probe_rows, sweep_row
 from .sweep import phase1_probe_run
 
@@ -86,15 +86,22 @@ def fault_ledger(
         sweep_id=context.run.run_id,
         sweep=sweep,
     )
-    confirmed = [r.component for r in rows if r.status == "confirmed"]
+    confirmed = [
+        {"component": r.component, "node": r.node, "confidence": None if r.confidence is None else round(r.confidence, 3)}
+        for r in rows
+        if r.status == "confirmed"
+    ]
     return dg.MaterializeResult(
         metadata={
+            **partition_metadata("fault_ledger", key.hour, key.replica, str(context.partition_key)),
             "rows": len(rows),
             "confirmed": dg.MetadataValue.json(confirmed),
             "faults": dg.MetadataValue.md(verdicts_markdown(phase2_drilldown.verdicts, phase2_drilldown.probes_phase1)),
             "probes_used": phase2_drilldown.probes_phase1 + phase2_drilldown.probes_phase2,
             "path": dg.MetadataValue.path(path),
-            "table_version": int(written.rsplit("@v", 1)[1]),
+            # text, not a number: the table's version is the whole ledger's, not this partition's
+            # (as a number Dagster's Plots tab would draw every replica's on one axis)
+            "table_version": written.rsplit("@v", 1)[1],
             "ledger": store.display_uri,
         }
     )
@@ -124,7 +131,8 @@ def replica_day_rows(
 
 def committed_version(context: dg.AssetCheckExecutionContext) -> int | None:
     """The table version that the latest ``fault_ledger`` materialization of the check's
-    partition committed (its ``table_version`` metadata); None when there is none (nothing
+    partition committed (its ``table_version`` metadata: digits, or an int in materializations
+    written before it became text); None when there is none (nothing
     materialized yet, or a materialization from before that metadata existed)."""
     records = context.instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=fault_ledger.key, asset_partitions=[str(context.partition_key)]), limit=1
@@ -132,7 +140,12 @@ def committed_version(context: dg.AssetCheckExecutionContext) -> int | None:
     if not records or records[0].asset_materialization is None:
         return None
     value = records[0].asset_materialization.metadata.get("table_version")
-    return int(value.value) if value is not None and isinstance(value.value, int) else None
+    if value is None:
+        return None
+    raw = value.value  # text since the Plots tab change; an int in older materializations
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
 
 def _unreadable(skipped: list[str]) -> str | None:

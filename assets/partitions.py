@@ -27,7 +27,9 @@ __all__ = [
     "check_hour_key",
     "cover_partitions",
     "current_hour_key",
+    "first_sweep_hour",
     "sweep_key",
+    "with_start",
 ]
 
 HOURLY = dg.HourlyPartitionsDefinition(start_date=SWEEPS_START, end_offset=1, timezone="UTC")
@@ -71,6 +73,38 @@ def sweep_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext)
         key = SWEEP_PARTITIONS.get_partition_key_from_str(key)
     by_dim = key.keys_by_dimension
     return SweepKey(by_dim["hour"], by_dim["replica"])
+
+
+def first_sweep_hour(since: str | None, ledger_days: list[str], earliest: str | None = None) -> str:
+    """Where the sweep partitions (and the analytics' days) start: the fleet file's ``since``
+    when given, else 00:00 of the first ``date`` with sweeps in the ledger (``ledger_days``,
+    ``YYYY-MM-DD``), else :data:`SWEEPS_START` (a ledger not swept yet); never after
+    ``earliest`` (an hour a sweep is about to run for, e.g. ``faultsense sweep --hour``).
+
+    >>> first_sweep_hour(None, ["2026-12-05", "2026-12-04"])
+    '2026-12-04-00:00'
+    >>> first_sweep_hour("2026-12-05-06:00", ["2026-12-04"], earliest="2026-12-05-03:00")
+    '2026-12-05-03:00'
+    """
+    start = since or (f"{min(ledger_days)}-00:00" if ledger_days else SWEEPS_START)
+    start = max(start, SWEEPS_START)
+    return min(start, earliest) if earliest else start
+
+
+def with_start(asset: dg.AssetsDefinition, start: str) -> dg.AssetsDefinition:
+    """``asset`` with its time partitions starting at the hour ``start`` (``YYYY-MM-DD-HH:00``):
+    the sweep assets' hour dimension at that hour, a daily asset's days at its day; an
+    unpartitioned or other asset unchanged. (The module's :data:`HOURLY` and :data:`DAILY`
+    start at :data:`SWEEPS_START`; :func:`~faultsense_pipelines.definitions.build_definitions`
+    narrows them to where the fleet's sweeps start.)"""
+    if asset.partitions_def == SWEEP_PARTITIONS:
+        hourly = dg.HourlyPartitionsDefinition(start_date=start, end_offset=1, timezone="UTC")
+        new: dg.PartitionsDefinition = dg.MultiPartitionsDefinition({"hour": hourly, "replica": REPLICAS})
+    elif asset.partitions_def == DAILY:
+        new = dg.DailyPartitionsDefinition(start_date=start[:10], end_offset=1, timezone="UTC")
+    else:
+        return asset
+    return asset.map_asset_specs(lambda spec: spec.replace_attributes(partitions_def=new))
 
 
 def cover_partitions(shapes: list[str]) -> dg.StaticPartitionsDefinition:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Sequence
+from urllib.parse import quote
 
 import dagster as dg
 
@@ -16,7 +17,16 @@ from faultsense_pipelines.ledger import gpu_component, link_component
 from faultsense_pipelines.localize import Phase1Result, ProbeRecord, Verdict
 from faultsense_pipelines.replica.vocabulary import Outcome, Status
 
-__all__ = ["component_of", "frame_markdown", "latency_plot", "suspects_markdown", "verdicts_markdown"]
+__all__ = [
+    "component_of",
+    "frame_markdown",
+    "frame_table",
+    "latency_plot",
+    "partition_metadata",
+    "partition_url",
+    "suspects_markdown",
+    "verdicts_markdown",
+]
 
 _MAX_ROWS = 50
 
@@ -28,6 +38,28 @@ def component_of(v: Verdict) -> str:
     return gpu_component(v.gpu) if v.peer_gpu is None else link_component(v.gpu, v.peer_gpu)
 
 
+def partition_url(asset: str, partition: str) -> dg.UrlMetadataValue:
+    """A link to one partition of ``asset`` on its page in the Dagster UI (a path relative to
+    the webserver's root, e.g. ``/assets/fault_ledger?view=partitions&partition=2026-11-30-06%3A00%7Csim-64``)."""
+    return dg.MetadataValue.url(f"/assets/{quote(asset)}?view=partitions&partition={quote(partition, safe='')}")
+
+
+def partition_metadata(asset: str, hour: str, replica: str, partition: str) -> dict[str, dg.RawMetadataValue]:
+    """The metadata that says which sweep partition a materialization shows: ``partition``
+    (``hour|replica``, Dagster's key), ``replica``, ``hour`` (``YYYY-MM-DD-HH:00`` UTC),
+    ``partition_page``, a link to that partition of ``asset`` (:func:`partition_url`), and
+    ``fleet_now``, a link to ``fleet_health`` (every replica's latest sweep: the asset page
+    opens on the partition written last, which may be an older or a healthy one). Text and
+    links, not numbers: Dagster's Plots tab leaves them out."""
+    return {
+        "partition": partition,
+        "replica": replica,
+        "hour": hour,
+        "partition_page": partition_url(asset, partition),
+        "fleet_now": dg.MetadataValue.url("/assets/fleet_health"),
+    }
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]], empty: str) -> str:
     if not rows:
         return empty
@@ -36,6 +68,26 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]], empty: str) 
     if len(rows) > _MAX_ROWS:
         lines.append(f"\n_{len(rows) - _MAX_ROWS} more rows not shown_")
     return "\n".join(lines)
+
+
+def frame_table(df, limit: int = 20) -> dg.TableMetadataValue:
+    """The first ``limit`` rows of a pandas DataFrame as a Dagster table, drawn inline on the
+    asset page (unlike long markdown) and wrapped to its column: every cell as text, floats
+    to at most 3 decimals, missing values ``-``."""
+    import pandas as pd
+
+    def cell(v: object) -> str:
+        if v is None or (not isinstance(v, list | tuple | dict) and bool(pd.isna(v))):  # type: ignore[call-overload]
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.3f}".rstrip("0").rstrip(".")
+        return str(v)
+
+    columns = [str(c) for c in df.columns]
+    records = [
+        dg.TableRecord({c: cell(v) for c, v in zip(columns, row, strict=True)}) for row in df.head(limit).itertuples(index=False)
+    ]
+    return dg.MetadataValue.table(records, schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in columns]))
 
 
 def frame_markdown(df) -> str:
@@ -60,12 +112,13 @@ def suspects_markdown(phase1: Phase1Result) -> str:
 
 
 def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
-    """Suspects and confirmed faults of a drill-down, one row per component: its status,
-    slowdown, confidence (``evidence`` drill-down) and the Phase 2 probes that accused it."""
+    """Suspects and confirmed faults of a drill-down, one row per component: the node it sits
+    on (``-`` where the topology does not say), its status, slowdown, confidence (``evidence`` drill-down) and the Phase 2 probes that accused it."""
     order = {Status.CONFIRMED: 0, Status.SUSPECT: 1, Status.INCONCLUSIVE: 2, Status.MASKED: 3}
     rows = [
         (
             component_of(v),
+            v.node or "-",
             v.status,
             "-" if v.slowdown is None else f"{v.slowdown:.2f}x",
             "-" if v.confidence is None else ">0.999" if v.confidence > 0.999 else f"{v.confidence:.3f}",
@@ -75,7 +128,7 @@ def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
         )
         for v in sorted(verdicts, key=lambda v: (order.get(v.status, 9), v.gpu is not None, v.gpu or 0, v.peer_gpu or -1))
     ]
-    header = ("component", "status", "slowdown", "confidence", "evidence", "phase", "probes used")
+    header = ("component", "node", "status", "slowdown", "confidence", "evidence", "phase", "probes used")
     return _table(header, rows, "No faults found.")
 
 

@@ -54,7 +54,8 @@ def error_rows(probes: Sequence[Sequence[int]], message: str, *, sweep_id: str, 
 
 
 def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: datetime) -> list[FaultRow]:
-    """One ledger row per verdict; ``probes_used`` = Phase 1 probes + Phase 2 probes spent on it.
+    """One ledger row per verdict; ``probes_used`` = Phase 1 probes + Phase 2 probes spent on it;
+    ``node`` = the verdict's node (:meth:`~faultsense_pipelines.localize.Localization.placed`).
 
     A sweep that left links unjudged (``loc.unjudged_links``: no re-check, Algorithm 2,
     inconclusive components) adds one row ``replica:<name>``, status ``inconclusive``, Phase 2,
@@ -82,6 +83,7 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
                 phase=v.phase,
                 probes_used=loc.probes_phase1 + v.probes_used,
                 confidence=v.confidence,
+                node=v.node,
             )
         )
     if loc.unjudged_links:

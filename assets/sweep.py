@@ -33,7 +33,7 @@ from faultsense_pipelines.resources.ledger import LedgerResource
 
 from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt, run_started_at
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
-from .report import latency_plot, suspects_markdown, verdicts_markdown
+from .report import latency_plot, partition_metadata, suspects_markdown, verdicts_markdown
 from .rows import degraded_row, error_rows, probe_counts, probe_rows, sweep_row
 
 __all__ = ["DEFAULT_REPEATS", "SweepConfig", "fault_batch", "phase1_probe_run", "phase2_drilldown"]
@@ -218,7 +218,7 @@ def phase1_probe_run(
     return dg.Output(
         result,
         metadata={
-            "replica": replica.name,
+            **partition_metadata("phase1_probe_run", key.hour, replica.name, str(context.partition_key)),
             "executor": replica.executor.value,  # Dagster metadata takes plain strings, not enums
             "probes_used": len(result.records),
             "repeats": repeats,
@@ -276,7 +276,7 @@ def phase2_drilldown(
         alpha=replica.phase2.alpha if replica.phase2 else None,
         phase2_budget=replica.phase2.budget if replica.phase2 else None,
         seed=_sweep_seed(key.replica, key.hour),
-    )
+    ).placed(replica.replica_topology)
     errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]
     if errors:
         rows = probe_rows([*phase1.records, *loc.phase2_records], scrub=scrub, **common)
@@ -287,7 +287,7 @@ def phase2_drilldown(
     yield dg.Output(
         loc,
         metadata={
-            "replica": replica.name,
+            **partition_metadata("phase2_drilldown", key.hour, replica.name, str(context.partition_key)),
             "probes_used": loc.probes_phase1 + loc.probes_phase2,
             "probes_phase1": loc.probes_phase1,
             "probes_phase2": loc.probes_phase2,

@@ -33,11 +33,12 @@ from faultsense_pipelines.assets.automation import (
     build_replica_sensor,
 )
 from faultsense_pipelines.assets.cover import build_cover_asset
-from faultsense_pipelines.assets.fleet_view import fleet_health
+from faultsense_pipelines.assets.fleet_view import fleet_health, sweep_days
 from faultsense_pipelines.assets.flowpulse import flowpulse_faults
 from faultsense_pipelines.assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
 from faultsense_pipelines.assets.maintenance import build_maintenance_schedule, ledger_maintenance
 from faultsense_pipelines.assets.minder import minder_faults
+from faultsense_pipelines.assets.partitions import first_sweep_hour, with_start
 from faultsense_pipelines.assets.sweep import phase1_probe_run, phase2_drilldown
 from faultsense_pipelines.fleet import fleet_path as resolve_fleet_path
 from faultsense_pipelines.fleet import load_fleet
@@ -65,12 +66,21 @@ def resolve_ledger_uri(uri: str) -> str:
     return uri if "://" in uri else str(Path(uri).expanduser().resolve())
 
 
-def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | None = None) -> dg.Definitions:
+def build_definitions(
+    fleet_path: str | Path | None = None, ledger_uri: str | None = None, earliest_hour: str | None = None
+) -> dg.Definitions:
     """All of FaultSense's Dagster definitions for one fleet file.
+
+    The sweep partitions (and the analytics' days) start where the fleet's sweeps do
+    (:func:`~faultsense_pipelines.assets.partitions.first_sweep_hour`: the fleet file's
+    ``since``, else the first day of sweeps in the ledger, read from its log), not before
+    ``earliest_hour``.
 
     Args:
         fleet_path: the fleet YAML; default ``$FAULTSENSE_FLEET``, else ``faultsense_pipelines/data/fleet.yaml``.
         ledger_uri: overrides the fleet's ledger (``$FAULTSENSE_LEDGER`` when not given).
+        earliest_hour: an hour (``YYYY-MM-DD-HH:00``) the partitions must hold, e.g. the hour
+            ``faultsense sweep --hour`` is about to sweep.
 
     Raises:
         FleetError: the fleet file is malformed (the message names the field), or no ledger
@@ -81,9 +91,20 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     ledger = resolve_ledger_uri(choose_ledger_uri(ledger_uri, fleet.ledger, path))
 
     probe_cover = build_cover_asset(fleet.shapes)
+    try:
+        days = sweep_days(LedgerResource(uri=ledger).store())
+    except Exception:  # an unreachable or damaged ledger must not stop the code location: sweeps name it
+        days = []
+    start = first_sweep_hour(fleet.since, days, earliest_hour)
+    phase1, phase2, ledger_asset, actions_asset = (
+        with_start(a, start) for a in (phase1_probe_run, phase2_drilldown, fault_ledger, fault_actions)
+    )
+    analytics = [
+        with_start(a, start) for a in (gpu_fault_counts, replica_daily_health, repeat_offenders, shared_component_counts)
+    ]
     sweep_job = dg.define_asset_job(
         SWEEP_JOB,
-        selection=dg.AssetSelection.assets(phase1_probe_run, phase2_drilldown, fault_ledger, fault_actions),
+        selection=dg.AssetSelection.assets(phase1, phase2, ledger_asset, actions_asset),
         description="Sweep one replica for one hour: Phase 1, drill-down if needed, fault ledger rows, guarded actions.",
     )
     cover_job = dg.define_asset_job(
@@ -102,14 +123,11 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
     return dg.Definitions(
         assets=[
             probe_cover,
-            phase1_probe_run,
-            phase2_drilldown,
-            fault_ledger,
-            fault_actions,
-            gpu_fault_counts,
-            replica_daily_health,
-            repeat_offenders,
-            shared_component_counts,
+            phase1,
+            phase2,
+            ledger_asset,
+            actions_asset,
+            *analytics,
             fleet_health,
             flowpulse_faults,
             minder_faults,
@@ -117,8 +135,8 @@ def build_definitions(fleet_path: str | Path | None = None, ledger_uri: str | No
         asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
         jobs=[sweep_job, cover_job, analytics_job, fleet_view_job, ledger_maintenance],
         schedules=[
-            build_hourly_schedule(sweep_job),
-            build_nightly_schedule(sweep_job),
+            build_hourly_schedule(sweep_job, fleet.schedules.hourly),
+            build_nightly_schedule(sweep_job, fleet.schedules.nightly),
             build_maintenance_schedule(),
         ],
         sensors=[build_replica_sensor(fleet.shapes), build_automation_sensor()],

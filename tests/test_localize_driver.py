@@ -156,3 +156,16 @@ def test_an_undecided_phase1_probe_whose_remeasurement_fails_is_an_error_and_exo
     assert with_7 and all(r.outcome == "error" and r.error == "timeout" for r in with_7)
     assert phase1.errors == len(with_7) and phase1.remeasured == len(with_7)
     assert all(r.outcome == "pass" for r in phase1.records if 7 not in r.gpus)
+
+
+def test_verdicts_name_the_node_they_sit_on_when_the_topology_places_gpus() -> None:
+    from faultsense_pipelines.replica.topology import ReplicaTopology
+
+    topology = ReplicaTopology(32, gpus_per_node=8, node_names=("a17", "a18", "a19", "a20"))
+    replica = SimulatedReplica(32, [GpuFault(9, 2.0), LinkFault((5, 17), 1.8)])
+    loc = localize(replica, plan_cover(32, 4, "greedy"), topology=topology)
+    # by hand: GPU 9 is on node 9 // 8 = 1 (a18); link 5-17 joins node 0 (a17) and node 2 (a19)
+    nodes = {v.component: v.node for v in loc.verdicts if v.status == "confirmed"}
+    assert nodes == {"gpu:9": "a18", "link:5-17": "a17,a19"}
+    assert {v["component"]: v["node"] for v in loc.to_dict()["verdicts"] if v["component"] in nodes} == nodes
+    assert all(v.node is None for v in localize(replica, plan_cover(32, 4, "greedy")).verdicts)  # no topology: unknown

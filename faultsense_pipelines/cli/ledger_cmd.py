@@ -123,6 +123,7 @@ def register(app: typer.Typer) -> None:
             "replica",
             "detector",
             "component",
+            "node",
             "status",
             "slowdown",
             "phase",
@@ -133,7 +134,9 @@ def register(app: typer.Typer) -> None:
             table.add_row(
                 r["hour"],
                 pd.Timestamp(r["detected_at"]).strftime("%Y-%m-%d %H:%M"),
-                *(escape(str(r[c])) for c in ("replica", "detector", "component", "status")),  # rows any detector wrote
+                *(escape(str(r[c])) for c in ("replica", "detector", "component")),  # rows any detector wrote
+                "-" if pd.isna(r["node"]) else escape(str(r["node"])),  # the host it sits on (schema version 3)
+                escape(str(r["status"])),
                 "-" if pd.isna(r["slowdown"]) else f"{float(r['slowdown']):.2f}x",
                 "-" if pd.isna(r["phase"]) else str(r["phase"]),
                 "-" if pd.isna(r["probes_used"]) else str(r["probes_used"]),

@@ -105,6 +105,7 @@ class ReplicaSweep:
     suspects: int = 0
     drilldown: bool = False
     degraded: bool = False
+    #: confirmed components, ``gpu:17``, with the node they sit on where the topology names it: ``gpu:17 (a18)``
     confirmed: list[str] = field(default_factory=list)
     unjudged_links: int = 0
     #: the sweep's ``inconclusive`` ledger rows: verdicts the evidence did not settle, plus the
@@ -307,7 +308,9 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
 
         outcome.degraded = loc.replica_degraded
         outcome.probes_phase2 = loc.probes_phase2
-        outcome.confirmed = [component_of(v) for v in loc.verdicts if v.status == Status.CONFIRMED]
+        outcome.confirmed = [
+            component_of(v) + (f" ({v.node})" if v.node else "") for v in loc.verdicts if v.status == Status.CONFIRMED
+        ]
         outcome.unjudged_links = loc.unjudged_links or 0
         outcome.unsettled = unsettled_count(loc)
     if "fault_actions" in _outputs(result):
@@ -409,7 +412,7 @@ def run_sweep(
     names = replicas or fleet.names
     for name in names:
         _check_api_key(fleet, name, str(resolve_fleet_path(fleet_path)))  # KeyError: unknown replica
-    defs = build_definitions(fleet_path, ledger_uri)
+    defs = build_definitions(fleet_path, ledger_uri, earliest_hour=hour)
     store = (defs.resources or {})["ledger"].store()  # build_definitions always sets the resources
     ledger = store.display_uri
     if store.root_kind() == "file":
@@ -491,7 +494,7 @@ def run_sweep(
                 instance=instance, partition_key=hour[:10], run_config=quiet, raise_on_error=False, tags=_cli_tags()
             )
             term.arm()  # as after every run
-            view = {**quiet, "ops": {"fleet_health": {"config": {"end_hour": hour}}}}
+            view = quiet  # "now": the latest swept hour of each replica, whatever hour this sweep was
             defs.resolve_job_def(FLEET_VIEW_JOB).execute_in_process(
                 instance=instance, run_config=view, raise_on_error=False, tags=_cli_tags()
             )

@@ -32,6 +32,7 @@ from ..sim.scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, a
 from ..textfile import TextFileError, load_yaml, read_text
 from ..validation import MAX_REPEATS, MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
 from .actions import ActionSpec, check_actions
+from .hours import check_hour_key
 from .maintenance import MaintenanceOptions
 from .sections import (  # the section models are re-exported from here
     Float,
@@ -39,6 +40,7 @@ from .sections import (  # the section models are re-exported from here
     LocalOptions,
     Phase2Options,
     RayOptions,
+    ScheduleOptions,
     SimulatedOptions,
     StrictModel,
     TopologyOptions,
@@ -255,6 +257,22 @@ class Fleet(StrictModel):
     maintenance: MaintenanceOptions = Field(default_factory=MaintenanceOptions)
     #: guarded actions on confirmed and resolved faults (:mod:`.actions`); none when omitted
     actions: Annotated[list[ActionSpec], Field(max_length=64)] = Field(default_factory=list)
+    #: which sweep schedules run from the start (:class:`~.sections.ScheduleOptions`; both off by default)
+    schedules: ScheduleOptions = Field(default_factory=ScheduleOptions)
+    #: the first sweep hour (``YYYY-MM-DD-HH:00`` or ``YYYY-MM-DD``, UTC): where the sweep
+    #: partitions start in the UI; default: the first day the ledger holds sweeps of
+    since: str | None = None
+
+    @field_validator("since")
+    @classmethod
+    def _since(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        hour = f"{v}-00:00" if isinstance(v, str) and len(v) == 10 else v
+        try:
+            return check_hour_key(hour)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("hour must look like", "must look like", 1)) from None
 
     @field_validator("ledger")
     @classmethod

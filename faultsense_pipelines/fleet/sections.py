@@ -45,6 +45,7 @@ __all__ = [
     "LocalOptions",
     "Phase2Options",
     "RayOptions",
+    "ScheduleOptions",
     "SimulatedOptions",
     "StrictModel",
     "TopologyOptions",
@@ -112,6 +113,19 @@ class Phase2Options(StrictModel):
 
     alpha: Annotated[Float, Field(gt=0.0, le=0.5)] | None = None
     budget: Annotated[Int, Field(ge=0, le=MAX_PHASE2_BUDGET)] | None = None
+
+
+class ScheduleOptions(StrictModel):
+    """``schedules:`` of the fleet file: which sweep schedules start running when the code
+    location loads (both off by default: a fleet is swept by ``faultsense sweep`` or from the
+    UI until its operator turns them on here, or by hand in the UI).
+
+    ``hourly``: ``hourly_sweep`` (minute 5 of every hour); ``nightly``: ``nightly_deep_sweep``
+    (02:30 UTC, more repeats per probe).
+    """
+
+    hourly: Annotated[bool, Field(strict=True)] = False
+    nightly: Annotated[bool, Field(strict=True)] = False
 
 
 class SimulatedOptions(StrictModel):

@@ -41,6 +41,8 @@ __all__ = [
 
 #: Replica and detector names: what may appear in a ledger file name.
 NAME_RE = re.compile(r"[a-z0-9_-]{1,64}")
+#: A fault row's ``node``: one or two topology node names, comma-joined.
+_NODE_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}(,[A-Za-z0-9_.-]{1,64})?")
 
 
 def _name(kind: str, value: str) -> None:
@@ -75,6 +77,8 @@ class FaultRow:
             component (:attr:`~faultsense_pipelines.localize.verdicts.Verdict.probes_used`), or None.
         confidence: posterior probability that the component is faulty (the evidence
             drill-down), or None where the detector states none (schema version 2).
+        node: the host the component sits on (``a17``; ``a17,a18`` for a link across two
+            nodes), or None where unknown (schema version 3; see :data:`.schema.FAULT_SCHEMA`).
     """
 
     fault_id: str
@@ -91,6 +95,7 @@ class FaultRow:
     phase: int | None = None
     probes_used: int | None = None
     confidence: float | None = None
+    node: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.fault_id, str) or not self.fault_id:
@@ -113,6 +118,8 @@ class FaultRow:
         _opt_int("probes_used", self.probes_used)
         if self.confidence is not None and not (math.isfinite(self.confidence) and 0.0 <= self.confidence <= 1.0):
             raise ValueError(f"confidence must be in [0, 1] or None, got {self.confidence!r}")
+        if self.node is not None and not (isinstance(self.node, str) and _NODE_RE.fullmatch(self.node)):
+            raise ValueError(f"node must be node names joined by ',' or None, got {str(self.node)[:80]!r}")
 
 
 @dataclass(frozen=True)

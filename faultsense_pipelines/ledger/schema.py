@@ -50,18 +50,20 @@ __all__ = [
 
 #: Version of both schemas; stored in ``fault_ledger.schema_version`` and in file metadata.
 #: 2 added the nullable ``fault_ledger.confidence``; rows of version 1 read with it null.
-#: 3 added the ``sweeps`` dataset (one row per sweep attempt) and the ``actions`` dataset (one
-#: row per action decision) and their columns; a version-2 table gains them on its next commit
-#: (Delta schema evolution) and reads them null before.
+#: 3 added the ``sweeps`` dataset (one row per sweep attempt), the ``actions`` dataset (one
+#: row per action decision) and the nullable ``fault_ledger.node``, and their columns; a
+#: version-2 table gains them on its next commit (Delta schema evolution) and reads them null
+#: before.
 SCHEMA_VERSION = 3
 #: Columns a version-1 ledger lacks (read as null).
 ADDED_IN_VERSION_2 = ("confidence",)
-#: Table columns a version-2 ledger lacks: those of ``sweeps`` and ``actions`` that no older
-#: dataset has (read as null).
+#: Table columns a version-2 ledger lacks: ``fault_ledger.node`` and those of ``sweeps`` and
+#: ``actions`` that no older dataset has (read as null).
 ADDED_IN_VERSION_3 = (
+    "node",
     "drilldown", "swept_hour", "started_at", "finished_at", "probes_phase1", "probes_phase2", "failed_probes",
     "confirmed", "inconclusive",
-    "action_key", "decided_at", "action", "trigger", "node", "hour", "decision", "reason", "exit_code", "stderr", "dry_run",
+    "action_key", "decided_at", "action", "trigger", "hour", "decision", "reason", "exit_code", "stderr", "dry_run",
 )  # fmt: skip
 
 #: Dataset folder names under the ledger URI.
@@ -112,6 +114,7 @@ FAULT_SCHEMA = pa.schema(
         pa.field("phase", pa.int32()),
         pa.field("probes_used", pa.int32()),
         pa.field("confidence", pa.float64()),
+        pa.field("node", pa.string()),
         pa.field("schema_version", pa.int32(), nullable=False),
     ],
     metadata={**_META, b"faultsense.dataset": FAULT_LEDGER.encode()},
@@ -120,7 +123,11 @@ FAULT_SCHEMA = pa.schema(
 are not GPUs (passive detectors); ``slowdown`` = observed / healthy median latency (null when
 not measured); ``phase`` (1 or 2) and ``probes_used`` are null for passive detectors;
 ``confidence`` (version 2) is the posterior probability that the component is faulty, from the
-evidence drill-down, null where the detector states none."""
+evidence drill-down, null where the detector states none; ``node`` (version 3) is the host a
+component sits on, from the replica's ``topology`` (``node_names``, else ``node<v>``): a GPU's
+node, a link's (``a17`` or ``a17,a18`` when its ends sit on two nodes), a NIC's or an
+NVSwitch's; null for a switch, a whole replica, a replica without a topology and the passive
+detectors' rows."""
 
 PROBE_RUN_SCHEMA = pa.schema(
     [

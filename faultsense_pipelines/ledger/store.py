@@ -58,6 +58,7 @@ from .schema import (
     ACTION_SCHEMA,
     ACTIONS,
     ADDED_IN_VERSION_2,
+    ADDED_IN_VERSION_3,
     FAULT_LEDGER,
     FAULT_SCHEMA,
     PROBE_RUN_SCHEMA,
@@ -966,7 +967,7 @@ class LedgerStore:
                 table = pq.read_table(path, filesystem=self._fs)
                 expected = _SCHEMAS[dataset]
                 missing = [f.name for f in expected if f.name not in table.column_names]
-                for name in [m for m in missing if m in ADDED_IN_VERSION_2]:  # a version-1 file
+                for name in [m for m in missing if m in ADDED_IN_VERSION_2 + ADDED_IN_VERSION_3]:  # a version-1 or -2 file
                     table = table.append_column(expected.field(name), pa.nulls(table.num_rows, expected.field(name).type))
                     missing.remove(name)
                 if missing:

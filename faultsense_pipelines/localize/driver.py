@@ -395,9 +395,11 @@ def localize(
     phase2_budget: int | None = None,
     seed: int = 0,
 ) -> Localization:
-    """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`, :func:`run_phase2`)."""
+    """Phase 1 then, if it found suspects, Phase 2 on one replica (see :func:`run_phase1`,
+    :func:`run_phase2`); with a ``topology`` that places GPUs on nodes, each verdict's ``node``
+    is set (:meth:`~.verdicts.Localization.placed`)."""
     phase1 = run_phase1(executor, cover, repeats=repeats, rule=rule, interleave=interleave, anchor=anchor)
-    return run_phase2(
+    loc = run_phase2(
         executor,
         phase1,
         method=method,
@@ -411,6 +413,7 @@ def localize(
         phase2_budget=phase2_budget,
         seed=seed,
     )
+    return loc.placed(topology)  # each verdict names the node it sits on, where the topology says
 
 
 def _degraded(phase1: Phase1Result) -> Phase1Result:

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from ..measure.threshold import probe_latency_ms
-from ..replica.topology import Component, Link, ReplicaTopology
+from ..replica.topology import Component, Link, ReplicaTopology, gpu_component, link_component
 from ..replica.vocabulary import ComponentKind, Outcome, Status
 
 __all__ = [
@@ -180,6 +180,9 @@ class Verdict:
         shared: the NIC, NVSwitch or switch (``None`` for a GPU or a link).
         name: the shared component's ledger name (``nic:node3``; node names from the topology).
         evidence: the Phase 2 test probes (GPU ids) that accused it (``evidence`` drill-down).
+        node: the node (host) it sits on, from the replica's topology
+            (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.component_node`);
+            set by :meth:`Localization.placed`, ``None`` where unknown.
 
     Plain words given for ``component_kind`` and ``status`` are stored as their members.
 
@@ -199,10 +202,21 @@ class Verdict:
     shared: Component | None = None
     name: str | None = None
     evidence: tuple[tuple[int, ...], ...] = ()
+    node: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "component_kind", ComponentKind.parse(self.component_kind, "component_kind"))
         object.__setattr__(self, "status", Status.parse(self.status, "status"))
+
+    @property
+    def hardware(self) -> Component | None:
+        """The judged component as a :class:`~faultsense_pipelines.replica.topology.Component`
+        (None for a verdict on no GPU, link or shared component)."""
+        if self.shared is not None:
+            return self.shared
+        if self.gpu is None:
+            return None
+        return gpu_component(self.gpu) if self.peer_gpu is None else link_component(self.gpu, self.peer_gpu)
 
     @property
     def link(self) -> Link | None:
@@ -280,6 +294,16 @@ class Localization:
     phase2_records: tuple[ProbeRecord, ...]
     verdicts: tuple[Verdict, ...]
     topology: ReplicaTopology | None = None
+
+    def placed(self, topology: ReplicaTopology | None) -> Localization:
+        """This localization with every verdict's ``node`` named from ``topology`` (the
+        replica's; unchanged without one, or when it does not say where GPUs sit)."""
+        if topology is None or topology.gpus_per_node is None:
+            return self
+        verdicts = tuple(
+            replace(v, node=topology.component_node(v.hardware)) if v.hardware is not None else v for v in self.verdicts
+        )
+        return replace(self, verdicts=verdicts)
 
     def _links(self, status: Status) -> list[list[int]]:
         return sorted(list(v.link) for v in self.verdicts if v.link is not None and v.status == status)
@@ -422,6 +446,7 @@ class Localization:
                     "reason": v.reason,
                     "confidence": v.confidence,
                     "slowdown": v.slowdown,
+                    "node": v.node,
                 }
                 for v in self.verdicts
             ],

@@ -233,6 +233,25 @@ class ReplicaTopology:
         """The name of node ``v`` (``node_names[v]`` or ``node<v>``)."""
         return self.node_names[v] if self.node_names is not None else f"node{v}"
 
+    def component_node(self, component: Component) -> str | None:
+        """The name of the node (host) ``component`` sits on, for the ledger's ``node`` column.
+
+        A GPU's node; a link's (``"a17"``, or ``"a17,a18"`` when its ends sit on two nodes,
+        in GPU order); a NIC's or an NVSwitch's node. None for a switch (it serves several
+        nodes) and for any component of a replica without ``gpus_per_node``.
+
+        >>> t = ReplicaTopology(16, gpus_per_node=8, node_names=("a17", "a18"))
+        >>> t.component_node(gpu_component(9)), t.component_node(link_component(3, 12)), t.component_node(t.nic(1))
+        ('a18', 'a17,a18', 'a18')
+        """
+        if self.gpus_per_node is None:
+            return None
+        if component.kind in (ComponentKind.GPU, ComponentKind.LINK):
+            return ",".join(dict.fromkeys(self.node_name(self.node(g)) for g in component.ids))
+        if component.kind in (ComponentKind.NIC, ComponentKind.NVSWITCH):
+            return self.node_name(component.ids[0])
+        return None
+
     @cached_property
     def _node_of(self) -> tuple[int, ...]:
         return tuple(self.node(g) for g in range(self.gpus))

@@ -183,8 +183,9 @@ def test_the_checks_judge_what_the_run_wrote_not_other_writers_rows_of_the_day(t
         ("probe_latencies_valid", "fault_ledger_schema", "fault_ledger_unique_rows"), True
     )
     committed = result.asset_materializations_for_node("fault_ledger")[0].metadata["table_version"].value
+    assert isinstance(committed, str)  # text: the Plots tab draws no series of the whole table's version
     unique = evaluations["fault_ledger_unique_rows"].metadata
-    assert unique["table_version"].value == committed == LedgerStore(str(ledger)).version()
+    assert unique["table_version"].value == int(committed) == LedgerStore(str(ledger)).version()
     # the rows checked are this sweep's own fault rows, read back from the files its commit added
     own = LedgerStore(str(ledger)).read_faults()
     assert unique["rows_checked"].value == int((own["sweep_id"] == result.run_id).sum()) == 2
@@ -226,12 +227,16 @@ def test_the_unique_rows_check_catches_duplicates_in_the_runs_own_commit(tmp_pat
 def test_the_analytics_count_faults_per_gpu_health_per_day_and_repeat_offenders(tmp_path: Path, instance) -> None:
     defs, _ = new_defs(tmp_path)
     add_replicas(instance, defs)
-    for hour in HOURS[:2]:
+    for hour in reversed(HOURS[:2]):  # 06:00, then 05:00 backfilled: written later, swept earlier
         assert sweep(defs, instance, "sim-faulty", hour).success
     assert sweep(defs, instance, "sim-healthy", HOURS[0]).success
     result = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, partition_key="2026-11-30")
     counts = result.output_for_node("gpu_fault_counts").set_index(["replica", "gpu"])
     assert counts.loc[("sim-faulty", 5), "gpu_faults"] == 2
+    # first and last seen are the sweep hours, not the write times
+    assert counts.loc[("sim-faulty", 5), ["first_seen", "last_seen"]].tolist() == ["2026-11-30-05:00", "2026-11-30-06:00"]
+    conf = counts.loc[("sim-faulty", 5), "max_confidence"]
+    assert 0.5 < conf <= 1 and round(conf, 3) == conf  # stated, rounded to 3 decimals
     assert counts.loc[("sim-faulty", 1), "link_faults"] == 2 and counts.loc[("sim-faulty", 9), "link_faults"] == 2
     assert counts["gpu_faults"].sum() == 2 and counts["link_faults"].sum() == 4
     health = result.output_for_node("replica_daily_health").set_index("replica")
@@ -240,6 +245,7 @@ def test_the_analytics_count_faults_per_gpu_health_per_day_and_repeat_offenders(
     assert health.loc["sim-healthy", "health"] == "healthy" and health.loc["sim-healthy", "faulty_components"] == 0
     offenders = result.output_for_node("repeat_offenders")
     assert sorted(offenders["component"]) == ["gpu:5", "link:1-9"] and (offenders["windows"] == 2).all()
+    assert set(offenders["first_seen"]) == {"2026-11-30-05:00"} and set(offenders["last_seen"]) == {"2026-11-30-06:00"}
 
 
 def test_a_day_of_analytics_counts_its_own_day_and_its_window_never_a_later_or_older_day(tmp_path: Path, instance) -> None:

@@ -146,3 +146,18 @@ def test_the_daily_maintenance_job_compacts_finished_days_with_the_fleets_settin
     from faultsense_pipelines.ledger import LedgerStore
 
     assert len(LedgerStore(str(ledger)).files("probe_runs")) == 1
+
+
+def test_the_sweep_schedules_are_off_unless_the_fleet_file_turns_them_on(tmp_path: Path) -> None:
+    from tests.pipeline_helpers import SMALL_FLEET
+
+    for name in ("off", "on", "half"):
+        (tmp_path / name).mkdir()
+    off, _ = new_defs(tmp_path / "off")
+    on, _ = new_defs(tmp_path / "on", "schedules: {{hourly: true, nightly: true}}\n" + SMALL_FLEET)
+    half, _ = new_defs(tmp_path / "half", "schedules: {{nightly: true}}\n" + SMALL_FLEET)
+    running, stopped = dg.DefaultScheduleStatus.RUNNING, dg.DefaultScheduleStatus.STOPPED
+    for defs, hourly, nightly in ((off, stopped, stopped), (on, running, running), (half, stopped, running)):
+        assert defs.resolve_schedule_def("hourly_sweep").default_status == hourly
+        assert defs.resolve_schedule_def("nightly_deep_sweep").default_status == nightly
+    assert defs.resolve_schedule_def("daily_ledger_maintenance").default_status == running  # on from the start, as before

@@ -39,7 +39,8 @@ def test_a_slow_nic_is_named_in_the_ledger_with_its_node_name_and_evidence(tmp_p
     assert row["component_kind"] == "nic" and pd.isna(row["gpu"]) and pd.isna(row["peer_gpu"])
     assert row["confidence"] >= 0.999 and 1.4 < row["slowdown"] < 1.8
     meta = instance.get_latest_materialization_event(dg.AssetKey("phase2_drilldown")).asset_materialization.metadata
-    assert "| nic:b2 | confirmed |" in meta["verdicts"].value and "accusing probes" in meta["verdicts"].value
+    assert row["node"] == "b2"  # node 5 of node_names [a1, a2, a3, a4, b1, b2, ...]
+    assert "| nic:b2 | b2 | confirmed |" in meta["verdicts"].value and "accusing probes" in meta["verdicts"].value
 
     analytics = defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance, partition_key="2026-11-30")
     counts = analytics.output_for_node("shared_component_counts")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -185,3 +186,51 @@ def test_a_backfill_over_three_hours_launched_like_the_ui_does_writes_three_part
     spans = sorted((r["startTime"], r["endTime"]) for r in runs)
     assert len(spans) == 3 and all(r["status"] == "SUCCESS" for r in runs)
     assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans)), spans
+
+
+def test_fleet_health_after_an_out_of_order_backfill_shows_the_latest_hour_and_the_faulty_first(dagster_dev) -> None:
+    """The operator's "now" in the UI at 1,600 px: sweep 06:00, then backfill 03:00 (both with
+    ``faultsense sweep`` on the UI's instance and ledger); the ``fleet_health`` page shows 06:00,
+    the faulty replicas before the healthy one, each confirmed component, and the heatmap
+    picture with every replica."""
+    base, ledger = dagster_dev
+    env = {**os.environ, "FAULTSENSE_LEDGER": str(ledger), "DAGSTER_HOME": str(ledger.parent / "dagster_home")}
+    replicas = ["--replica", "sim-64", "--replica", "sim-128", "--replica", "sim-256"]
+    cli = str(Path(sys.executable).with_name("faultsense"))
+    for hour in ("2026-12-01-06:00", "2026-12-01-03:00"):  # the backfill of the older hour last (after the 11-30 hours above)
+        done = subprocess.run(
+            [cli, "sweep", "--hour", hour, *replicas], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    chromium = _chromium()
+    url = f"{base}/assets/fleet_health"
+    dom = ""
+    for _ in range(3):
+        dom = _render(chromium, url, "--dump-dom").stdout
+        if "sim-256" in dom and "2026-12-01-06:00" in dom:
+            break
+        time.sleep(5)
+    # the latest hour, whatever order the hours were swept in: end_hour, and every replica's last sweep
+    assert "2026-12-01-06:00" in dom and "last sweep of every swept replica: 06:00 (" in dom
+    # the inline heatmap and its colour key are drawn as pictures, not behind a link or as text
+    for alt in ("fleet health now", "health colours"):
+        tags = re.findall(rf'<img[^>]*alt="{alt}"[^>]*>', dom)
+        assert len(tags) == 1 and 'src="data:image/svg+xml;base64,' in tags[0], alt
+    first = {name: dom.index(f">{name}<") for name in ("sim-64", "sim-128", "sim-256")}
+    assert first["sim-64"] < first["sim-256"] and first["sim-128"] < first["sim-256"], first  # faulty first
+    for component in ("gpu:17", "link:3-40", "link:12-99"):
+        assert f">{component}<" in dom
+    # the "faults of sim-64" link opens that partition of fault_ledger, with its faults
+    link = re.search(r'href="(/assets/fault_ledger\?view=partitions&amp;partition=2026-12-01-06%3A00%7Csim-64)"', dom)
+    assert link, "no link to sim-64's faulty partition"
+    page = _render(chromium, base + link.group(1).replace("&amp;", "&"), "--dump-dom").stdout
+    assert "2026-12-01-06:00|sim-64" in page and "gpu:17" in page and "No faults found" not in page
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "fleet_health_1600.png"
+    shot.unlink(missing_ok=True)
+    _render(chromium, url, f"--screenshot={shot}", "--window-size=1600,2000")  # the heatmap is below the table
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    narrow = ARTIFACTS / "fleet_health_1000.png"  # the narrowest width the view is laid out for, to look at
+    narrow.unlink(missing_ok=True)
+    _render(chromium, url, f"--screenshot={narrow}", "--window-size=1000,2000")
+    assert narrow.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

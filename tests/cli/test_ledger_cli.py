@@ -111,3 +111,29 @@ def test_rows_show_the_swept_hour_first_and_the_write_time_second(tmp_path: Path
         assert f"{cells[2]} {cells[3]}" in written, (cells, written)
     later = runner.invoke(app, ["ledger", "show", "--ledger", str(ledger), "--since", "2026-12-05"], env={"COLUMNS": "250"})
     assert later.exit_code == 0 and "(0 of 0 rows)" in " ".join(later.stdout.split())
+
+
+def test_ledger_show_names_the_node_a_component_sits_on(tmp_path: Path) -> None:
+    where = tmp_path / "ledger"
+    row = FaultRow(
+        fault_id=make_fault_id("faultsense", "sim-64", "2026-11-30-08:00", "gpu:17"),
+        detected_at=datetime(2026, 11, 30, 8, 5, tzinfo=UTC),
+        sweep_id="run-1",
+        replica="sim-64",
+        detector="faultsense",
+        component_kind="gpu",
+        component="gpu:17",
+        status="confirmed",
+        gpu=17,
+        node="a18",
+    )
+    append_faults(str(where), [row], batch="faultsense-sim-64-h08", day=DAY)
+    shown = _show(where)
+    assert shown.exit_code == 0, shown.output
+    header = next(line for line in shown.stdout.splitlines() if "component" in line and "status" in line)
+    line = next(line for line in shown.stdout.splitlines() if "gpu:17" in line)
+    assert header.split()[header.split().index("component") + 1] == "node"
+    assert line.split()[line.split().index("gpu:17") + 1] == "a18"
+    minder = _show(_ledger(tmp_path / "other"))  # rows without a node: a dash
+    row_line = next(line for line in minder.stdout.splitlines() if "machine:node-07" in line)
+    assert row_line.split()[row_line.split().index("machine:node-07") + 1] == "-"

@@ -99,3 +99,18 @@ def test_a_sweep_waiting_for_a_lock_says_so_once_and_for_how_long(tmp_path: Path
     done = re.search(r"sim-calm: ok \([0-9.]+ s, after ([0-9.]+) s waiting for its lock\)", err)
     assert done is not None, err
     assert float(done.group(1)) > 0
+
+
+def test_the_sweep_table_names_the_node_of_each_confirmed_component(tmp_path: Path) -> None:
+    from tests.assets.test_fleet_view import TOPOLOGY_FLEET
+
+    fleet, ledger = write_fleet(tmp_path, TOPOLOGY_FLEET)
+    done = subprocess.run(
+        _sweep_argv(fleet, "--replica", "sim-faulty"), env=_env(tmp_path), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if line.split()[:1] == ["sim-faulty"]]
+    # by hand: gpu 5 on node 5 // 4 = 1 (h1); link 1-9 from node 0 (h0) to node 2 (h2)
+    assert "gpu:5 (h1)" in row and "link:1-9 (h0,h2)" in row, row
+    faults = LedgerStore(str(ledger)).read_faults(since=HOUR[:10])
+    assert dict(zip(faults["component"], faults["node"], strict=True)) == {"gpu:5": "h1", "link:1-9": "h0,h2"}

@@ -87,6 +87,7 @@ def test_the_ledger_is_one_delta_table_with_the_documented_columns(tmp_path: Pat
         "phase",
         "probes_used",
         "confidence",
+        "node",
         "schema_version",
         "date",
         "batch",
@@ -243,6 +244,9 @@ def test_batch_names_cannot_leave_the_ledger_folder(tmp_path: Path, batch: str) 
         ("slowdown", float("nan"), "slowdown must be finite"),
         ("gpu", -1, "gpu must be an integer >= 0"),
         ("detected_at", datetime(2026, 11, 30), "detected_at must be a timezone-aware datetime"),
+        ("node", "a17,a18,a19", "node must be node names joined by ','"),  # one node, or a link's two
+        ("node", "a 17", "node must be node names joined by ','"),
+        ("node", "", "node must be node names joined by ','"),
     ],
 )
 def test_invalid_fault_rows_are_refused_naming_the_field(field: str, value: object, message: str) -> None:

@@ -100,6 +100,32 @@ def test_a_table_written_before_version_2_reads_confidence_null_and_gains_the_co
     assert got["confidence"].isna().tolist() == [True, False] and got["confidence"].iloc[1] == 0.9995
 
 
+def test_a_version_2_table_reads_node_null_and_takes_version_3_rows(tmp_path: Path) -> None:
+    """A ledger that main wrote before ``node`` (schema version 2): read with ``node`` null, and
+    the first version-3 write adds the column (Delta schema evolution), losing no old row."""
+    from dataclasses import replace
+
+    from deltalake import write_deltalake
+
+    from faultsense_pipelines.ledger import SCHEMA_VERSION
+    from faultsense_pipelines.ledger.store import _to_table
+
+    old = _to_table(fault_table([gpu_row(17)]), FAULT_LEDGER, "2026-11-29", "faultsense-sim-64-h08").drop_columns(["node"])
+    i = old.schema.get_field_index("schema_version")
+    old = old.set_column(i, "schema_version", pa.array([2], pa.int32()))
+    write_deltalake(str(tmp_path / "delta"), old, partition_by=["dataset", "date"])
+    store = LedgerStore(str(tmp_path))
+    assert "node" not in store.table_schema().names
+    assert store.read_faults()["node"].isna().all()
+    new = replace(gpu_row(5, window="2026-11-30-08:00"), node="a17")
+    store.write_faults([new], day="2026-11-30", batch="faultsense-sim-64-h08")
+    got = store.read_faults().sort_values("date")
+    assert "node" in store.table_schema().names
+    assert got["component"].tolist() == ["gpu:17", "gpu:5"]
+    assert got["node"].isna().tolist() == [True, False] and got["node"].iloc[1] == "a17"
+    assert got["schema_version"].tolist() == [2, SCHEMA_VERSION] and SCHEMA_VERSION == 3
+
+
 def _runs(replica: str, n: int = 2) -> list:
     from faultsense_pipelines.ledger import ProbeRunRow
 
