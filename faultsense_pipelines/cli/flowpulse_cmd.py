@@ -39,7 +39,9 @@ flowpulse_app = typer.Typer(help="Find lossy fabric links from switch-port count
 def scan_cmd(
     counters: Annotated[Path, typer.Option(help="Counters file (.parquet or .csv).")],
     topology: Annotated[Path, typer.Option(help="Topology file (.json, .yaml or .yml).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the faults as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the faults, and the traffic changes that explain other alarms, as JSON.")
+    ] = False,
     model: Annotated[
         str, typer.Option(help="Expected shares: learned (first --reference iterations) or analytic.")
     ] = ScanConfig.model,
@@ -78,7 +80,8 @@ def scan_cmd(
         fail(str(exc))
     faults = report.faults
     if as_json:
-        typer.echo(json.dumps({"faults": [f.to_json() for f in faults]}))  # the contract (tests/cli): faults only
+        # the contract (tests/cli): "faults" first; "explained": alarms that were traffic, not loss
+        typer.echo(json.dumps({"faults": [f.to_json() for f in faults], "explained": [e.to_json() for e in report.explained]}))
         return
     table = Table(title=f"FlowPulse: {len(faults)} lossy link(s)")
     for col in ("switch", "port", "peer", "first iteration", "detected", "loss estimate"):

@@ -28,7 +28,7 @@ def test_scan_json_names_the_lossy_link_with_the_contract_fields(tmp_path):
     result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(topology), "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert list(payload) == ["faults"]
+    assert list(payload) == ["faults", "explained"] and payload["explained"] == []
     (fault,) = payload["faults"]
     assert list(fault)[:5] == ["switch", "port", "peer", "first_iteration", "loss_estimate"]  # the contract, in order
     assert (fault["switch"], fault["port"], fault["peer"], fault["peer_observed"]) == ("leaf02", "up06", "spine06", True)
@@ -40,7 +40,34 @@ def test_scan_of_a_healthy_run_with_a_down_link_prints_no_faults(tmp_path):
     counters, topology = _simulate(tmp_path, "--loss", "0", "--down", "1,3", "--leaves-only")
     result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(topology), "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"faults": []}
+    payload = json.loads(result.stdout)
+    assert payload["faults"] == []
+    # leaf counters only: with leaf01-spine03 down, ring traffic leaves spine03's link to leaf02
+    # idle too (leaf02 receives through spine03 only what leaf01 sends); any explanation is
+    # that spine's traffic, never a loss
+    assert {e["spine"] for e in payload["explained"]} <= {"spine03"}
+
+
+def test_scan_json_explains_an_unmarked_down_link_as_traffic_not_loss(tmp_path):
+    # the link leaf01-spine03 is down, but the topology file says every link is up: no loss,
+    # and the one change is named for what it is
+    counters, topology = _simulate(tmp_path, "--loss", "0", "--down", "1,3")
+    spec = json.loads(topology.read_text())
+    assert [(x["a"], x["b"]) for x in spec["links"] if x["status"] == "down"] == [("leaf01", "spine03")]
+    for x in spec["links"]:
+        x["status"] = "up"
+    topology.write_text(json.dumps(spec))
+    result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(topology), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["faults"] == []
+    (change,) = payload["explained"]
+    assert (change["kind"], change["leaf"], change["spine"], change["first_iteration"]) == (
+        "unmarked down link",
+        "leaf01",
+        "spine03",
+        0,
+    )
 
 
 def test_scan_of_malformed_counters_fails_with_one_line_and_exit_2(tmp_path):
