@@ -19,14 +19,29 @@ import typer
 
 from .errors import fail
 
-__all__ = ["dagster_dev_argv", "register"]
+__all__ = ["SUPERSEDED_WARNING", "dagster_dev_argv", "dev_environment", "register"]
 
 
-def dagster_dev_argv(host: str, port: int) -> list[str]:
+#: ``dagster dev`` warns on every start that it is superseded by ``dg dev`` (the
+#: ``dagster-dg-cli`` package, which wants a ``dg`` project layout this project does not use);
+#: ``dagster dev`` is what this Dagster release runs, so the one warning is filtered, by its text.
+SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded"
+
+
+def dagster_dev_argv(host: str, port: int, *, tty: bool = True) -> list[str]:
     """The ``dagster dev`` command line that ``faultsense ui`` runs (the ``dagster`` script beside
-    this Python)."""
+    this Python): coloured logs on a terminal, JSON lines (no ANSI colour codes) when the output
+    goes to a file or a pipe."""
     dagster = str(Path(sys.executable).with_name("dagster"))
-    return [dagster, "dev", "-m", "faultsense_pipelines.definitions", "--host", host, "--port", str(port)]
+    log_format = "colored" if tty else "json"
+    argv = [dagster, "dev", "-m", "faultsense_pipelines.definitions", "--host", host, "--port", str(port)]
+    return [*argv, "--log-format", log_format]
+
+
+def dev_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with :data:`SUPERSEDED_WARNING` added to ``PYTHONWARNINGS`` (kept, not replaced)."""
+    warnings = env.get("PYTHONWARNINGS", "")
+    return {**env, "PYTHONWARNINGS": f"{warnings},{SUPERSEDED_WARNING}" if warnings else SUPERSEDED_WARNING}
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +73,8 @@ def register(app: typer.Typer) -> None:
             if not ledger.strip() or ledger != ledger.strip():
                 fail(f"--ledger must be a path or URI without surrounding whitespace, got {ledger[:80]!r}")
             env["FAULTSENSE_LEDGER"] = ledger
-        argv = dagster_dev_argv(host, port)
+        argv = dagster_dev_argv(host, port, tty=sys.stdout.isatty())
+        env = dev_environment(env)
         if not Path(argv[0]).exists():
             fail(f"dagster is not installed beside {sys.executable} (pip install dagster-webserver)")
         typer.echo(f"Dagster UI at http://{host}:{port} (DAGSTER_HOME={home}); Ctrl-C or SIGTERM stops it", err=True)

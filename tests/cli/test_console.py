@@ -36,3 +36,14 @@ def test_the_installed_console_script_runs_the_command():
         [str(exe), "plan", "--gpus", "8", "--probe-size", "4", "--json"], capture_output=True, text=True, check=True
     )
     assert '"probes": [' in done.stdout and done.stderr == ""
+
+
+def test_faultsense_ui_runs_dagster_dev_with_plain_logs_off_a_terminal_and_keeps_pythonwarnings() -> None:
+    from faultsense_pipelines.cli.ui_cmd import SUPERSEDED_WARNING, dagster_dev_argv, dev_environment
+
+    assert dagster_dev_argv("127.0.0.1", 3000, tty=False)[-2:] == ["--log-format", "json"]
+    assert dagster_dev_argv("127.0.0.1", 3000, tty=True)[-2:] == ["--log-format", "colored"]
+    assert dev_environment({})["PYTHONWARNINGS"] == SUPERSEDED_WARNING
+    assert dev_environment({"PYTHONWARNINGS": "error::DeprecationWarning"})["PYTHONWARNINGS"] == (
+        f"error::DeprecationWarning,{SUPERSEDED_WARNING}"
+    )

@@ -85,13 +85,14 @@ def test_faultsense_ui_started_in_the_background_stops_with_its_children_on_sigt
     port = _free_port()
     exe = Path(sys.executable).with_name("faultsense")
     fleet, _ = write_fleet(tmp_path)
+    log = (tmp_path / "ui.log").open("w")  # output redirected to a file, as `faultsense ui > ui.log 2>&1 &`
     proc = subprocess.Popen(
         [str(exe), "ui", "--port", str(port), "--fleet", str(fleet)],
         env={**os.environ, "DAGSTER_HOME": str(dagster_home)},
         preexec_fn=_ignore_stop_signals,
         start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         text=True,
     )
     try:
@@ -115,10 +116,16 @@ def test_faultsense_ui_started_in_the_background_stops_with_its_children_on_sigt
             time.sleep(0.5)
         else:
             pytest.fail("processes of `faultsense ui` are still running after SIGTERM")
+        # the redirected log: Dagster's services logged, with no colour codes and no warning
+        # that `dagster dev` is superseded
+        text = (tmp_path / "ui.log").read_text()
+        assert "Serving dagster-webserver" in text, text[-2000:]
+        assert "\x1b[" not in text and "SupersessionWarning" not in text, text[:2000]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        log.close()
 
 
 _OPEN_AT_ONCE = """
