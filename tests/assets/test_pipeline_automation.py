@@ -137,15 +137,19 @@ def test_the_daily_maintenance_job_compacts_finished_days_with_the_fleets_settin
     schedule = defs.resolve_schedule_def("daily_ledger_maintenance")
     assert schedule.cron_schedule == "30 0 * * *" and schedule.default_status == dg.DefaultScheduleStatus.RUNNING
     add_replicas(instance, defs)
-    for hour in ("2026-11-29-05:00", "2026-11-29-06:00"):  # two sweeps: two probe_runs files that day
+    # two sweeps of a healthy replica: each writes one probe_runs file and one sweeps file that day
+    for hour in ("2026-11-29-05:00", "2026-11-29-06:00"):
         assert sweep(defs, instance, "sim-healthy", hour).success
-    result = defs.resolve_job_def("ledger_maintenance").execute_in_process(instance=instance)
-    done = result.output_for_node("maintain_ledger")
-    assert (done["partitions_compacted"], done["files_compacted"], done["rows_deleted"]) == (1, 2, 0)
-    assert len(list((ledger / "delta" / "dataset=probe_runs" / "date=2026-11-29").glob("*.parquet"))) >= 1
     from faultsense_pipelines.ledger import LedgerStore
 
+    store = LedgerStore(str(ledger))
+    assert (len(store.files("probe_runs")), len(store.files("sweeps")), len(store.files("fault_ledger"))) == (2, 2, 0)
+    result = defs.resolve_job_def("ledger_maintenance").execute_in_process(instance=instance)
+    done = result.output_for_node("maintain_ledger")
+    assert (done["partitions_compacted"], done["files_compacted"], done["rows_deleted"]) == (1, 4, 0)
+    assert len(list((ledger / "delta" / "dataset=probe_runs" / "date=2026-11-29").glob("*.parquet"))) >= 1
     assert len(LedgerStore(str(ledger)).files("probe_runs")) == 1
+    assert len(LedgerStore(str(ledger)).files("sweeps")) == 1
 
 
 def test_the_sweep_schedules_are_off_unless_the_fleet_file_turns_them_on(tmp_path: Path) -> None:
