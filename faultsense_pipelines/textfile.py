@@ -154,7 +154,8 @@ _YAML_INT_TAG = "tag:yaml.org,2002:int"
 
 class StrictLoader(_Base):  # the base is chosen at import
     """``yaml.SafeLoader`` (libyaml's when installed) that refuses aliases and duplicate keys
-    and leaves huge integers unconverted; the errors are ``yaml.constructor.ConstructorError``."""
+    and leaves huge integers unconverted and dates as their text; the errors are
+    ``yaml.constructor.ConstructorError``."""
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         # a node constructed before is reached a second time only through an alias
@@ -196,6 +197,10 @@ class StrictLoader(_Base):  # the base is chosen at import
 
 
 StrictLoader.add_constructor(_YAML_INT_TAG, StrictLoader.construct_yaml_int)
+# a date or timestamp stays the text written (``since: 2026-12-01`` is the string
+# "2026-12-01"): the field that reads it checks it and names itself in the error, where
+# PyYAML's own conversion would turn it into a date or fail with no field named
+StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", StrictLoader.construct_yaml_str)
 
 
 def load_yaml(text: str) -> Any:

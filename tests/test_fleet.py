@@ -371,3 +371,15 @@ def test_a_replicas_phase2_section_carries_the_error_and_probe_budgets() -> None
     replica = parse_fleet(with_second(phase2={"alpha": 0.05, "budget": 40})).replicas[1]
     assert (replica.phase2.alpha, replica.phase2.budget) == (0.05, 40)
     assert parse_fleet(with_second()).replicas[1].phase2 is None
+
+
+def test_since_written_as_a_bare_yaml_date_is_read_as_written(tmp_path: Path) -> None:
+    # YAML would read `since: 2026-12-01` as a date, and `2026-13-01` would fail with no field
+    # named: the fleet file reads dates as their text, and `since` checks them itself
+    path = tmp_path / "fleet.yaml"
+    replica = "  - {name: a, gpus: 8, probe_size: 4, executor: simulated}\n"
+    path.write_text(f"since: 2026-12-01\nledger: {tmp_path / 'l'}\nreplicas:\n{replica}")
+    assert load_fleet(path).since == "2026-12-01-00:00"
+    path.write_text(f"since: 2026-13-01\nledger: {tmp_path / 'l'}\nreplicas:\n{replica}")
+    with pytest.raises(FleetError, match=r"since: must be a UTC day YYYY-MM-DD or hour YYYY-MM-DD-HH:00 .*got '2026-13-01'$"):
+        load_fleet(path)

@@ -202,7 +202,11 @@ def run_webhook(spec: WebhookSpec, payload: Mapping[str, Any], *, timeout_s: flo
     for header, variable in spec.headers_env.items():
         value, problem = _header_value(variable)
         if problem:
-            return Outcome("failed", f"webhook header {header}: environment variable {variable} {problem}; nothing sent")
+            # the variable's name is not echoed: a value pasted where its name belongs (a token
+            # that happens to look like a name) would otherwise reach the ledger and the logs
+            return Outcome(
+                "failed", f"webhook header {header}: the environment variable headers_env names {problem}; nothing sent"
+            )
         headers[header] = value
     secrets = list(headers.values())
     host = "/".join(spec.url.split("/", 3)[:3])

@@ -38,6 +38,11 @@ def _fleet_and_store(fleet: Path | None, ledger: str | None):
         fail(str(exc))
     if kind == "file":
         fail(f"ledger {shown(store.display_uri)}: is a file, not a ledger directory")
+    if kind == "missing":  # served anyway (an exporter may start before the first sweep), but said
+        typer.echo(
+            f"warning: no ledger at {shown(store.display_uri)} yet: serving an empty state until a sweep writes one",
+            err=True,
+        )
     return loaded, store
 
 

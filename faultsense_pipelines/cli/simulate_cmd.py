@@ -84,6 +84,9 @@ def simulate(
         rule = default_rule() if alpha is None else MedianRatioRule(alpha)
     except ValueError as exc:
         fail(f"{'--alpha' if 'alpha' in str(exc) else f'scenario {scenario}'}: {exc}")
+    for flag, value in (("--error-budget", error_budget), ("--phase2-budget", phase2_budget), ("--min-slowdown", min_slowdown)):
+        if value is not None and method != DrilldownMethod.SEQUENTIAL:
+            fail(f"{flag} is an option of --drilldown sequential, got --drilldown {method}")
     if min_slowdown is not None and not (math.isfinite(min_slowdown) and 1.0 < min_slowdown <= 100.0):
         fail(f"--min-slowdown must be a finite number in (1, 100], got {shown(min_slowdown)}")
     if error_budget is not None and not (math.isfinite(error_budget) and 0.0 < error_budget <= 0.5):

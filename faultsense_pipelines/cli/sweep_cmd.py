@@ -327,12 +327,17 @@ def unsettled_count(loc) -> int:
 
 def result_cell(o: ReplicaSweep) -> str:
     """The sweep table's ``result`` of one replica (rich markup): ``FAILED``, ``degraded``,
-    ``faulty`` or ``healthy``, with the count of unsettled (inconclusive) verdicts beside it,
-    e.g. ``healthy (3 unsettled)``, so a replica is never called healthy without saying that
-    the ledger holds verdicts the evidence did not settle."""
+    ``faulty``, ``inconclusive`` (nothing confirmed, verdicts left unsettled) or ``healthy`` --
+    the words of the ledger's ``sweeps.status`` -- with the count of unsettled (inconclusive)
+    verdicts beside it, e.g. ``inconclusive (3 unsettled)``, ``faulty (1 unsettled)``."""
     if not o.success:
         return "[red]FAILED[/red]"
-    word = "[yellow]degraded[/yellow]" if o.degraded else "[red]faulty[/red]" if o.confirmed else "[green]healthy[/green]"
+    if o.degraded:
+        word = "[yellow]degraded[/yellow]"
+    elif o.confirmed:
+        word = "[red]faulty[/red]"
+    else:
+        word = "[yellow]inconclusive[/yellow]" if o.unsettled else "[green]healthy[/green]"
     return f"{word} ({o.unsettled} unsettled)" if o.unsettled else word
 
 
@@ -533,6 +538,7 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
         )
     table.caption = (
         "healthy: nothing found faulty; faulty: components confirmed; degraded: most probes slow, nothing blamed; "
+        "inconclusive: nothing confirmed, verdicts left unsettled; "
         "(N unsettled): N ledger rows with status inconclusive (verdicts the evidence did not settle, links left unjudged)"
     )
     table.caption_justify = "left"
@@ -685,6 +691,8 @@ def register(app: typer.Typer) -> None:
                 fail(str(exc))
             progress.update(task, description="done")
         out = Console()
+        if not out.is_terminal and not os.environ.get("COLUMNS"):  # a file or a pipe: no 80-column wrap mid-word
+            out = Console(width=160)
         out.print(_table(outcomes, hour, ledger_at))
         if (decided := _actions_table(outcomes)) is not None:
             out.print(decided)

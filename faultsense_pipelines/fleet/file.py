@@ -272,7 +272,9 @@ class Fleet(StrictModel):
         try:
             return check_hour_key(hour)
         except ValueError as exc:
-            raise ValueError(str(exc).replace("hour must look like", "must look like", 1)) from None
+            if "must look like" not in str(exc):  # well formed, but outside the sweep partitions
+                raise ValueError(str(exc)) from None
+            raise ValueError(f"must be a UTC day YYYY-MM-DD or hour YYYY-MM-DD-HH:00 (e.g. 2026-12-01), got {shown(v)}") from None
 
     @field_validator("ledger")
     @classmethod

@@ -260,7 +260,8 @@ def test_two_replicas_at_once_never_both_take_the_last_fleet_slot(tmp_path: Path
 
 
 def test_a_webhook_whose_header_variable_is_unset_sends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """OPS_TOKEN unset: one failed row naming the header and the variable; no request made."""
+    """OPS_TOKEN unset: one failed row naming the header, not the variable (a token pasted as
+    the variable's name would be echoed); no request made."""
     monkeypatch.delenv("OPS_TOKEN", raising=False)
     store = LedgerStore(str(tmp_path / "ledger"))
     commit_sweep(store, "r", HOUR, [3])
@@ -270,5 +271,6 @@ def test_a_webhook_whose_header_variable_is_unset_sends_nothing(tmp_path: Path, 
     row = store.read_actions().iloc[0]
     assert row["decision"] == "failed"
     assert row["reason"].endswith(
-        "webhook header Authorization: environment variable OPS_TOKEN is not set or empty; nothing sent"
+        "webhook header Authorization: the environment variable headers_env names is not set or empty; nothing sent"
     )
+    assert "OPS_TOKEN" not in row["reason"]

@@ -34,10 +34,12 @@ def test_since_takes_a_day_or_an_hour_and_names_itself_when_wrong() -> None:
     assert parse_fleet(base | {"since": "2026-11-30"}).since == "2026-11-30-00:00"
     assert parse_fleet(base | {"since": "2026-11-30-06:00"}).since == "2026-11-30-06:00"
     assert parse_fleet(base).since is None
-    with pytest.raises(
-        FleetError, match=r"^fleet: since: must look like YYYY-MM-DD-HH:00 \(e\.g\. 2026-11-30-08:00\), got '2026-11-31-00:00'$"
-    ):
-        parse_fleet(base | {"since": "2026-11-31"})
+    for bad in ("2026-11-31", "2026-13-01", "yesterday", "2026-12-01T08:00"):
+        with pytest.raises(
+            FleetError,
+            match=rf"^fleet: since: must be a UTC day YYYY-MM-DD or hour YYYY-MM-DD-HH:00 \(e\.g\. 2026-12-01\), got '{bad}'$",
+        ):
+            parse_fleet(base | {"since": bad})
     with pytest.raises(
         FleetError, match=r"^fleet: since: hour 2026-10-01-00:00 is outside the sweep partitions 2026-11-01-00:00 \.\. "
     ):

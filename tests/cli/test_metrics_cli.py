@@ -30,8 +30,10 @@ def test_once_prints_one_scrape_of_an_empty_ledger(tmp_path: Path) -> None:
     fleet, _ = write_fleet(tmp_path)
     result = CliRunner().invoke(app, ["metrics", "--fleet", str(fleet), "--once"])
     assert result.exit_code == 0, result.output
-    assert "faultsense_exporter_ledger_version -1.0" in result.output
-    assert 'faultsense_replica_sweep_interval_seconds{replica="sim-faulty"} 3600.0' in result.output
+    assert "faultsense_exporter_ledger_version -1.0" in result.stdout
+    assert 'faultsense_replica_sweep_interval_seconds{replica="sim-faulty"} 3600.0' in result.stdout
+    # a ledger that is not there (a mistyped path, or no sweep yet) is served empty, and said
+    assert result.stderr.startswith("warning: no ledger at ") and "serving an empty state" in result.stderr
 
 
 @pytest.mark.integration  # a real CLI process

@@ -55,9 +55,13 @@ def test_the_sweep_table_counts_the_inconclusive_rows_beside_the_result(tmp_path
     for replica in ("sim-calm", "sim-noisy"):
         n = int(((faults["replica"] == replica) & (faults["status"] == "inconclusive")).sum())
         (row,) = [line for line in done.stdout.splitlines() if line.split()[:1] == [replica]]
-        cell = re.search(r"(healthy|faulty|degraded)( \((\d+) unsettled\))?", row)
+        cell = re.search(r"(healthy|faulty|degraded|inconclusive)( \((\d+) unsettled\))?", row)
         assert cell is not None, row
         assert int(cell.group(3) or 0) == n, (row, n)
+        # the word is the ledger's own status of that sweep
+        sweeps = LedgerStore(str(ledger)).read_table("sweeps", since=HOUR[:10]).to_pandas()
+        (status,) = sweeps[sweeps["replica"] == replica]["status"]
+        assert cell.group(1) == status, (row, status)
         if replica == "sim-noisy":
             assert n > 0  # the case the test is about did occur
         else:

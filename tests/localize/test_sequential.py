@@ -331,3 +331,19 @@ def test_a_slightly_slow_link_on_a_quiet_replica_is_confirmed_or_reported_never_
     default = localize(sc.replica(), cover, method="sequential", seed=seed)
     assert [(v.component, v.status) for v in default.verdicts] == [("link:3-40", "inconclusive")]
     assert default.verdicts[0].reason is not None and "below min_slowdown 1.2" in default.verdicts[0].reason
+
+
+def test_a_budget_too_small_for_every_suspect_probe_leaves_their_gpus_inconclusive_and_says_why() -> None:
+    # a slow GPU and a slow link; 64 probes settle the GPU but not the search of the link's probe
+    rep = _Replica({5: 1.8}, {(2, 9): 1.6}, 0.02, 0)
+    phase1 = _phase1(rep, 16, 4)
+    suspects = [i for i, (_, x) in enumerate(phase1) if x is not None and x > 0.1]
+    res = sequential_drilldown(16, 4, phase1, suspects, rep.round, sigma=0.02, budget=64, seed=0)
+    assert res.probes <= 64
+    confirmed = {(c.gpu, c.peer_gpu) for c in res.claims if c.status == "confirmed"}
+    assert (2, 9) not in confirmed
+    unreached = {c.gpu for c in res.claims if c.reason and "Phase 2 budget (64 probes) did not reach" in c.reason}
+    assert {2, 9} <= unreached  # the link's ends are named, never silently healthy
+    # a budget below one claim's cost stops before any probe and says it is the budget, not the noise
+    res = sequential_drilldown(16, 4, phase1, suspects, rep.round, sigma=0.02, budget=10, seed=0)
+    assert res.probes == 0 and res.gate is not None and res.gate.startswith("a Phase 2 budget of 10 probes cannot settle")

@@ -191,10 +191,16 @@ def sequential_drilldown(
     need = rounds_needed(sigma, assumed, min_slowdown, wallet.peek(), repeats)
     per_claim = 2 * 2 * need
     if need >= claim_rounds or per_claim > probes.total:
-        gate = (
-            f"too noisy at this load: ~{need} paired tests a candidate (noise {sigma:.3f}, {repeats} repeat(s)); "
-            f"raise repeats or sweep at a quieter hour"
-        )
+        if need >= claim_rounds:
+            gate = (
+                f"too noisy at this load: ~{need} paired tests a candidate (noise {sigma:.3f}, {repeats} repeat(s)); "
+                f"raise repeats or sweep at a quieter hour"
+            )
+        else:
+            gate = (
+                f"a Phase 2 budget of {probes.total} probes cannot settle one claim (~{per_claim} probes at noise "
+                f"{sigma:.3f}, {repeats} repeat(s)); raise phase2.budget"
+            )
         claims = tuple(_gated(g, gate) for g in dict.fromkeys(g for u in units for g in u))
         return SequentialResult(claims, 0, gate, alpha)
 
@@ -232,13 +238,15 @@ def sequential_drilldown(
     passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
     quick = quick_rounds if quick_rounds is not None else read_rounds(theta0, sigma, repeats)
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
+    unreached: list[tuple[int, ...]] = []
     for i in order:
         unit = tuple(phase1[i][0])
         confirmed_links = [(c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.peer_gpu is not None]
         if faulty.intersection(unit) or any(_holds(unit, link) for link in confirmed_links):
             continue
         if probes.left < per_claim:
-            break
+            unreached.append(unit)
+            continue
         reads = _QuickReads(ctx, [g for g in healthy if g not in faulty], quick, read_threshold(theta0, sigma, quick * repeats))
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
@@ -253,6 +261,13 @@ def sequential_drilldown(
                 claim(ComponentKind.GPU, f.gpu, None, {x for x in linked if x is not None})
             elif f.peer_gpu is not None and not (f.gpu in faulty or f.peer_gpu in faulty):
                 claim(ComponentKind.LINK, f.gpu, f.peer_gpu)
+
+    # suspect probes the budget did not reach: their GPUs are inconclusive, never silently healthy
+    claimed = {c.gpu for c in results if c.peer_gpu is None}
+    why = f"in a slow Phase 1 probe that the Phase 2 budget ({probes.total} probes) did not reach; raise phase2.budget"
+    for g in dict.fromkeys(g for u in unreached for g in u):
+        if g not in claimed and g not in faulty:
+            results.append(_gated(g, why))
 
     # links between two confirmed GPUs cannot be judged: masked
     for u in units:
@@ -332,7 +347,8 @@ class _QuickReads:
 
 
 def _gated(g: int, gate: str) -> ClaimResult:
-    """An inconclusive GPU of a sweep the noise gate stopped: no level spent, no round run."""
+    """An inconclusive GPU that no claim tested (the noise gate stopped the sweep, or the
+    budget ran out before its suspect probe was searched): no level spent, no round run."""
     return ClaimResult(ComponentKind.GPU, g, None, Status.INCONCLUSIVE, 0.0, 1.0, 0.0, None, None, 0, gate, ())
 
 
