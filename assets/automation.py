@@ -10,10 +10,12 @@ themselves).
 """
 
 import dagster as dg
-from dagster._core.definitions.partitions.partitioned_schedule import UnresolvedPartitionedAssetScheduleDefinition
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from faultsense_pipelines.fleet import FleetError
+from faultsense_pipelines.resources.dagster_internals import (
+    UnresolvedAssetJobDefinition,
+    UnresolvedPartitionedAssetScheduleDefinition,
+)
 from faultsense_pipelines.resources.fleet import FleetResource
 
 from .partitions import REPLICAS, REPLICAS_NAME, current_hour_key

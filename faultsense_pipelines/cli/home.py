@@ -89,10 +89,13 @@ def ensure_home(home: Path | None = None) -> Path:
     return home
 
 
-#: How ``faultsense sweep`` opens the instance: its runs' stdout and stderr go to the terminal
-#: as they are, not through Dagster's compute-log capture, whose helper processes would each
-#: print a traceback on Ctrl-C (the UI's own runs keep the capture).
-_CLI_OVERRIDES = {"compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}}
+def _cli_overrides() -> dict[str, object]:
+    """How ``faultsense sweep`` opens the instance: its runs' stdout and stderr go to the
+    terminal as they are, not through Dagster's compute-log capture, whose helper processes
+    would each print a traceback on Ctrl-C (the UI's own runs keep the capture)."""
+    from faultsense_pipelines.resources.dagster_internals import NOOP_COMPUTE_LOGS
+
+    return {"compute_logs": NOOP_COMPUTE_LOGS}
 
 
 def open_instance(home: Path | None = None) -> dg.DagsterInstance:
@@ -105,7 +108,8 @@ def open_instance(home: Path | None = None) -> dg.DagsterInstance:
         ValueError: the folder cannot be created or the lock file cannot be opened.
     """
     import dagster as dg
-    from dagster._core.instance.ref import InstanceRef
+
+    from faultsense_pipelines.resources.dagster_internals import InstanceRef
 
     home = ensure_home(home)
     try:
@@ -114,4 +118,4 @@ def open_instance(home: Path | None = None) -> dg.DagsterInstance:
         raise ValueError(f"DAGSTER_HOME {home} lock file cannot be opened: {exc.strerror or exc}") from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=_CLI_OVERRIDES))
+        return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides=_cli_overrides()))

@@ -283,7 +283,7 @@ class _TermInterrupts:
 
 def _interrupted(result) -> bool:
     """Whether a Dagster run was stopped by an interrupt (Ctrl-C) rather than failing."""
-    from dagster._core.execution.plan.objects import ErrorSource
+    from faultsense_pipelines.resources.dagster_internals import ErrorSource
 
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data.error_source == ErrorSource.INTERRUPT:
