@@ -126,7 +126,7 @@ def test_a_slow_gpu_alert_reaches_the_webhook_and_resolves_after_the_fault_is_go
     with dg.DagsterInstance.ephemeral() as instance:
         for hour in hours[:2]:  # two faulty sweeps: M = 2 of the rule's persistence
             (outcome,), _ = run_sweep(fleet, hour=hour, instance=instance)
-            assert outcome.confirmed == ["gpu:9"], outcome
+            assert outcome.confirmed == ["gpu:9 (host-b)"], outcome  # GPU 9 of 8 a node: the second node
 
         webhook = Webhook()
         routes = yaml.safe_load(ROUTES.read_text())
