@@ -24,7 +24,8 @@ __all__ = ["register"]
 
 
 def _fleet_and_store(fleet: Path | None, ledger: str | None):
-    """The fleet file (for topology and schedule) and the ledger store, or one line and exit 2."""
+    """The fleet file (for topology and schedule), the ledger store and whether the ledger is
+    not there yet, or one line and exit 2."""
     from faultsense_pipelines.fleet import FleetError, load_fleet
     from faultsense_pipelines.ledger import LedgerStore
 
@@ -38,12 +39,13 @@ def _fleet_and_store(fleet: Path | None, ledger: str | None):
         fail(str(exc))
     if kind == "file":
         fail(f"ledger {shown(store.display_uri)}: is a file, not a ledger directory")
-    if kind == "missing":  # served anyway (an exporter may start before the first sweep), but said
-        typer.echo(
-            f"warning: no ledger at {shown(store.display_uri)} yet: serving an empty state until a sweep writes one",
-            err=True,
-        )
-    return loaded, store
+    return loaded, store, kind == "missing"
+
+
+def _warn_missing(store) -> None:
+    """A ledger not there yet is served (an exporter may start before the first sweep), but said,
+    once the exporter is up (a bad option is still the only line it prints)."""
+    typer.echo(f"warning: no ledger at {shown(store.display_uri)} yet: serving an empty state until a sweep writes one", err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -75,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
         from faultsense_pipelines.metrics.exporter import SWEEP_INTERVAL_S, FleetCollector
 
-        loaded, store = _fleet_and_store(fleet, ledger)
+        loaded, store, missing = _fleet_and_store(fleet, ledger)
         topology = {}
         for replica in loaded.replicas:
             topo = replica.replica_topology
@@ -92,6 +94,8 @@ def register(app: typer.Typer) -> None:
         registry.register(collector)
         logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
         if once:
+            if missing:
+                _warn_missing(store)
             try:
                 sys.stdout.write(generate_latest(registry).decode())
             finally:
@@ -107,6 +111,8 @@ def register(app: typer.Typer) -> None:
             if exc.errno == errno.EADDRINUSE:
                 fail(f"--port {port}: address {host}:{port} is already in use")
             fail(f"--host {shown(host)} --port {port}: cannot listen ({exc.strerror or type(exc).__name__})")
+        if missing:
+            _warn_missing(store)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
