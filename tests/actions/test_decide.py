@@ -156,3 +156,33 @@ def test_resolved_needs_the_last_row_to_be_confirmed() -> None:
         _sweep(_h(7), {}),
     ]
     assert decide(a, "r", sweeps, []) == []
+
+
+def test_an_action_targets_the_one_host_of_a_component_and_none_across_hosts() -> None:
+    from faultsense_pipelines.actions.engine import node_resolver
+    from faultsense_pipelines.actions.history import FaultInfo
+    from faultsense_pipelines.fleet import parse_fleet
+
+    fleet = parse_fleet(
+        {
+            "ledger": "/tmp/l",
+            "replicas": [
+                {
+                    "name": "r",
+                    "gpus": 16,
+                    "probe_size": 4,
+                    "executor": "simulated",
+                    "topology": {"gpus_per_node": 8, "node_names": ["a17", "a18"]},
+                },
+                {"name": "flat", "gpus": 16, "probe_size": 4, "executor": "simulated"},
+            ],
+        }
+    )
+    node_of = node_resolver(fleet.replica("r"))
+    # GPU g sits on node g // 8: GPU 9 on a18; a link inside a node is that node's; across two, none
+    assert node_of("gpu:9", FaultInfo("gpu", "confirmed", gpu=9)) == "a18"
+    assert node_of("link:1-6", FaultInfo("link", "confirmed", gpu=1, peer_gpu=6)) == "a17"
+    assert node_of("link:3-12", FaultInfo("link", "confirmed", gpu=3, peer_gpu=12)) is None
+    assert node_of("nic:a18/rail5", FaultInfo("nic", "confirmed")) == "a18"
+    assert node_of("switch:0", FaultInfo("switch", "confirmed")) is None
+    assert node_resolver(fleet.replica("flat"))("gpu:9", FaultInfo("gpu", "confirmed", gpu=9)) is None
