@@ -245,7 +245,8 @@ def sequential_drilldown(
         if faulty.intersection(unit) or any(_holds(unit, link) for link in confirmed_links):
             continue
         if probes.left < per_claim:
-            unreached.append(unit)
+            if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
+                unreached.append(unit)
             continue
         reads = _QuickReads(ctx, [g for g in healthy if g not in faulty], quick, read_threshold(theta0, sigma, quick * repeats))
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
@@ -262,7 +263,9 @@ def sequential_drilldown(
             elif f.peer_gpu is not None and not (f.gpu in faulty or f.peer_gpu in faulty):
                 claim(ComponentKind.LINK, f.gpu, f.peer_gpu)
 
-    # suspect probes the budget did not reach: their GPUs are inconclusive, never silently healthy
+    # suspect probes at least min_slowdown slow that the budget did not reach: their GPUs are
+    # inconclusive, never silently healthy (slighter ones, often noise, count among the links
+    # the sweep left unjudged)
     claimed = {c.gpu for c in results if c.peer_gpu is None}
     why = f"in a slow Phase 1 probe that the Phase 2 budget ({probes.total} probes) did not reach; raise phase2.budget"
     for g in dict.fromkeys(g for u in unreached for g in u):
