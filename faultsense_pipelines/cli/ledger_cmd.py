@@ -80,10 +80,7 @@ def register(app: typer.Typer) -> None:
 
         from faultsense_pipelines.ledger import STATUSES
 
-        try:
-            day = date.fromisoformat(since) if since else datetime.now(UTC).date() - timedelta(days=7)
-        except ValueError:
-            fail(f"--since must be a date YYYY-MM-DD, got {shown_value(since)}")
+        day = _since_day(since)
         if status is not None and status not in STATUSES:
             fail(f"--status must be one of {', '.join(STATUSES)}, got {shown_value(status)}")
         if detector is not None and detector not in KNOWN_DETECTORS:
@@ -97,8 +94,7 @@ def register(app: typer.Typer) -> None:
             version = store.version()
         except LedgerError as exc:  # a damaged log: one line naming the entry
             fail(str(exc))
-        for line in skipped:  # a damaged data file: its rows are left out, the file is named
-            typer.echo(f"warning: skipped unreadable ledger file {' '.join(line.split())[:400]}", err=True)
+        _warn_skipped(skipped)
         _note_strays(store, day)
         if legacy := store.legacy_files():
             what = "holds a pre-Delta Parquet ledger" if version is None else f"still holds {len(legacy)} pre-Delta Parquet files"
@@ -110,13 +106,7 @@ def register(app: typer.Typer) -> None:
         df = df.assign(hour=[swept_hour(d, b) for d, b in zip(df["date"], df["batch"], strict=True)])
         df = df.sort_values(["hour", "detected_at", "replica", "component"], kind="stable")  # by swept hour, newest last
         shown = df.tail(limit)
-        table = Table(
-            title=f"fault ledger {escape(store.display_uri)}, swept since {day} ({len(shown)} of {len(df)} rows)",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            collapse_padding=True,
-        )
+        table = _rows_table(f"fault ledger {escape(store.display_uri)}, swept since {day} ({len(shown)} of {len(df)} rows)")
         for col in (
             "hour (UTC)",
             "written (UTC)",
@@ -142,9 +132,7 @@ def register(app: typer.Typer) -> None:
                 "-" if pd.isna(r["probes_used"]) else str(r["probes_used"]),
                 *((escape(str(r["fault_id"])),) if ids else ()),
             )
-        console = Console()
-        # piped or redirected output has no width to fit: print whole rows, not 80 columns of ellipses
-        (console if console.is_terminal else Console(width=250)).print(table)
+        _print_rows(table)
 
     @ledger_app.command("actions")
     def actions(
@@ -166,10 +154,7 @@ def register(app: typer.Typer) -> None:
 
         from faultsense_pipelines.ledger import ACTION_DECISIONS, LedgerError
 
-        try:
-            day = date.fromisoformat(since) if since else datetime.now(UTC).date() - timedelta(days=7)
-        except ValueError:
-            fail(f"--since must be a date YYYY-MM-DD, got {shown_value(since)}")
+        day = _since_day(since)
         if decision is not None and decision not in ACTION_DECISIONS:
             fail(f"--decision must be one of {', '.join(ACTION_DECISIONS)}, got {shown_value(decision)}")
         store = _open_store(ledger, fleet)
@@ -178,21 +163,14 @@ def register(app: typer.Typer) -> None:
             df = store.read_actions(since=day, replica=replica, skipped=skipped)
         except LedgerError as exc:
             fail(str(exc))
-        for line in skipped:
-            typer.echo(f"warning: skipped unreadable ledger file {' '.join(line.split())[:400]}", err=True)
+        _warn_skipped(skipped)
         if action is not None:
             df = df[df["action"] == action]
         if decision is not None:
             df = df[df["decision"] == decision]
         df = df.sort_values(["hour", "decided_at", "replica", "action", "component"], kind="stable")
         shown = df.tail(limit)
-        table = Table(
-            title=f"actions in {escape(store.display_uri)} since {day} ({len(shown)} of {len(df)} rows)",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            collapse_padding=True,
-        )
+        table = _rows_table(f"actions in {escape(store.display_uri)} since {day} ({len(shown)} of {len(df)} rows)")
         for col in ("hour (UTC)", "replica", "action", "on", "component", "node", "decision", "exit", "reason"):
             table.add_column(col, no_wrap=col in ("replica", "component"), overflow="fold")
         for r in shown.to_dict("records"):
@@ -204,8 +182,33 @@ def register(app: typer.Typer) -> None:
                 "-" if pd.isna(code) else str(int(code)),
                 escape(str(r["reason"])),
             )
-        console = Console()
-        (console if console.is_terminal else Console(width=250)).print(table)
+        _print_rows(table)
+
+
+def _since_day(since: str | None) -> date:
+    """``--since`` as a date (default: 7 days ago), or one line and exit 2."""
+    try:
+        return date.fromisoformat(since) if since else datetime.now(UTC).date() - timedelta(days=7)
+    except ValueError:
+        fail(f"--since must be a date YYYY-MM-DD, got {shown_value(since)}")
+
+
+def _warn_skipped(skipped: list[str]) -> None:
+    """One warning per damaged data file a read left out (its rows are not shown)."""
+    for line in skipped:
+        typer.echo(f"warning: skipped unreadable ledger file {' '.join(line.split())[:400]}", err=True)
+
+
+def _rows_table(title: str) -> Table:
+    """The plain table ``ledger show`` and ``ledger actions`` print their rows in."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+
+
+def _print_rows(table: Table) -> None:
+    """Print ``table``; piped or redirected output has no width to fit: whole rows, not 80
+    columns of ellipses."""
+    console = Console()
+    (console if console.is_terminal else Console(width=250)).print(table)
 
 
 _SWEPT_HOUR = re.compile(r"-h([01][0-9]|2[0-3])(-failed)?")

@@ -79,12 +79,36 @@ def lock_path(ledger_uri: str, replica: str) -> Path:
     """
     if not isinstance(replica, str) or not NAME_RE.fullmatch(replica):
         raise ValueError(f"replica must be 1-64 of a-z, 0-9, '_' and '-', got {str(replica)[:80]!r}")
+    return _lock_file(ledger_uri, replica)
+
+
+def _lock_file(ledger_uri: str, name: str) -> Path:
+    """The lock file ``name`` of the ledger at ``ledger_uri``: ``<ledger>/.locks/<name>.lock``, or
+    for an object-store ledger ``$XDG_CACHE_HOME/faultsense/locks/<hash of the URI>-<name>.lock``."""
     if "://" not in ledger_uri or ledger_uri.startswith("file://"):
         root = Path(ledger_uri.removeprefix("file://")).expanduser().resolve()
-        return root / ".locks" / f"{replica}.lock"
+        return root / ".locks" / f"{name}.lock"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     digest = hashlib.sha256(ledger_uri.encode()).hexdigest()[:16]
-    return cache / "faultsense" / "locks" / f"{digest}-{replica}.lock"
+    return cache / "faultsense" / "locks" / f"{digest}-{name}.lock"
+
+
+def _holder(fd: int) -> str:
+    """The pid a held lock file names (``"?"`` when unreadable)."""
+    return os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+
+
+@contextlib.contextmanager
+def _owned(fd: int) -> Iterator[None]:
+    """The lock ``fd`` was just taken: write this process's pid into it for the block, then
+    clear it and release the lock."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    try:
+        yield
+    finally:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
@@ -105,20 +129,15 @@ def replica_lock(ledger_uri: str, replica: str) -> Iterator[Path]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            holder = _holder(fd)
             raise ReplicaLocked(
                 f"another sweep of {replica} is running on this ledger (pid {holder}, lock {path}); not swept",
                 replica,
                 holder,
                 path,
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        try:
+        with _owned(fd):
             yield path
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 
@@ -137,8 +156,7 @@ def fleet_lock(ledger_uri: str, purpose: str, wait_s: float) -> Iterator[Path]:
             the holder's pid and the file).
         LockUnavailable: the lock file or its folder cannot be created.
     """
-    beside = lock_path(ledger_uri, "x")  # a replica's lock file: <folder>/[<uri hash>-]x.lock
-    path = beside.with_name(f"{beside.name.removesuffix('x.lock')}{purpose}.fleet.lock")
+    path = _lock_file(ledger_uri, f"{purpose}.fleet")
     fd = _open_lock(path)
     try:
         deadline = time.monotonic() + wait_s
@@ -148,15 +166,11 @@ def fleet_lock(ledger_uri: str, purpose: str, wait_s: float) -> Iterator[Path]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-                    raise TimeoutError(f"the {purpose} lock {path} is still held by pid {holder} after {wait_s:g} s") from None
+                    raise TimeoutError(
+                        f"the {purpose} lock {path} is still held by pid {_holder(fd)} after {wait_s:g} s"
+                    ) from None
                 time.sleep(0.1)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        try:
+        with _owned(fd):
             yield path
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
