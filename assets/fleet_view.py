@@ -36,7 +36,7 @@ from urllib.parse import unquote
 import dagster as dg
 import pandas as pd
 
-from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, LedgerStore
+from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, SWEEPS, LedgerStore
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
@@ -52,6 +52,7 @@ __all__ = [
     "NOW_COLUMNS",
     "RECENT_HOURS",
     "FleetViewConfig",
+    "first_swept_hour",
     "fleet_health",
     "fleet_now",
     "health_grid",
@@ -519,6 +520,23 @@ def sweep_days(store: LedgerStore) -> list[str]:
     from the table's log, no data file opened."""
     days = {uri.split("/date=", 1)[1].split("/", 1)[0] for uri in store.files(PROBE_RUNS) if "/date=" in uri}
     return sorted((unquote(d) for d in days), reverse=True)
+
+
+def first_swept_hour(store: LedgerStore) -> str | None:
+    """The earliest hour the ledger holds a sweep of (``YYYY-MM-DD-HH:00``), None without sweeps.
+
+    One small read: the first day with probe rows (:func:`sweep_days`, from the log), then the
+    ``swept_hour`` column of that day's ``sweeps`` rows (schema version 3; a row's ``date`` is
+    its swept hour's day). A day whose sweeps predate that dataset (a version-2 ledger) starts
+    at its 00:00.
+    """
+    days = sweep_days(store)
+    if not days:
+        return None
+    first = days[-1]
+    hours = store.read_table(SWEEPS, files={"date": first}, columns=["swept_hour"], skipped=[]).column("swept_hour")
+    swept = [h for h in hours.to_pylist() if h is not None]
+    return current_hour_key(min(swept)) if swept else f"{first}-00:00"
 
 
 @dg.asset(
