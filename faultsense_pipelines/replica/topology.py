@@ -252,6 +252,38 @@ class ReplicaTopology:
             return self.node_name(component.ids[0])
         return None
 
+    def row_node(self, kind: str, component: str, gpu: int | None = None, peer_gpu: int | None = None) -> str | None:
+        """:meth:`component_node` of the component a ledger row names: the one place a row's
+        ``node`` is worked out (the verdicts', the actions' and the exporter's).
+
+        Args:
+            kind: the row's ``component_kind``; component: its ``component`` (``nic:a18/rail5``:
+                a NIC's or NVSwitch's node is the one so named); gpu, peer_gpu: its GPU ids
+                (a GPU's and a link's ends), None where the row has none.
+
+        Returns:
+            As :meth:`component_node`; None also for a GPU outside the replica and a NIC or
+            NVSwitch naming a node this topology does not have.
+
+        >>> t = ReplicaTopology(16, gpus_per_node=8, node_names=("a17", "a18"))
+        >>> t.row_node("gpu", "gpu:9", 9), t.row_node("link", "link:3-12", 3, 12), t.row_node("nic", "nic:a18/rail5")
+        ('a18', 'a17,a18', 'a18')
+        """
+        if self.gpus_per_node is None:
+            return None
+        inside = [g for g in (gpu, peer_gpu) if g is not None and 0 <= g < self.gpus]
+        if kind == ComponentKind.GPU and gpu is not None and inside == [gpu]:
+            return self.component_node(gpu_component(gpu))
+        if kind == ComponentKind.LINK and gpu is not None and peer_gpu is not None and len(inside) == 2 and gpu != peer_gpu:
+            return self.component_node(link_component(gpu, peer_gpu))
+        if kind in (ComponentKind.NIC, ComponentKind.NVSWITCH):
+            name = component.partition(":")[2].split("/", 1)[0]
+            names = [self.node_name(v) for v in range(self.nodes)]
+            if name in names:
+                v = names.index(name)
+                return self.component_node(Component(ComponentKind(kind), (v,), frozenset(self.node_gpus(v))))
+        return None
+
     @cached_property
     def _node_of(self) -> tuple[int, ...]:
         return tuple(self.node(g) for g in range(self.gpus))
