@@ -63,12 +63,14 @@ def actions_batch(replica: str, hour: str) -> str:
 def node_resolver(replica: Replica) -> Callable[[str, FaultInfo], str | None]:
     """The one node an action on a component of ``replica`` targets: a GPU's node, a link's
     when both ends share one, a NIC's or NVSwitch's own (``nic:node3/rail5`` -> ``node3``): the
-    ledger's ``node`` (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.row_node`);
-    None without a topology, for a link across nodes, or for a switch."""
+    row's ``node`` (what the sweep's verdict named, e.g. a ``ray`` replica's actor host), else
+    the same from the fleet file's topology
+    (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.row_node`); None without
+    either, for a link across nodes, or for a switch."""
     topology = replica.replica_topology
 
     def node_of(component: str, info: FaultInfo) -> str | None:
-        node = topology.row_node(str(info.kind), component, info.gpu, info.peer_gpu)
+        node = info.node or topology.row_node(str(info.kind), component, info.gpu, info.peer_gpu)
         return None if node is None or "," in node else node  # "a17,a18": a path between two hosts
 
     return node_of

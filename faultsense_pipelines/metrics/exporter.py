@@ -88,6 +88,7 @@ _FAULT_COLUMNS = [
     "component",
     "gpu",
     "peer_gpu",
+    "node",
     "slowdown",
     "confidence",
 ]

@@ -40,25 +40,30 @@ def component_labels(
     gpu: int | None,
     peer_gpu: int | None,
     topology: ReplicaTopology | None,
+    recorded: str | None = None,
 ) -> dict[str, str]:
     """The ``kind``, ``node``, ``gpu`` and ``rail`` labels of one ledger component.
 
-    * ``node``: the replica's :meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.row_node`
-      (a GPU's node, a link's when both ends share one -- ``""`` for a path between nodes, which
-      belongs to neither --, a NIC's or NVSwitch's); ``""`` without a topology;
+    * ``node``: the row's own ``node`` (``recorded``: what the sweep's verdict named, e.g. a
+      ``ray`` replica's actor host), else the replica's
+      :meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.row_node` -- the one
+      function both come from: a GPU's node, a link's when both ends share one (``""`` for a
+      path between nodes, which belongs to neither), a NIC's or NVSwitch's; ``""`` without
+      either;
     * ``gpu:17``: ``gpu="17"``; ``nic:<node>/rail<r>``: ``rail="r"``;
     * anything else (``switch:1``, ``replica:<name>``): only ``kind`` (and no ``node``).
 
     Args:
         kind: the row's ``component_kind``; component: its ``component``; gpu, peer_gpu: its
             GPU ids (None where the row has none); topology: the replica's topology from the
-            fleet file (None without one).
+            fleet file (None without one); recorded: the row's ``node`` (None in rows of
+            ledger versions 1-2 and of replicas without a topology).
 
     Returns:
         ``{"kind", "node", "gpu", "rail"}``, each a string, ``""`` where it does not apply.
     """
     out = {"kind": str(kind), "node": "", "gpu": "", "rail": ""}
-    node = None if topology is None else topology.row_node(str(kind), str(component), gpu, peer_gpu)
+    node = recorded or (None if topology is None else topology.row_node(str(kind), str(component), gpu, peer_gpu))
     out["node"] = "" if node is None or "," in node else node  # "a17,a18": a path between two hosts
     if kind == "gpu" and gpu is not None:
         out["gpu"] = str(int(gpu))

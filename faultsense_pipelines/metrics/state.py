@@ -120,7 +120,7 @@ def build_state(
             ``probes_phase1``, ``probes_phase2``, ``failed_probes``.
         faults: the window's ``faultsense`` fault rows with ``replica``, ``date``, ``batch``,
             ``status``, ``component_kind``, ``component``, ``gpu``, ``peer_gpu``, ``slowdown``,
-            ``confidence``; rows of other statuses are ignored. A row belongs to the completed
+            ``confidence`` and, where the row has one, ``node`` (the ``node`` label); rows of other statuses are ignored. A row belongs to the completed
             sweep of its (date, batch).
         topology: per replica name, its :class:`ReplicaTopology` from the fleet file (a
             replica not in it gets empty ``node`` labels).
@@ -192,7 +192,7 @@ def _components(
     for component in sorted(first_row):
         r = latest.get(component, first_row[component])
         labels = {"replica": replica, "component": component}
-        labels |= component_labels(r["component_kind"], component, r["gpu"], r["peer_gpu"], topo)
+        labels |= component_labels(r["component_kind"], component, r["gpu"], r["peer_gpu"], topo, r.get("node"))
         now = latest.get(component)
         out.append(
             ComponentState(

@@ -163,3 +163,7 @@ def test_component_labels_of_every_kind() -> None:
     assert component_labels("gpu", "gpu:5", 5, None, ReplicaTopology(16))["node"] == ""
     assert component_labels("gpu", "gpu:16", 16, None, t) == {"kind": "gpu", "node": "", "gpu": "16", "rail": ""}
     assert component_labels("nic", "nic:h7", None, None, t)["node"] == ""
+    # the row's own node (what the sweep named, e.g. a ray actor's host) first; across two: none
+    assert component_labels("gpu", "gpu:9", 9, None, t, "ray-host-1")["node"] == "ray-host-1"
+    assert component_labels("gpu", "gpu:9", 9, None, None, "ray-host-1")["node"] == "ray-host-1"
+    assert component_labels("link", "link:3-12", 3, 12, None, "r1,r2")["node"] == ""
