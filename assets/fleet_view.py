@@ -36,7 +36,7 @@ from urllib.parse import unquote
 import dagster as dg
 import pandas as pd
 
-from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, LedgerStore
+from faultsense_pipelines.ledger import FAULT_LEDGER, PROBE_RUNS, SWEEPS, LedgerStore
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
@@ -51,7 +51,9 @@ __all__ = [
     "LOOKBACK_DAYS",
     "NOW_COLUMNS",
     "RECENT_HOURS",
+    "SVG_MAX_WIDTH",
     "FleetViewConfig",
+    "first_swept_hour",
     "fleet_health",
     "fleet_now",
     "health_grid",
@@ -182,27 +184,42 @@ def _palette_png(codes: list[list[int]], cell: tuple[int, int]) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IEND", b"")
 
 
-#: Pixel size (width, height) of one (replica, hour) cell of the labelled inline heatmap.
-_SVG_CELL = (14, 16)
+#: Width (px) of the hours of the labelled inline heatmap, whatever their number (3 px an hour
+#: for the default 24), and height (px) of a replica's row (2 of them the gap to the next).
+_SVG_GRID_W, _SVG_ROW_H = 72, 14
 #: Replica names longer than this are cut (with "…") in the heatmap's labels.
-_LABEL_CHARS = 24
-#: Approximate width (px) of a character of the labels (12 px sans-serif, rounded up).
-_CHAR_PX = 7
+_LABEL_CHARS = 10
+#: Width (px) of a character of the labels (10 px sans-serif, rounded up), and the label font size.
+_CHAR_PX, _FONT_PX = 6, 10
+#: Widest picture (px) :func:`_svg` draws: the names' column, the hours and room for the last
+#: hour's label. The Dagster asset page at 1,000 px shows about 148 px of a metadata value (the
+#: rest of the metadata table scrolls sideways; tests/assets/test_ui.py measures it).
+SVG_MAX_WIDTH = 4 + _CHAR_PX * _LABEL_CHARS + _SVG_GRID_W + 6
+#: Hours between two hour labels, the first that leaves 14 px between labels.
+_TICK_STEPS = (6, 12, 24, 48, 96)
+
+
+def _num(x: float) -> str:
+    """A coordinate for SVG text: at most two decimals, no trailing zeros."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
 def _svg(rows: list[tuple[str, list[int]]], hours: list[datetime]) -> str:
-    """The labelled heatmap as an SVG document: replica names left of their rows, the hour (UTC,
-    ``HH``) under every sixth column counted back from the latest (always labelled, inside the
-    picture). "not swept" cells are the background; each other colour is one path of
-    horizontal runs (rows 2 px apart)."""
-    cw, ch = _SVG_CELL
+    """The labelled heatmap as an SVG document at most :data:`SVG_MAX_WIDTH` px wide, so that
+    it lies whole in the asset page's metadata column at 1,000 px as at 1,600 px: replica names
+    left of their rows (cut at :data:`_LABEL_CHARS`), the hours :data:`_SVG_GRID_W` px wide
+    in all (3 px an hour for 24, narrower when more), the hour (UTC, ``HH``) under every sixth
+    column (or 12th, 24th... when narrower) counted back from the latest, which is always
+    labelled and inside the picture. "not swept" cells are the background; each other colour
+    is one path of horizontal runs (rows 2 px apart)."""
+    cw, ch = _SVG_GRID_W / len(hours), _SVG_ROW_H
     words = list(HEALTH_COLORS)
     rows = [(name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "\u2026", row) for name, row in rows]
-    left = 6 + _CHAR_PX * max(len(name) for name, _ in rows)
-    grid_w, grid_h = cw * len(hours), ch * len(rows)
+    left = 4 + _CHAR_PX * max(len(name) for name, _ in rows)
+    grid_w, grid_h = _SVG_GRID_W, ch * len(rows)
     out = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{left + grid_w + 10}' height='{grid_h + 16}' "
-        "font-family='sans-serif' font-size='12'>",
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{left + grid_w + 6}' height='{grid_h + 13}' "
+        f"font-family='sans-serif' font-size='{_FONT_PX}'>",
         f"<rect x='{left}' width='{grid_w}' height='{grid_h}' fill='{HEALTH_COLORS['not swept']}'/>",
     ]
     for code, word in enumerate(words):
@@ -218,27 +235,32 @@ def _svg(rows: list[tuple[str, list[int]]], hours: list[datetime]) -> str:
                 start = c
                 while c < len(row) and row[c] == code:
                     c += 1
-                x = left + cw * start
-                d.append(f"M{x} {ch * r}h{cw * (c - start)}v{ch - 2}H{x}z")
+                x = _num(left + cw * start)
+                d.append(f"M{x} {ch * r}h{_num(cw * (c - start))}v{ch - 2}H{x}z")
         if d:
             out.append(f"<path fill='{HEALTH_COLORS[word]}' d='{''.join(d)}'/>")
-    names = "".join(f"<text x='{left - 4}' y='{ch * r + ch - 4}'>{name}</text>" for r, (name, _) in enumerate(rows))
+    names = "".join(f"<text x='{left - 3}' y='{ch * r + ch - 4}'>{name}</text>" for r, (name, _) in enumerate(rows))
     out.append(f"<g text-anchor='end'>{names}</g>")
-    ticks = range(len(hours) - 1, -1, -6)
-    labels = "".join(f"<text x='{left + cw * i + cw // 2}' y='{grid_h + 12}'>{hours[i]:%H}</text>" for i in ticks)
+    step = next((s for s in _TICK_STEPS if s * cw >= 14), _TICK_STEPS[-1])
+    ticks = range(len(hours) - 1, -1, -step)
+    labels = "".join(f"<text x='{_num(left + cw * (i + 0.5))}' y='{grid_h + 10}'>{hours[i]:%H}</text>" for i in ticks)
     out.append(f"<g text-anchor='middle'>{labels}</g></svg>")
     return "".join(out)
 
 
 def heatmap_key(end: str, hours: int) -> str:
     """The key under the inline heatmap, as short markdown (drawn inline): a picture of the
-    health colours with their words, and a line saying what the rows and columns are."""
-    width = sum(24 + _CHAR_PX * len(word) for word in HEALTH_COLORS)
+    health colours with their words, one a line (90 px wide: it fits the metadata column at
+    1,000 px), and a line saying what the rows and columns are."""
+    width = 4 + 14 + _CHAR_PX * max(len(word) for word in HEALTH_COLORS)
     edge = {"not swept": " stroke='#999'"}  # a light square on white needs an edge
-    key = "".join(f"<tspan fill='{color}'{edge.get(word, '')}>\u25a0</tspan> {word}  " for word, color in HEALTH_COLORS.items())
+    lines = "".join(
+        f"<path fill='{color}'{edge.get(word, '')} d='M1 {13 * i + 2}h9v9H1z'/><text x='14' y='{13 * i + 10}'>{word}</text>"
+        for i, (word, color) in enumerate(HEALTH_COLORS.items())
+    )
     svg = (
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='16' font-family='sans-serif' font-size='12' "
-        f"xml:space='preserve'><text y='12'>{key}</text></svg>"
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{13 * len(HEALTH_COLORS)}' "
+        f"font-family='sans-serif' font-size='{_FONT_PX}'>{lines}</svg>"
     )
     data = base64.b64encode(svg.encode()).decode()
     return (
@@ -252,9 +274,10 @@ def inline_heatmap(grid: pd.DataFrame, end: str) -> str:
     :data:`INLINE_MARKDOWN_LIMIT` characters).
 
     First choice: a labelled SVG picture (:func:`_svg`: replica names, hours, the latest hour
-    the right-most column; the colours' key is :func:`heatmap_key`), 14 x 16 px cells: a
-    24-hour grid is 346 px plus the names' width (about 400 px for the default fleet), whole in
-    the asset page's metadata column at 1,600 px (tests/assets/test_ui.py). When that
+    the right-most column; the colours' key is :func:`heatmap_key`), at most
+    :data:`SVG_MAX_WIDTH` (142) px wide -- 3 x 14 px cells for 24 hours, about 120 px for the
+    default fleet --, whole in the asset page's metadata column at 1,000 and 1,600 px
+    (tests/assets/test_ui.py measures it in Chromium). When that
     is too long (many replicas), only the replicas with an hour that is not ``healthy`` are
     drawn, halved until they fit; when not even that fits, an unlabelled palette PNG, one block
     of pixels per cell (the same subsets), with a line saying what it shows. Returns a line
@@ -519,6 +542,23 @@ def sweep_days(store: LedgerStore) -> list[str]:
     from the table's log, no data file opened."""
     days = {uri.split("/date=", 1)[1].split("/", 1)[0] for uri in store.files(PROBE_RUNS) if "/date=" in uri}
     return sorted((unquote(d) for d in days), reverse=True)
+
+
+def first_swept_hour(store: LedgerStore) -> str | None:
+    """The earliest hour the ledger holds a sweep of (``YYYY-MM-DD-HH:00``), None without sweeps.
+
+    One small read: the first day with probe rows (:func:`sweep_days`, from the log), then the
+    ``swept_hour`` column of that day's ``sweeps`` rows (schema version 3; a row's ``date`` is
+    its swept hour's day). A day whose sweeps predate that dataset (a version-2 ledger) starts
+    at its 00:00.
+    """
+    days = sweep_days(store)
+    if not days:
+        return None
+    first = days[-1]
+    hours = store.read_table(SWEEPS, files={"date": first}, columns=["swept_hour"], skipped=[]).column("swept_hour")
+    swept = [h for h in hours.to_pylist() if h is not None]
+    return current_hour_key(min(swept)) if swept else f"{first}-00:00"
 
 
 @dg.asset(

@@ -75,19 +75,19 @@ def sweep_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext)
     return SweepKey(by_dim["hour"], by_dim["replica"])
 
 
-def first_sweep_hour(since: str | None, ledger_days: list[str], earliest: str | None = None) -> str:
+def first_sweep_hour(since: str | None, first_swept: str | None, earliest: str | None = None) -> str:
     """Where the sweep partitions (and the analytics' days) start: the fleet file's ``since``
-    when given, else 00:00 of the first ``date`` with sweeps in the ledger (``ledger_days``,
-    ``YYYY-MM-DD``), else :data:`SWEEPS_START` (a ledger not swept yet); never after
-    ``earliest`` (an hour a sweep is about to run for, e.g. ``faultsense sweep --hour``).
+    when given, else the earliest hour the ledger holds a sweep of (``first_swept``,
+    ``YYYY-MM-DD-HH:00``, :func:`~.fleet_view.first_swept_hour`), else :data:`SWEEPS_START` (a
+    ledger not swept yet); never after ``earliest`` (an hour a sweep is about to run for, e.g.
+    ``faultsense sweep --hour``). The daily partitions start at that hour's day.
 
-    >>> first_sweep_hour(None, ["2026-12-05", "2026-12-04"])
-    '2026-12-04-00:00'
-    >>> first_sweep_hour("2026-12-05-06:00", ["2026-12-04"], earliest="2026-12-05-03:00")
+    >>> first_sweep_hour(None, "2026-12-05-06:00")
+    '2026-12-05-06:00'
+    >>> first_sweep_hour("2026-12-05-06:00", "2026-12-04-09:00", earliest="2026-12-05-03:00")
     '2026-12-05-03:00'
     """
-    start = since or (f"{min(ledger_days)}-00:00" if ledger_days else SWEEPS_START)
-    start = max(start, SWEEPS_START)
+    start = max(since or first_swept or SWEEPS_START, SWEEPS_START)
     return min(start, earliest) if earliest else start
 
 

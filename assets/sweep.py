@@ -16,6 +16,7 @@ partition's ``-failed`` batch and a failed step naming the cause; an interrupted
 """
 
 import hashlib
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +27,7 @@ from faultsense_pipelines.fleet import MAX_REPEATS, FleetError, Replica
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
 from faultsense_pipelines.localize.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
+from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome
 from faultsense_pipelines.resources.executors import ProbeExecutorResource, redact_secrets
 from faultsense_pipelines.resources.fleet import FleetResource
@@ -36,7 +38,7 @@ from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import latency_plot, partition_metadata, suspects_markdown, verdicts_markdown
 from .rows import degraded_row, error_rows, probe_counts, probe_rows, sweep_row
 
-__all__ = ["DEFAULT_REPEATS", "SweepConfig", "fault_batch", "phase1_probe_run", "phase2_drilldown"]
+__all__ = ["DEFAULT_REPEATS", "SweepConfig", "fault_batch", "phase1_probe_run", "phase2_drilldown", "sweep_topology"]
 
 #: Measurements per probe when neither the run config nor the fleet file says otherwise.
 DEFAULT_REPEATS = 3
@@ -265,6 +267,7 @@ def phase2_drilldown(
     common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor}
     scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
     executor = probe_executors.executor_for(replica)
+    topology = sweep_topology(replica, executor, context.log)
     loc: Localization = run_phase2(
         executor,
         phase1,
@@ -272,11 +275,11 @@ def phase2_drilldown(
         repeats=repeats,
         rule=_rule(replica),
         recheck_explained=config.recheck,
-        topology=replica.replica_topology,
+        topology=topology,
         alpha=replica.phase2.alpha if replica.phase2 else None,
         phase2_budget=replica.phase2.budget if replica.phase2 else None,
         seed=_sweep_seed(key.replica, key.hour),
-    ).placed(replica.replica_topology)
+    ).placed(topology)
     errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]
     if errors:
         rows = probe_rows([*phase1.records, *loc.phase2_records], scrub=scrub, **common)
@@ -301,6 +304,23 @@ def phase2_drilldown(
             "ledger": store.display_uri,
         },
     )
+
+
+def sweep_topology(replica: Replica, executor: object, log: logging.Logger) -> ReplicaTopology:
+    """The replica's topology for a sweep's verdicts: the fleet file's, with its nodes named
+    after the hosts the executor's workers run on (``executor.hosts``, one per GPU: the ``ray``
+    executor reads them from its actors) where the file names none
+    (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.named_by_hosts`). Where
+    those hosts do not fit ``gpus_per_node`` the nodes keep their ``node<v>`` names and ``log``
+    gets one warning line saying why."""
+    topology = replica.replica_topology
+    hosts = getattr(executor, "hosts", None) or ()
+    if not hosts:
+        return topology
+    named, why = topology.named_by_hosts(list(hosts))
+    if why:
+        log.warning(f"{replica.name}: the nodes keep their node<v> names, not the executor's hosts: {why}")
+    return named
 
 
 def _round(v: float | None) -> float | None:

@@ -33,7 +33,7 @@ from faultsense_pipelines.assets.automation import (
     build_replica_sensor,
 )
 from faultsense_pipelines.assets.cover import build_cover_asset
-from faultsense_pipelines.assets.fleet_view import fleet_health, sweep_days
+from faultsense_pipelines.assets.fleet_view import first_swept_hour, fleet_health
 from faultsense_pipelines.assets.flowpulse import flowpulse_faults
 from faultsense_pipelines.assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
 from faultsense_pipelines.assets.maintenance import build_maintenance_schedule, ledger_maintenance
@@ -73,7 +73,7 @@ def build_definitions(
 
     The sweep partitions (and the analytics' days) start where the fleet's sweeps do
     (:func:`~faultsense_pipelines.assets.partitions.first_sweep_hour`: the fleet file's
-    ``since``, else the first day of sweeps in the ledger, read from its log), not before
+    ``since``, else the first hour swept in the ledger: one small read), not before
     ``earliest_hour``.
 
     Args:
@@ -92,10 +92,10 @@ def build_definitions(
 
     probe_cover = build_cover_asset(fleet.shapes)
     try:
-        days = sweep_days(LedgerResource(uri=ledger).store())
+        swept = first_swept_hour(LedgerResource(uri=ledger).store())
     except Exception:  # an unreachable or damaged ledger must not stop the code location: sweeps name it
-        days = []
-    start = first_sweep_hour(fleet.since, days, earliest_hour)
+        swept = None
+    start = first_sweep_hour(fleet.since, swept, earliest_hour)
     phase1, phase2, ledger_asset, actions_asset = (
         with_start(a, start) for a in (phase1_probe_run, phase2_drilldown, fault_ledger, fault_actions)
     )

@@ -93,3 +93,25 @@ def test_components_the_topology_lacks_are_refused():
     with pytest.raises(ValueError, match=r"a rail needs topology\.rails"):
         t.nic(1, 2)
     assert ReplicaTopology(8).shared_components() == []
+
+
+def test_nodes_are_named_after_the_hosts_only_where_the_hosts_fit_gpus_per_node() -> None:
+    t = ReplicaTopology(8, gpus_per_node=4)
+    named, why = t.named_by_hosts(["a17"] * 4 + ["a18"] * 4)
+    assert why is None and named.node_names == ("a17", "a18") and named.component_node(gpu_component(5)) == "a18"
+    assert named.gpus_per_node == 4 and t.node_names is None  # a new topology; the fleet file's unchanged
+    one, why = ReplicaTopology(4, gpus_per_node=4).named_by_hosts(["h"] * 4)
+    assert why is None and one.node_names == ("h",)  # one node: every GPU on the one host
+    cases = {
+        ("a17", "a17", "a18", "a17", "a18", "a18", "a18", "a18"): "node 0 (GPUs 0..3) runs on hosts a17, a18",
+        ("h",) * 8: "nodes 0 and 1 (gpus_per_node 4) both run on host h",
+        ("a17",) * 4: "4 hosts for 8 GPUs",
+        ("a 17",) * 4 + ("a18",) * 4: "host name 'a 17' is not a node name (1-64 of A-Z, a-z, 0-9, '_', '.', '-')",
+    }
+    for hosts, message in cases.items():
+        kept, why = t.named_by_hosts(list(hosts))
+        assert kept is t and why == message
+    # the fleet file's names win, and without gpus_per_node there is nothing to name
+    fleet = ReplicaTopology(8, gpus_per_node=4, node_names=("x", "y"))
+    assert fleet.named_by_hosts(["a"] * 8) == (fleet, None)
+    assert ReplicaTopology(8).named_by_hosts(["a"] * 8) == (ReplicaTopology(8), None)

@@ -40,8 +40,6 @@ from ..fleet.actions import ActionSpec
 from ..ledger import ACTIONS, ActionRow, LedgerStore
 from ..ledger.lock import fleet_lock
 from ..redaction import clip
-from ..replica.topology import gpu_component, link_component
-from ..replica.vocabulary import ComponentKind
 from .decide import ATTEMPTED, Decision, PriorRow, decide
 from .history import FaultInfo, hour_start, replica_history
 from .run import Outcome, run_command, run_webhook, verdict_payload
@@ -64,22 +62,15 @@ def actions_batch(replica: str, hour: str) -> str:
 
 def node_resolver(replica: Replica) -> Callable[[str, FaultInfo], str | None]:
     """The one node an action on a component of ``replica`` targets: a GPU's node, a link's
-    when both ends share one (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.component_node`,
-    the ledger's ``node``), a NIC's or NVSwitch's own (``nic:node3/rail5`` -> ``node3``, as the
-    ledger names it); None without a topology, for a link across nodes, or for a switch."""
+    when both ends share one, a NIC's or NVSwitch's own (``nic:node3/rail5`` -> ``node3``): the
+    row's ``node`` (what the sweep's verdict named, e.g. a ``ray`` replica's actor host), else
+    the same from the fleet file's topology
+    (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.row_node`); None without
+    either, for a link across nodes, or for a switch."""
     topology = replica.replica_topology
 
     def node_of(component: str, info: FaultInfo) -> str | None:
-        if info.kind in (ComponentKind.NIC, ComponentKind.NVSWITCH):
-            return component.split(":", 1)[-1].split("/", 1)[0] or None
-        if info.gpu is None:
-            return None
-        if info.kind == ComponentKind.GPU:
-            node = topology.component_node(gpu_component(info.gpu))
-        elif info.kind == ComponentKind.LINK and info.peer_gpu is not None:
-            node = topology.component_node(link_component(info.gpu, info.peer_gpu))
-        else:
-            return None
+        node = info.node or topology.row_node(str(info.kind), component, info.gpu, info.peer_gpu)
         return None if node is None or "," in node else node  # "a17,a18": a path between two hosts
 
     return node_of

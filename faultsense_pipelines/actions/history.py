@@ -24,7 +24,8 @@ __all__ = ["FaultInfo", "SweepRecord", "hour_start", "replica_history"]
 @dataclass(frozen=True)
 class FaultInfo:
     """One fault row of a sweep: the component's ``kind`` and ``status``, and where known its
-    ``confidence`` (0..1), ``slowdown`` (x), ``gpu`` and ``peer_gpu``."""
+    ``confidence`` (0..1), ``slowdown`` (x), ``gpu``, ``peer_gpu`` and ``node`` (the row's: the
+    host the sweep's verdict named)."""
 
     kind: str
     status: str
@@ -32,6 +33,7 @@ class FaultInfo:
     slowdown: float | None = None
     gpu: int | None = None
     peer_gpu: int | None = None
+    node: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,19 @@ def replica_history(store: LedgerStore, replica: str, hour: str, days: int) -> l
             m = batch_re.fullmatch(batch)
             if m:
                 sweeps[(day, batch)] = sweep_id
-    columns = ["date", "batch", "detector", "component", "component_kind", "status", "confidence", "slowdown", "gpu", "peer_gpu"]
+    columns = [
+        "date",
+        "batch",
+        "detector",
+        "component",
+        "component_kind",
+        "status",
+        "confidence",
+        "slowdown",
+        "gpu",
+        "peer_gpu",
+        "node",
+    ]
     faults = store.read_table(FAULT_LEDGER, files={"date": wanted, "replica": replica}, columns=columns)
     by_batch: dict[tuple[str, str], dict[str, FaultInfo]] = {}
     for row in faults.to_pylist():
@@ -101,7 +115,7 @@ def replica_history(store: LedgerStore, replica: str, hour: str, days: int) -> l
             continue
         by_batch.setdefault((row["date"], row["batch"]), {})[row["component"]] = FaultInfo(
             kind=row["component_kind"], status=row["status"], confidence=row["confidence"], slowdown=row["slowdown"],
-            gpu=row["gpu"], peer_gpu=row["peer_gpu"],
+            gpu=row["gpu"], peer_gpu=row["peer_gpu"], node=row["node"],
         )  # fmt: skip
     out = []
     for (day, batch), sweep_id in sweeps.items():

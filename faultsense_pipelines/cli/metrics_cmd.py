@@ -78,11 +78,7 @@ def register(app: typer.Typer) -> None:
         from faultsense_pipelines.metrics.exporter import SWEEP_INTERVAL_S, FleetCollector
 
         loaded, store, missing = _fleet_and_store(fleet, ledger)
-        topology = {}
-        for replica in loaded.replicas:
-            topo = replica.replica_topology
-            names = replica.topology.node_names if replica.topology is not None else None
-            topology[replica.name] = (topo.gpus_per_node, names)
+        topology = {replica.name: replica.replica_topology for replica in loaded.replicas}
         collector = FleetCollector(
             store,
             topology=topology,

@@ -260,7 +260,7 @@ class Fleet(StrictModel):
     #: which sweep schedules run from the start (:class:`~.sections.ScheduleOptions`; both off by default)
     schedules: ScheduleOptions = Field(default_factory=ScheduleOptions)
     #: the first sweep hour (``YYYY-MM-DD-HH:00`` or ``YYYY-MM-DD``, UTC): where the sweep
-    #: partitions start in the UI; default: the first day the ledger holds sweeps of
+    #: partitions start in the UI; default: the first hour the ledger holds a sweep of
     since: str | None = None
 
     @field_validator("since")

@@ -9,7 +9,7 @@ The alert rules over these series live in ``deploy/prometheus/faultsense-rules.y
 """
 
 from .exporter import DEFAULT_PERSISTENCE_SWEEPS, DEFAULT_WINDOW_DAYS, SWEEP_INTERVAL_S, FleetCollector
-from .labels import COMPONENT_LABELS, component_labels, gpu_node
+from .labels import COMPONENT_LABELS, component_labels
 from .state import ComponentState, FleetState, ReplicaState, build_state, episodes
 
 __all__ = [
@@ -24,5 +24,4 @@ __all__ = [
     "build_state",
     "component_labels",
     "episodes",
-    "gpu_node",
 ]

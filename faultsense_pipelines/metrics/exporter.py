@@ -88,6 +88,7 @@ _FAULT_COLUMNS = [
     "component",
     "gpu",
     "peer_gpu",
+    "node",
     "slowdown",
     "confidence",
 ]
@@ -99,7 +100,7 @@ class FleetCollector(Collector):
 
     Args:
         store: the ledger.
-        topology: per fleet-file replica, ``(gpus_per_node, node_names)`` for the ``node`` label.
+        topology: per fleet-file replica, its ``ReplicaTopology`` for the ``node`` label.
         intervals: per fleet-file replica, its sweep interval (s).
         window_days: days of partitions read on a version change (>= 1).
         persistence_sweeps: N of the confirmed-sweeps window (>= 1).

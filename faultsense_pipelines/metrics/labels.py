@@ -8,46 +8,30 @@ The ``node`` label is how a component's metrics join those of the host it runs o
 dcgm-exporter labels a GPU host's metrics ``Hostname``; name the nodes in the fleet file
 (``topology: {gpus_per_node: 8, node_names: [a17, a18, ...]}``) as the hosts call themselves,
 and PromQL joins the two with ``label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "Hostname",
-"(.*)")`` (docs/operations.md, "Metrics and alerts").
+"(.*)")`` (docs/operations.md, "Metrics and alerts"). The node is the one the ledger's verdicts
+name (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.row_node`), worked out in
+that one place.
 
->>> gpu_node(8, ("a17", "a18"), 9), gpu_node(8, None, 9), gpu_node(None, None, 9)
-('a18', 'node1', '')
->>> component_labels("nic", "nic:a18/rail5", None, None, 8, ("a17", "a18"))
+>>> t = ReplicaTopology(16, gpus_per_node=8, node_names=("a17", "a18"))
+>>> component_labels("nic", "nic:a18/rail5", None, None, t)
 {'kind': 'nic', 'node': 'a18', 'gpu': '', 'rail': '5'}
->>> component_labels("link", "link:3-40", 3, 40, 8, None)
-{'kind': 'link', 'node': '', 'gpu': '', 'rail': ''}
+>>> component_labels("gpu", "gpu:9", 9, None, t)["node"], component_labels("link", "link:3-12", 3, 12, t)["node"]
+('a18', '')
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-__all__ = ["COMPONENT_LABELS", "component_labels", "gpu_node"]
+from faultsense_pipelines.replica.topology import ReplicaTopology
+
+__all__ = ["COMPONENT_LABELS", "component_labels"]
 
 #: The labels of every per-component series, in order (``replica`` and ``component`` first).
 COMPONENT_LABELS = ("replica", "component", "kind", "node", "gpu", "rail")
 
-#: ``nic:<node>``, ``nic:<node>/rail<r>``, ``nvswitch:<node>`` (the node as the ledger names it).
-_NODE_COMPONENT = re.compile(r"(?:nic|nvswitch):([A-Za-z0-9_.-]{1,64})(?:/rail(\d{1,4}))?")
-
-
-def gpu_node(gpus_per_node: int | None, node_names: Sequence[str] | None, gpu: int | None) -> str:
-    """The node GPU ``gpu`` sits on: GPU g is on node ``g // gpus_per_node``, named
-    ``node_names[v]`` when the fleet file names the nodes, else ``node<v>`` (the ledger's own
-    words, ``nic:node3``); ``""`` without a topology, without a GPU, or past the named nodes.
-
-    Args:
-        gpus_per_node: the replica's ``topology.gpus_per_node`` (or bare ``gpus_per_node``), or None.
-        node_names: its ``topology.node_names``, or None.
-        gpu: the replica's GPU id (0-based), or None.
-    """
-    if gpus_per_node is None or gpus_per_node < 1 or gpu is None or gpu < 0:
-        return ""
-    v = gpu // gpus_per_node
-    if node_names is None:
-        return f"node{v}"
-    return node_names[v] if v < len(node_names) else ""
+#: ``nic:<node>/rail<r>``: a rail's NIC.
+_RAIL = re.compile(r"nic:[A-Za-z0-9_.-]{1,64}/rail(\d{1,4})")
 
 
 def component_labels(
@@ -55,34 +39,34 @@ def component_labels(
     component: str,
     gpu: int | None,
     peer_gpu: int | None,
-    gpus_per_node: int | None,
-    node_names: Sequence[str] | None,
+    topology: ReplicaTopology | None,
+    recorded: str | None = None,
 ) -> dict[str, str]:
     """The ``kind``, ``node``, ``gpu`` and ``rail`` labels of one ledger component.
 
-    * ``gpu:17``: ``gpu="17"``, ``node`` = its node (:func:`gpu_node`);
-    * ``link:3-40``: ``node`` = the node of both ends when they share one (an NVLink path), else
-      ``""`` (a path between nodes belongs to neither); ``gpu=""`` (the component names both);
-    * ``nic:<node>[/rail<r>]``, ``nvswitch:<node>``: ``node`` as the ledger row names it,
-      ``rail="r"`` for a rail's NIC;
-    * anything else (``switch:1``, ``replica:<name>``): only ``kind``.
+    * ``node``: the row's own ``node`` (``recorded``: what the sweep's verdict named, e.g. a
+      ``ray`` replica's actor host), else the replica's
+      :meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.row_node` -- the one
+      function both come from: a GPU's node, a link's when both ends share one (``""`` for a
+      path between nodes, which belongs to neither), a NIC's or NVSwitch's; ``""`` without
+      either;
+    * ``gpu:17``: ``gpu="17"``; ``nic:<node>/rail<r>``: ``rail="r"``;
+    * anything else (``switch:1``, ``replica:<name>``): only ``kind`` (and no ``node``).
 
     Args:
         kind: the row's ``component_kind``; component: its ``component``; gpu, peer_gpu: its
-            GPU ids (None where the row has none); gpus_per_node, node_names: the replica's
-            topology from the fleet file (None without one).
+            GPU ids (None where the row has none); topology: the replica's topology from the
+            fleet file (None without one); recorded: the row's ``node`` (None in rows of
+            ledger versions 1-2 and of replicas without a topology).
 
     Returns:
         ``{"kind", "node", "gpu", "rail"}``, each a string, ``""`` where it does not apply.
     """
     out = {"kind": str(kind), "node": "", "gpu": "", "rail": ""}
+    node = recorded or (None if topology is None else topology.row_node(str(kind), str(component), gpu, peer_gpu))
+    out["node"] = "" if node is None or "," in node else node  # "a17,a18": a path between two hosts
     if kind == "gpu" and gpu is not None:
         out["gpu"] = str(int(gpu))
-        out["node"] = gpu_node(gpus_per_node, node_names, gpu)
-    elif kind == "link" and gpu is not None and peer_gpu is not None:
-        a, b = gpu_node(gpus_per_node, node_names, gpu), gpu_node(gpus_per_node, node_names, peer_gpu)
-        out["node"] = a if a == b else ""
-    elif kind in ("nic", "nvswitch") and (m := _NODE_COMPONENT.fullmatch(component)):
-        out["node"] = m.group(1)
-        out["rail"] = m.group(2) or ""
+    if kind == "nic" and (m := _RAIL.fullmatch(str(component))):
+        out["rail"] = m.group(1)
     return out

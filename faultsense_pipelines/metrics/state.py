@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from faultsense_pipelines.replica.topology import ReplicaTopology
+
 from .labels import component_labels
 
 __all__ = ["ComponentState", "FleetState", "ReplicaState", "Topology", "build_state", "episodes"]
 
-#: A replica's topology as the labels need it: ``(gpus_per_node, node_names)``, both optional.
-Topology = tuple[int | None, Sequence[str] | None]
+#: A replica's topology as the labels need it (the fleet file's), None without one.
+Topology = ReplicaTopology | None
 
 
 @dataclass(frozen=True)
@@ -118,9 +120,9 @@ def build_state(
             ``probes_phase1``, ``probes_phase2``, ``failed_probes``.
         faults: the window's ``faultsense`` fault rows with ``replica``, ``date``, ``batch``,
             ``status``, ``component_kind``, ``component``, ``gpu``, ``peer_gpu``, ``slowdown``,
-            ``confidence``; rows of other statuses are ignored. A row belongs to the completed
+            ``confidence`` and, where the row has one, ``node`` (the ``node`` label); rows of other statuses are ignored. A row belongs to the completed
             sweep of its (date, batch).
-        topology: per replica name, ``(gpus_per_node, node_names)`` from the fleet file (a
+        topology: per replica name, its :class:`ReplicaTopology` from the fleet file (a
             replica not in it gets empty ``node`` labels).
         persistence_sweeps: N of "confirmed in M of the last N sweeps" (>= 1).
         version: the ledger table version read (carried through for the exporter).
@@ -165,7 +167,7 @@ def build_state(
                 failed_sweeps=len(attempts) - len(completed),
             )
         )
-        components += _components(name, completed, rows_of, topology.get(name, (None, None)), persistence_sweeps)
+        components += _components(name, completed, rows_of, topology.get(name), persistence_sweeps)
     return FleetState(replicas=tuple(replicas), components=tuple(components), version=version)
 
 
@@ -190,7 +192,7 @@ def _components(
     for component in sorted(first_row):
         r = latest.get(component, first_row[component])
         labels = {"replica": replica, "component": component}
-        labels |= component_labels(r["component_kind"], component, r["gpu"], r["peer_gpu"], *topo)
+        labels |= component_labels(r["component_kind"], component, r["gpu"], r["peer_gpu"], topo, r.get("node"))
         now = latest.get(component)
         out.append(
             ComponentState(

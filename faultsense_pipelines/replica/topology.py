@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import networkx as nx
@@ -251,6 +251,75 @@ class ReplicaTopology:
         if component.kind in (ComponentKind.NIC, ComponentKind.NVSWITCH):
             return self.node_name(component.ids[0])
         return None
+
+    def row_node(self, kind: str, component: str, gpu: int | None = None, peer_gpu: int | None = None) -> str | None:
+        """:meth:`component_node` of the component a ledger row names: the one place a row's
+        ``node`` is worked out (the verdicts', the actions' and the exporter's).
+
+        Args:
+            kind: the row's ``component_kind``; component: its ``component`` (``nic:a18/rail5``:
+                a NIC's or NVSwitch's node is the one so named); gpu, peer_gpu: its GPU ids
+                (a GPU's and a link's ends), None where the row has none.
+
+        Returns:
+            As :meth:`component_node`; None also for a GPU outside the replica and a NIC or
+            NVSwitch naming a node this topology does not have.
+
+        >>> t = ReplicaTopology(16, gpus_per_node=8, node_names=("a17", "a18"))
+        >>> t.row_node("gpu", "gpu:9", 9), t.row_node("link", "link:3-12", 3, 12), t.row_node("nic", "nic:a18/rail5")
+        ('a18', 'a17,a18', 'a18')
+        """
+        if self.gpus_per_node is None:
+            return None
+        inside = [g for g in (gpu, peer_gpu) if g is not None and 0 <= g < self.gpus]
+        if kind == ComponentKind.GPU and gpu is not None and inside == [gpu]:
+            return self.component_node(gpu_component(gpu))
+        if kind == ComponentKind.LINK and gpu is not None and peer_gpu is not None and len(inside) == 2 and gpu != peer_gpu:
+            return self.component_node(link_component(gpu, peer_gpu))
+        if kind in (ComponentKind.NIC, ComponentKind.NVSWITCH):
+            name = component.partition(":")[2].split("/", 1)[0]
+            names = [self.node_name(v) for v in range(self.nodes)]
+            if name in names:
+                v = names.index(name)
+                return self.component_node(Component(ComponentKind(kind), (v,), frozenset(self.node_gpus(v))))
+        return None
+
+    def named_by_hosts(self, hosts: Sequence[str]) -> tuple[ReplicaTopology, str | None]:
+        """This topology with its nodes named after the hosts the GPUs run on, as an executor
+        reads them (``hosts[g]``: GPU ``g``'s host, e.g. a Ray actor's hostname), where the
+        fleet file names none.
+
+        Returns:
+            ``(topology, None)``: named by the hosts, or unchanged where the fleet file names the
+            nodes or there is no ``gpus_per_node`` (nothing to check the hosts against);
+            ``(self, why)`` where the hosts do not fit ``gpus_per_node``: ``why`` is one line
+            (a node's GPUs on two hosts, two nodes on one host, a host per GPU missing, or a
+            host name the ledger cannot hold), and the nodes keep their ``node<v>`` names.
+
+        >>> t, why = ReplicaTopology(4, gpus_per_node=2).named_by_hosts(["a17", "a17", "a18", "a18"])
+        >>> t.node_names, why
+        (('a17', 'a18'), None)
+        >>> ReplicaTopology(4, gpus_per_node=2).named_by_hosts(["h"] * 4)[1]
+        'nodes 0 and 1 (gpus_per_node 2) both run on host h'
+        """
+        if self.node_names is not None or self.gpus_per_node is None:
+            return self, None
+        if len(hosts) != self.gpus:
+            return self, f"{len(hosts)} hosts for {self.gpus} GPUs"
+        names: list[str] = []
+        for v in range(self.nodes):
+            on = list(dict.fromkeys(hosts[g] for g in self.node_gpus(v)))
+            if len(on) > 1:
+                return (
+                    self,
+                    f"node {v} (GPUs {v * self.gpus_per_node}..{(v + 1) * self.gpus_per_node - 1}) runs on hosts {', '.join(on[:3])}",
+                )
+            if on[0] in names:
+                return self, f"nodes {names.index(on[0])} and {v} (gpus_per_node {self.gpus_per_node}) both run on host {on[0]}"
+            if not _NODE_NAME.fullmatch(on[0]):
+                return self, f"host name {on[0][:80]!r} is not a node name (1-64 of A-Z, a-z, 0-9, '_', '.', '-')"
+            names.append(on[0])
+        return replace(self, node_names=tuple(names)), None
 
     @cached_property
     def _node_of(self) -> tuple[int, ...]:

@@ -5,7 +5,9 @@ One actor per GPU runs the same worker as the ``local`` executor
 probe's members, or among every rank in ``all_ranks`` mode); the actors form a ``torch.distributed`` process group (gloo on CPU, NCCL on
 GPUs) whose rendezvous is on actor 0's node. A placement group with one bundle per GPU
 (``{"GPU": 1}`` on GPU clusters, ``{"CPU": c}`` otherwise) pins actor ``g`` to bundle ``g``,
-which is how a sweep reaches replicas on other machines.
+which is how a sweep reaches replicas on other machines. Each actor reports its host
+(:attr:`RayExecutor.hosts`), from which a sweep names the replica's nodes where the fleet file
+gives no ``node_names``.
 
 A dead or hung actor turns the probe into an error measurement within ``timeout_s``; the
 actors are then killed and later probes return errors too (make a new executor).
@@ -51,6 +53,10 @@ class ProbeActor:
             s.bind(("", 0))
             port = s.getsockname()[1]
         return ray.util.get_node_ip_address(), port
+
+    def host(self) -> str:
+        """The name of the machine this actor runs on (its hostname, as the host calls itself)."""
+        return socket.gethostname()
 
     def setup(self, init_method: str, backend: str, timeout_s: float) -> int:
         """Join the process group (every actor must call this at the same time); returns the pid."""
@@ -137,6 +143,10 @@ class RayExecutor(WorkerPoolExecutor):
         self.use_gpus = bool(use_gpus)
         self.backend = "nccl" if use_gpus else "gloo"
         self._actors: list = []
+        #: The host each GPU's actor runs on (``hosts[g]``), read when the actors start: the
+        #: sweep names the replica's nodes after them where the fleet file does not
+        #: (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.named_by_hosts`).
+        self.hosts: tuple[str, ...] = ()
         self._pg = None
         self._owns_ray = False
         try:
@@ -171,6 +181,7 @@ class RayExecutor(WorkerPoolExecutor):
         init_method = f"tcp://{host}:{port}"
         pids = ray.get([a.setup.remote(init_method, self.backend, self.timeout_s) for a in self._actors], timeout=start_timeout_s)
         self.worker_pids = tuple(pids)
+        self.hosts = tuple(ray.get([a.host.remote() for a in self._actors], timeout=start_timeout_s))
         groups = warm_up_probes(self.gpus, self.probe_size)  # every worker learns its usual layer time
         for group in groups:
             ray.get([self._actors[g].run_probe.remote(group, 2) for g in self._ranks_of(group)], timeout=start_timeout_s)

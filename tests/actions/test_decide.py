@@ -186,3 +186,6 @@ def test_an_action_targets_the_one_host_of_a_component_and_none_across_hosts() -
     assert node_of("nic:a18/rail5", FaultInfo("nic", "confirmed")) == "a18"
     assert node_of("switch:0", FaultInfo("switch", "confirmed")) is None
     assert node_resolver(fleet.replica("flat"))("gpu:9", FaultInfo("gpu", "confirmed", gpu=9)) is None
+    # the row's own node first (what the sweep's verdict named, e.g. a ray actor's host)
+    assert node_resolver(fleet.replica("flat"))("gpu:9", FaultInfo("gpu", "confirmed", gpu=9, node="h9")) == "h9"
+    assert node_of("link:3-12", FaultInfo("link", "confirmed", gpu=3, peer_gpu=12, node="h1,h2")) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from faultsense_pipelines.assets.fleet_view import (
     HEALTH_COLORS,
     INLINE_MARKDOWN_LIMIT,
+    SVG_MAX_WIDTH,
     fleet_now,
     health_grid,
     heatmap_key,
@@ -76,7 +78,7 @@ def _svg_cells(markdown: str, rows: int, columns: int) -> tuple[list[list[str]],
     assert float(root.get("width")) >= left + width  # the latest hour is inside the picture
     boxes = []
     for path in root.iter(f"{ns}path"):
-        for x, y, w, h in re.findall(r"M(\d+) (\d+)h(\d+)v(\d+)H\d+z", path.get("d")):
+        for x, y, w, h in re.findall(r"M([\d.]+) ([\d.]+)h([\d.]+)v([\d.]+)H[\d.]+z", path.get("d")):
             boxes.append((float(x), float(y), float(w), float(h), path.get("fill")))
     cells = []
     for r in range(rows):
@@ -115,8 +117,32 @@ def test_a_four_replica_days_heatmap_with_a_legend_fits_inline() -> None:
     assert cells == [[HEALTH_COLORS[w] for w in row] for row in rows]
     key = heatmap_key("2026-11-30-23:00", 24)
     assert len(key) < 1000
-    for word, color in HEALTH_COLORS.items():  # each colour's square, then its word
-        assert f"fill='{color}'" in _svg_text(key) and f"\u25a0</tspan> {word} " in _svg_text(key)
+    for i, (word, color) in enumerate(HEALTH_COLORS.items()):  # each colour's square, then its word, a line each
+        assert re.search(
+            rf"<path fill='{color}'[^>]* d='M1 {13 * i + 2}h9v9H1z'/><text x='14' y='{13 * i + 10}'>{word}</text>", _svg_text(key)
+        )
+
+
+@pytest.mark.parametrize("hours", [1, 4, 24, 48, 168])
+def test_the_inline_heatmap_is_narrow_enough_for_the_asset_page_at_1000_px_whatever_the_names_and_hours(hours: int) -> None:
+    """At 1,000 px the Dagster asset page shows about 148 px of a metadata value
+    (tests/assets/test_ui.py measures it): the picture is at most SVG_MAX_WIDTH wide, with long
+    names cut, and the latest hour is its right-most column, labelled, inside it."""
+    import xml.etree.ElementTree as ET
+
+    start = datetime(2026, 11, 24, tzinfo=UTC)
+    columns = [start + pd.Timedelta(hours=h) for h in range(hours)]
+    names = ["prod-dsv3-eu-west-a17", "sim-8"]
+    grid = pd.DataFrame([["healthy"] * (hours - 1) + ["faulty"]] * 2, index=pd.Index(names, name="replica"), columns=columns)
+    markdown = inline_heatmap(grid, "2026-12-01-00:00")
+    root = ET.fromstring(_svg_text(markdown))
+    width = float(root.get("width"))
+    assert width <= SVG_MAX_WIDTH == 142
+    cells, shown, labels = _svg_cells(markdown, 2, hours)
+    assert shown == ["prod-dsv3\u2026", "sim-8"] and cells[0][-1] == cells[1][-1] == HEALTH_COLORS["faulty"]
+    assert labels[0] == f"{columns[-1]:%H}"
+    last_label = [t for t in root.iter("{http://www.w3.org/2000/svg}text") if t.text == labels[0]][-1]
+    assert float(last_label.get("x")) + 7 <= width  # the latest hour's label is inside the picture
 
 
 def _svg_text(markdown: str) -> str:

@@ -19,6 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from faultsense_pipelines.assets.fleet_view import HEALTH_COLORS
+from tests.assets.devtools import DevTools
 from tests.pipeline_helpers import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -189,10 +191,12 @@ def test_a_backfill_over_three_hours_launched_like_the_ui_does_writes_three_part
 
 
 def test_fleet_health_after_an_out_of_order_backfill_shows_the_latest_hour_and_the_faulty_first(dagster_dev) -> None:
-    """The operator's "now" in the UI at 1,600 px: sweep 06:00, then backfill 03:00 (both with
-    ``faultsense sweep`` on the UI's instance and ledger); the ``fleet_health`` page shows 06:00,
-    the faulty replicas before the healthy one, each confirmed component, and the heatmap
-    picture with every replica."""
+    """The operator's "now" in the UI: sweep 06:00, then backfill 03:00 (both with ``faultsense
+    sweep`` on the UI's instance and ledger); the ``fleet_health`` page shows 06:00, the faulty
+    replicas before the healthy one, each confirmed component, and the heatmap picture with
+    every replica; at 1,000 and 1,600 px the heatmap and its colour key lie whole inside what
+    the page shows (the fleet table too at 1,600 px), the latest hour's faulty cells at the
+    picture's right edge in the screenshot (kept in tests/artifacts/)."""
     base, ledger = dagster_dev
     env = {**os.environ, "FAULTSENSE_LEDGER": str(ledger), "DAGSTER_HOME": str(ledger.parent / "dagster_home")}
     replicas = ["--replica", "sim-64", "--replica", "sim-128", "--replica", "sim-256"]
@@ -225,12 +229,63 @@ def test_fleet_health_after_an_out_of_order_backfill_shows_the_latest_hour_and_t
     assert link, "no link to sim-64's faulty partition"
     page = _render(chromium, base + link.group(1).replace("&amp;", "&"), "--dump-dom").stdout
     assert "2026-12-01-06:00|sim-64" in page and "gpu:17" in page and "No faults found" not in page
+    # the heatmap, its key and the fleet table laid out at 1,000 and 1,600 px: measured in the DOM
+    # (inside every clipping box: Dagster's metadata table scrolls sideways in a narrower box)
+    # and seen in the screenshot (the latest hour's faulty cells at the picture's right edge)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / "fleet_health_1600.png"
-    shot.unlink(missing_ok=True)
-    _render(chromium, url, f"--screenshot={shot}", "--window-size=1600,2000")  # the heatmap is below the table
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    narrow = ARTIFACTS / "fleet_health_1000.png"  # the narrowest width the view is laid out for, to look at
-    narrow.unlink(missing_ok=True)
-    _render(chromium, url, f"--screenshot={narrow}", "--window-size=1000,2000")
-    assert narrow.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with DevTools(chromium, ledger.parent / "chromium-profile", CHROMIUM_FLAGS[:-1]) as browser:
+        for width in (1000, 1600):
+            browser.resize(width, 2000)
+            browser.open(url)
+            seen = browser.wait_for(_LAID_OUT)
+            assert seen and seen["heatmap"] and seen["key"], f"at {width} px the heatmap did not load: {seen}"
+            for what in ("heatmap", "key") + (("fleet",) if width == 1600 else ()):
+                box = seen[what]
+                assert box["left"] >= box["clip_left"] and box["right"] <= box["clip_right"], f"{what} cut at {width} px: {box}"
+            shot = ARTIFACTS / f"fleet_health_{width}.png"
+            shot.unlink(missing_ok=True)
+            browser.screenshot(shot)
+            heatmap = seen["heatmap"]
+            red = _rightmost(shot, heatmap, HEALTH_COLORS["faulty"])
+            # the right-most column (72 px for 24 hours: 3 px) is 06:00, where sim-64 and sim-128 are faulty
+            assert red is not None and heatmap["right"] - red <= 9, (
+                f"at {width} px no faulty cell at the latest hour: {red}, {heatmap}"
+            )
+
+
+#: JavaScript: where the fleet_health page's inline heatmap, colour key and fleet table lie (CSS px,
+#: ``left``/``right``) and the narrowest box their clipping ancestors leave them
+#: (``clip_left``/``clip_right``); null until the heatmap image has loaded.
+_LAID_OUT = """(() => {
+  const box = (el) => {
+    if (!el) return null;
+    const r = el.getBoundingClientRect();
+    let left = 0, right = innerWidth;
+    for (let a = el.parentElement; a; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') {
+        const c = a.getBoundingClientRect();
+        left = Math.max(left, c.left); right = Math.min(right, c.right);
+      }
+    }
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, clip_left: left, clip_right: right};
+  };
+  const img = (alt) => [...document.images].find(i => i.alt === alt && i.complete && i.naturalWidth > 0);
+  const heatmap = img('fleet health now');
+  if (!heatmap) return null;
+  const fleet = [...document.querySelectorAll('table')].find(
+    t => !t.querySelector('table') && t.innerText.includes('component') && t.innerText.includes('sim-64'));
+  return {heatmap: box(heatmap), key: box(img('health colours')), fleet: box(fleet)};
+})()"""
+
+
+def _rightmost(png: Path, box: dict, color: str) -> float | None:
+    """The right-most x (CSS px = screenshot px) inside ``box`` where the screenshot ``png`` is ``color``."""
+    from PIL import Image
+
+    want = tuple(bytes.fromhex(color[1:]))
+    with Image.open(png) as image:
+        rgb = image.convert("RGB")
+        xs = range(int(box["left"]), min(int(box["right"]) + 1, rgb.width))
+        ys = range(int(box["top"]), min(int(box["bottom"]) + 1, rgb.height))
+        found = [x for x in xs for y in ys if rgb.getpixel((x, y)) == want]
+    return max(found) + 1.0 if found else None

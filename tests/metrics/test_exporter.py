@@ -18,6 +18,7 @@ from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow, SweepRow
 from faultsense_pipelines.metrics import FleetCollector
+from faultsense_pipelines.replica.topology import ReplicaTopology
 from tests.pipeline_helpers import HOURS, write_fleet
 
 NOON = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the tests' "now": the day of HOURS
@@ -71,7 +72,7 @@ def value(samples: dict, name: str, **labels: str) -> float | None:
 
 
 def topology() -> dict:
-    return {"sim-16": (8, ["host-a", "host-b"]), "sim-8": (None, None), "prod-dead": (None, None)}
+    return {"sim-16": ReplicaTopology(16, 8, node_names=("host-a", "host-b")), "sim-8": ReplicaTopology(8), "prod-dead": None}
 
 
 @pytest.mark.integration  # real in-process Dagster runs

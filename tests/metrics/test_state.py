@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from faultsense_pipelines.metrics import build_state, component_labels, episodes, gpu_node
+from faultsense_pipelines.metrics import build_state, component_labels, episodes
+from faultsense_pipelines.replica.topology import ReplicaTopology, gpu_component, link_component
 
 DAY = "2026-12-01"
 T0 = datetime(2026, 12, 1, 0, 0, tzinfo=UTC)
@@ -56,7 +57,7 @@ def test_a_replica_s_latest_attempt_and_latest_completed_sweep_and_its_component
         fault("r", 3, "link:1-2", "inconclusive", gpu=1, peer_gpu=2, confidence=0.6),
         fault("r", 3, "gpu:5", "masked", gpu=5),  # neither confirmed nor inconclusive: not exported
     ]
-    state = build_state(sweeps, faults, topology={"r": (8, ["a17", "a18"])}, persistence_sweeps=3)
+    state = build_state(sweeps, faults, topology={"r": ReplicaTopology(16, 8, node_names=("a17", "a18"))}, persistence_sweeps=3)
     (r,) = state.replicas
     assert r.status == "failed" and r.last_failed_probes == 20
     assert r.completed_sweeps == 3 and r.failed_sweeps == 1
@@ -119,19 +120,50 @@ def test_persistence_below_one_is_refused() -> None:
         build_state([], [], persistence_sweeps=0)
 
 
-@pytest.mark.parametrize(
-    ("gpus_per_node", "names", "gpu", "expected"),
-    [(8, ["a", "b"], 7, "a"), (8, ["a", "b"], 8, "b"), (4, None, 13, "node3"), (None, None, 5, ""), (8, ["a"], 9, "")],
-)
-def test_a_gpu_sits_on_node_g_div_gpus_per_node(gpus_per_node, names, gpu, expected) -> None:
-    assert gpu_node(gpus_per_node, names, gpu) == expected
+def test_the_exporter_s_node_is_the_verdicts_node_for_every_component_of_a_topology_with_hosts() -> None:
+    """One source of node labels: the ``node`` label of every GPU, link (inside a node and across
+    two), NIC (per node and per rail) and NVSwitch of a replica whose fleet file names its hosts
+    is :meth:`ReplicaTopology.component_node` -- what verdicts and ledger rows carry --, ``""``
+    for a link across two hosts (it belongs to neither)."""
+    for rails in (False, True):
+        t = ReplicaTopology(32, gpus_per_node=8, rails=rails, node_names=("a17", "a18", "b02", "b03"))
+        checked = 0
+        for g in range(t.gpus):
+            assert (
+                component_labels("gpu", f"gpu:{g}", g, None, t)["node"]
+                == t.component_node(gpu_component(g))
+                == ["a17", "a18", "b02", "b03"][g // 8]
+            )
+            for h in range(g + 1, t.gpus):
+                want = t.component_node(link_component(g, h))
+                assert want is not None and (("," in want) == (g // 8 != h // 8))
+                assert component_labels("link", f"link:{g}-{h}", g, h, t)["node"] == ("" if "," in want else want)
+                checked += 1
+        for c in t.shared_components():
+            if str(c.kind) in ("nic", "nvswitch"):
+                assert (
+                    component_labels(str(c.kind), t.name(c), None, None, t)["node"]
+                    == t.component_node(c)
+                    == t.node_name(c.ids[0])
+                )
+                checked += 1
+        assert checked == 32 * 31 // 2 + (4 * 8 if rails else 4) + 4
 
 
 def test_component_labels_of_every_kind() -> None:
-    names = ["h0", "h1"]
-    assert component_labels("link", "link:3-12", 3, 12, 8, names)["node"] == ""  # across nodes: neither
-    assert component_labels("link", "link:9-12", 9, 12, 8, names)["node"] == "h1"
-    assert component_labels("nic", "nic:h1/rail5", None, None, 8, names) == {"kind": "nic", "node": "h1", "gpu": "", "rail": "5"}
-    assert component_labels("nvswitch", "nvswitch:h0", None, None, 8, names)["node"] == "h0"
-    assert component_labels("switch", "switch:1", None, None, 8, names) == {"kind": "switch", "node": "", "gpu": "", "rail": ""}
-    assert component_labels("replica", "replica:r", None, None, None, None)["node"] == ""
+    t = ReplicaTopology(16, gpus_per_node=8, node_names=("h0", "h1"))
+    assert component_labels("link", "link:3-12", 3, 12, t)["node"] == ""  # across nodes: neither
+    assert component_labels("link", "link:9-12", 9, 12, t)["node"] == "h1"
+    assert component_labels("nic", "nic:h1/rail5", None, None, t) == {"kind": "nic", "node": "h1", "gpu": "", "rail": "5"}
+    assert component_labels("nvswitch", "nvswitch:h0", None, None, t)["node"] == "h0"
+    assert component_labels("switch", "switch:1", None, None, t) == {"kind": "switch", "node": "", "gpu": "", "rail": ""}
+    assert component_labels("replica", "replica:r", None, None, None)["node"] == ""
+    # without names: node<v>; without gpus_per_node, a GPU past the replica or an unknown host: none
+    assert component_labels("gpu", "gpu:13", 13, None, ReplicaTopology(16, gpus_per_node=4))["node"] == "node3"
+    assert component_labels("gpu", "gpu:5", 5, None, ReplicaTopology(16))["node"] == ""
+    assert component_labels("gpu", "gpu:16", 16, None, t) == {"kind": "gpu", "node": "", "gpu": "16", "rail": ""}
+    assert component_labels("nic", "nic:h7", None, None, t)["node"] == ""
+    # the row's own node (what the sweep named, e.g. a ray actor's host) first; across two: none
+    assert component_labels("gpu", "gpu:9", 9, None, t, "ray-host-1")["node"] == "ray-host-1"
+    assert component_labels("gpu", "gpu:9", 9, None, None, "ray-host-1")["node"] == "ray-host-1"
+    assert component_labels("link", "link:3-12", 3, 12, None, "r1,r2")["node"] == ""

@@ -97,3 +97,40 @@ def test_a_killed_actor_gives_an_error_measurement_not_a_latency(executors):
     m = ray_ex.run([2, 3])
     assert not m.ok and m.latencies_ms == () and "GPU actor" in m.error
     assert "earlier failure" in ray_ex.run([0, 1]).error
+
+
+def test_each_actor_reports_its_host_and_a_sweep_names_the_nodes_after_them(executors) -> None:
+    """One machine: every actor runs on this host, so a replica of one node (``gpus_per_node``
+    >= n) is named after it; two nodes on one host keep ``node<v>`` with one warning line; the
+    fleet file's own names win."""
+    import logging
+    import socket
+
+    from faultsense_pipelines.assets.sweep import sweep_topology
+    from faultsense_pipelines.fleet import parse_fleet
+
+    _, ray_ex = executors
+    here = socket.gethostname()
+    assert ray_ex.hosts == (here,) * N
+
+    def replica(topology: dict) -> object:
+        spec = {"name": "r", "gpus": N, "probe_size": K, "executor": "ray", "topology": topology}
+        return parse_fleet({"ledger": "/tmp/l", "replicas": [spec]}).replica("r")
+
+    lines: list[str] = []
+    log = logging.getLogger("test_ray_hosts")
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    log.addHandler(handler)
+    try:
+        one = sweep_topology(replica({"gpus_per_node": N}), ray_ex, log)
+        assert one.node_names == (here,) and one.row_node("gpu", "gpu:3", 3) == here and not lines
+        two = sweep_topology(replica({"gpus_per_node": 2}), ray_ex, log)
+        assert two.node_names is None and two.row_node("gpu", "gpu:3", 3) == "node1"
+        assert lines == [
+            f"r: the nodes keep their node<v> names, not the executor's hosts: nodes 0 and 1 (gpus_per_node 2) both run on host {here}"
+        ]
+        named = sweep_topology(replica({"gpus_per_node": 2, "node_names": ["a17", "a18"]}), ray_ex, log)
+        assert named.node_names == ("a17", "a18") and len(lines) == 1
+    finally:
+        log.removeHandler(handler)
