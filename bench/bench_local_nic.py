@@ -13,13 +13,12 @@ bench/results/local_nic.{csv,md}.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import subprocess
 import time
-from pathlib import Path
 
+from bench._append_results import append_results
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
 from faultsense_pipelines.probe.executors.local import LocalExecutor
@@ -27,7 +26,6 @@ from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.replica.vocabulary import Status
 
 N, K, TOKENS, REPEATS, WANT = 8, 4, 64, 3, "nic:node1"
-RESULTS = Path(__file__).parent / "results"
 
 
 def main() -> None:
@@ -64,14 +62,6 @@ def main() -> None:
 
 
 def _write(rows: list[dict], tag: str) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "local_nic.csv"
-    new_file = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        if new_file:
-            w.writeheader()
-        w.writerows(rows)
     count = {o: sum(r["outcome"] == o for r in rows) for o in ("exact", "wrong", "missed")}
     n = len(rows)
     text = (
@@ -81,16 +71,12 @@ def _write(rows: list[dict], tag: str) -> None:
         f"| {count['exact']}/{n} | {count['wrong']}/{n} | {count['missed']}/{n} | "
         f"{sum(r['seconds'] for r in rows) / n:.1f} |\n"
     )
-    print(text)
-    md = RESULTS / "local_nic.md"
-    if not md.exists():
-        md.write_text(
-            "# Local executor sweeps with a slow NIC (bench/bench_local_nic.py)\n\n"
-            "8 worker processes on 4 nodes of 2 GPUs, node 1's NIC delayed; repeats 3, default rule and\n"
-            "drill-down. exact: only nic:node1 confirmed; wrong: anything else confirmed; missed: nothing.\n"
-        )
-    with md.open("a") as f:
-        f.write(text)
+    header = (
+        "# Local executor sweeps with a slow NIC (bench/bench_local_nic.py)\n\n"
+        "8 worker processes on 4 nodes of 2 GPUs, node 1's NIC delayed; repeats 3, default rule and\n"
+        "drill-down. exact: only nic:node1 confirmed; wrong: anything else confirmed; missed: nothing.\n"
+    )
+    append_results("local_nic", rows, text, header)
 
 
 if __name__ == "__main__":

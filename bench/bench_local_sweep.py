@@ -31,15 +31,14 @@ bench/results/local_sweep.{csv,md}.
 from __future__ import annotations
 
 import argparse
-import csv
 import multiprocessing as mp
 import os
 import signal
 import statistics
 import sys
 import time
-from pathlib import Path
 
+from bench._append_results import append_results
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
 from faultsense_pipelines.localize.suspects import RobustRule
@@ -47,7 +46,6 @@ from faultsense_pipelines.probe.executors.local import LocalExecutor
 
 N, K, REPEATS, STRAGGLER, LINK = 8, 4, 5, 2, [2, 6]
 CASES = ("straggler", "healthy", "link")
-RESULTS = Path(__file__).parent / "results"
 MODES = {
     "old": ({"interleave": False, "reference": False, "method": "adaptive"}, {"use_repeats": False}),
     "new": ({"method": "adaptive"}, {}),
@@ -142,14 +140,6 @@ def main() -> None:
 
 
 def _write(rows: list[dict], args, stopped: bool = False) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "local_sweep.csv"
-    new_file = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        if new_file:
-            w.writeheader()
-        w.writerows(rows)
     lines = [
         f"\n## run {args.tag or time.strftime('%Y-%m-%d %H:%M')}: {args.sweeps} sweeps per cell, "
         f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}"
@@ -169,16 +159,11 @@ def _write(rows: list[dict], args, stopped: bool = False) -> None:
                 f"| {case} | {mode} | {c['exact']}/{len(sel)} | {c['wrong']}/{len(sel)} | "
                 f"{c['degraded']}/{len(sel)} | {c['missed']}/{len(sel)} | {secs:.1f} |"
             )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    md = RESULTS / "local_sweep.md"
-    if not md.exists():
-        md.write_text(
-            "# Local executor sweeps: old vs new measurement (bench/bench_local_sweep.py)\n\n"
-            "For the healthy case, exact = nothing blamed and not degraded.\n"
-        )
-    with md.open("a") as f:
-        f.write(text)
+    header = (
+        "# Local executor sweeps: old vs new measurement (bench/bench_local_sweep.py)\n\n"
+        "For the healthy case, exact = nothing blamed and not degraded.\n"
+    )
+    append_results("local_sweep", rows, "\n".join(lines) + "\n", header)
 
 
 if __name__ == "__main__":
