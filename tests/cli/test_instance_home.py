@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
-from faultsense_pipelines.cli.home import INSTANCE_YAML, MAX_CONCURRENT_RUNS, MAX_RUNTIME_S, ensure_home, open_instance
+from faultsense_pipelines.cli.home import MAX_CONCURRENT_RUNS, MAX_RUNTIME_S, ensure_home, open_instance
 from tests.pipeline_helpers import HOUR, write_fleet
 
 _RUNS_OF_NEW_PROCESS = """
@@ -88,6 +88,7 @@ def test_faultsense_ui_started_in_the_background_stops_with_its_children_on_sigt
     log = (tmp_path / "ui.log").open("w")  # output redirected to a file, as `faultsense ui > ui.log 2>&1 &`
     proc = subprocess.Popen(
         [str(exe), "ui", "--port", str(port), "--fleet", str(fleet)],
+        cwd=Path(__file__).resolve().parents[2],  # the repository root, where a newcomer starts it
         env={**os.environ, "DAGSTER_HOME": str(dagster_home)},
         preexec_fn=_ignore_stop_signals,
         start_new_session=True,
@@ -116,11 +117,12 @@ def test_faultsense_ui_started_in_the_background_stops_with_its_children_on_sigt
             time.sleep(0.5)
         else:
             pytest.fail("processes of `faultsense ui` are still running after SIGTERM")
-        # the redirected log: Dagster's services logged, with no colour codes and no warning
-        # that `dagster dev` is superseded
+        # the redirected log: Dagster's services logged, with no colour codes, no warning that
+        # `dagster dev` is superseded and none about a dagster.yaml in the current folder
         text = (tmp_path / "ui.log").read_text()
         assert "Serving dagster-webserver" in text, text[-2000:]
         assert "\x1b[" not in text and "SupersessionWarning" not in text, text[:2000]
+        assert "instance configuration value" not in text and "in the current folder" not in text, text[:2000]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -158,8 +160,9 @@ def test_processes_opening_a_fresh_home_at_once_all_succeed(tmp_path: Path) -> N
     assert [o.strip().splitlines()[-1] for o in outs] == ["0"] * 4
 
 
-def test_the_repository_dagster_yaml_holds_the_same_settings_as_the_instance_faultsense_creates() -> None:
-    """A bare ``dagster dev`` from the repository root reads ./dagster.yaml; it must run with
-    the settings a ``faultsense ui`` instance gets (queue limits, run monitoring, no dialog)."""
+def test_the_repository_root_holds_no_dagster_instance_file() -> None:
+    """``dagster dev`` (dagster/_cli/dev.py) warns on every start when the current folder holds
+    a dagster.yaml or dagster.yml and ``$DAGSTER_HOME`` is another folder, which is every
+    ``faultsense ui`` started from the root while the root held a copy of INSTANCE_YAML."""
     root = Path(__file__).resolve().parents[2]
-    assert yaml.safe_load((root / "dagster.yaml").read_text()) == yaml.safe_load(INSTANCE_YAML)
+    assert [name for name in ("dagster.yaml", "dagster.yml") if (root / name).exists()] == []

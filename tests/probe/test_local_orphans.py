@@ -1,11 +1,15 @@
 """A ``local`` driver killed with SIGKILL leaves nothing behind: its workers and
-multiprocessing's resource tracker are gone within 1 s, and its rendezvous folder is removed
-by the next pool.
+multiprocessing's resource tracker exit by themselves (within 1 s: the slow tier times it),
+and its rendezvous folder is removed by the next pool.
 
 Real driver processes (``python -c``) with real worker processes, killed with real signals at
 a spread of moments: while the workers still import torch, while they join the process group,
 and mid-probe. Every process the driver started carries a marker in its environment, so the
 test finds them on ``/proc`` after the kernel re-parented them.
+
+Tiers: the default tier asserts no time (a loaded machine can delay any exit); it asserts that
+every marked process exits without being killed, under a generous ``pytest-timeout``. The
+1-second bound is measured and asserted in the slow tier only.
 """
 
 from __future__ import annotations
@@ -64,10 +68,11 @@ def _marked(mark: str) -> dict[int, str]:
     return found
 
 
-def _kill_and_time(tmp: Path, when: str | float) -> tuple[float, dict[int, str]]:
+def _kill_and_time(tmp: Path, when: str | float, wait_s: float | None = 60.0) -> tuple[float, dict[int, str]]:
     """Start a driver, SIGKILL it at ``when`` (seconds after its first worker process appeared,
     or ``"ready"``: once the pool answered and a probe is in hand), and return how long (s) its marked processes
-    outlived it and which there were just before the kill."""
+    outlived it (waiting at most ``wait_s``; ``None``: until they are gone) and which there were just
+    before the kill. Whatever is still marked at the end is SIGKILLed."""
     mark = uuid.uuid4().hex
     env = {**os.environ, "FS_ORPHAN_MARK": mark, "TMPDIR": str(tmp)}
     proc = subprocess.Popen([sys.executable, "-c", DRIVER], env=env, stdout=subprocess.PIPE, text=True)
@@ -84,7 +89,7 @@ def _kill_and_time(tmp: Path, when: str | float) -> tuple[float, dict[int, str]]
         proc.send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
         proc.wait()
-        while _marked(mark) and time.monotonic() - killed_at < 60:
+        while _marked(mark) and (wait_s is None or time.monotonic() - killed_at < wait_s):
             time.sleep(0.01)
         return time.monotonic() - killed_at, before
     finally:
@@ -95,15 +100,30 @@ def _kill_and_time(tmp: Path, when: str | float) -> tuple[float, dict[int, str]]
             os.kill(pid, signal.SIGKILL)
 
 
+def _check_ready_pool(before: dict[int, str]) -> None:
+    """A pool killed once ready had its 4 workers and one resource tracker running."""
+    workers = [c for c in before.values() if "multiprocessing" in c and "spawn_main" in c]
+    trackers = [c for c in before.values() if "resource_tracker" in c]
+    assert len(workers) == 4 and len(trackers) == 1, before  # what the kill left behind
+
+
+@pytest.mark.timeout(300)  # the bound here: far above the 7-17 s an orphan lived before, no time asserted
+@pytest.mark.parametrize("when", [0.0, 1.5, "ready"])
+def test_a_killed_drivers_workers_and_tracker_exit_by_themselves(tmp_path: Path, when: str | float) -> None:
+    """Nothing but their own checks ends them: the test waits for every marked process to go."""
+    _, before = _kill_and_time(tmp_path, when, wait_s=None)
+    if when == "ready":
+        _check_ready_pool(before)
+
+
+@pytest.mark.slow  # a wall-clock bound: the default tier asserts none (README, "Tests")
 @pytest.mark.parametrize("when", [0.0, 0.5, 1.5, 3.0, "ready"])
 def test_a_killed_drivers_workers_and_tracker_are_gone_within_a_second(tmp_path: Path, when: str | float) -> None:
     """Measured: the workers and the resource tracker outlived a driver killed while they
     imported torch by 7-17 s (a 0.5-s parent poll that starts only after those imports)."""
     outlived_s, before = _kill_and_time(tmp_path, when)
     if when == "ready":
-        workers = [c for c in before.values() if "multiprocessing" in c and "spawn_main" in c]
-        trackers = [c for c in before.values() if "resource_tracker" in c]
-        assert len(workers) == 4 and len(trackers) == 1, before  # what the kill left behind
+        _check_ready_pool(before)
     assert outlived_s <= GONE_WITHIN_S, (when, outlived_s, before)
 
 
