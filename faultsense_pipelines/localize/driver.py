@@ -23,10 +23,11 @@ from typing import Any, cast
 import numpy as np
 
 from ..cover import Cover
-from ..measure.repeats import judge_probe, measure_all
+from ..measure.batch import measure_all
+from ..measure.repeats import judge_probe
 from ..measure.rounds import detrend_rounds, measure_rounds
 from ..measure.threshold import probe_latency_ms, probe_zone
-from ..replica.executor import ProbeExecutor, ProbeMeasurement
+from ..replica.executor import ArrayExecutor, ProbeExecutor, ProbeMeasurement
 from ..replica.topology import ReplicaTopology
 from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, Status
 from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
@@ -34,7 +35,7 @@ from .drilldown import drilldown
 from .drilldown.common import Finding
 from .evidence.wiring import DEFAULT_MIN_SLOWDOWN, run_evidence_phase2
 from .sequential.wiring import DEFAULT_ALPHA, run_sequential_phase2
-from .suspects import RobustRule, SuspectRule, default_rule
+from .suspects import FloorRule, RobustRule, SuspectRule, default_rule
 from .verdicts import Localization, Phase1Records, Phase1Result, ProbeRecord, Verdict
 
 __all__ = ["localize", "run_phase1", "run_phase2"]
@@ -82,10 +83,14 @@ def run_phase1(
     """
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()
-    run_array = getattr(executor, "run_array", None)  # the simulator's: a sweep as arrays, the same draws
-    members = cover.members if run_array is not None else None
-    if run_array is not None and members is not None and len(members) and bool((np.diff(members, axis=1) > 0).all()):
-        return _run_phase1_arrays(run_array, cover, members, repeats, rule, interleave, anchor)
+    members = cover.members if isinstance(executor, ArrayExecutor) else None  # the simulator: a sweep as arrays, the same draws
+    if (
+        isinstance(executor, ArrayExecutor)
+        and members is not None
+        and len(members)
+        and bool((np.diff(members, axis=1) > 0).all())
+    ):
+        return _run_phase1_arrays(executor.run_array, cover, members, repeats, rule, interleave, anchor)
     measure = measure_all if not interleave or repeats == 1 else measure_rounds
     measured = measure(executor, cover.probes, repeats)
     ok = [i for i, m in enumerate(measured) if m.ok]
@@ -315,7 +320,7 @@ def run_phase2(
     """
     _check(executor, phase1.gpus, repeats)
     # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
-    floor = max(DEFAULT_MIN_SLOWDOWN, float(getattr(rule, "min_slowdown", DEFAULT_MIN_SLOWDOWN)))
+    floor = max(DEFAULT_MIN_SLOWDOWN, rule.min_slowdown if isinstance(rule, FloorRule) else DEFAULT_MIN_SLOWDOWN)
     if method == DrilldownMethod.SEQUENTIAL:
         evidence_records, verdicts = run_sequential_phase2(
             executor,
