@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, EXECUTORS, FleetError, load_fleet, parse_fleet
+from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.replica.faults import GpuFault, LinkFault
 from faultsense_pipelines.replica.vocabulary import ExecutorKind
-from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.resources.executors import executor_options
 from faultsense_pipelines.sim.simulator import DEFAULT_BASE_MS
 
