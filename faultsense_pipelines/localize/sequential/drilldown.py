@@ -277,6 +277,13 @@ def sequential_drilldown(
     # halves would pass for a slow GPU, and the search below tells the two apart first
     if large:
         under = {g for c in explained for g in c.members}  # their suspicion is explained
+        if explained:  # and so are the suspect probes a confirmed shared component holds
+            left = {i for i in suspect_set if not covered(phase1[i][0])}
+            bad = np.zeros(n)
+            for i in left:
+                for g in phase1[i][0]:
+                    bad[g] += 1
+            share = np.divide(bad, held, out=np.zeros(n), where=held > 0)
         for g in sorted(range(n), key=lambda g: (-share[g], -bad[g], g)):
             if share[g] >= 0.5 and bad[g] >= 2 and g not in under:
                 claim(ComponentKind.GPU, g, None)
@@ -294,8 +301,10 @@ def sequential_drilldown(
             if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
                 unreached.append(unit)
             continue
-        under = {g for c in explained for g in c.members}
-        quick_reads = _QuickReads(ctx, [g for g in healthy if g not in faulty and g not in under], quick, threshold)
+        # references from trusted GPUs outside the probe under search: its other GPUs may
+        # hold the fault (a shaped reference first maps a node onto itself)
+        avoid = faulty | set(unit) | {g for c in explained for g in c.members}
+        quick_reads = _QuickReads(ctx, [g for g in healthy if g not in avoid], quick, threshold)
         found = adaptive_drilldown(n, k, passed, [unit], quick_reads, recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
