@@ -49,8 +49,9 @@ class SweepConfig(dg.Config):
         repeats: measurements per probe; 0 takes the replica's ``repeats`` from the fleet
             file, else 3.
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
-        drilldown_method: ``evidence`` (default: paired, weighed tests with a confidence on
-            every verdict), ``adaptive`` (halving; trusts each probe's pass or fail) or
+        drilldown_method: ``sequential`` (default: anytime-valid paired claims under one error
+            budget a sweep, docs/verdicts.md), ``evidence`` (paired, weighed tests with a
+            posterior on every verdict), ``adaptive`` (halving; trusts each probe's pass or fail) or
             ``paper`` (Algorithm 2). Both ops must have the same value (``phase1_probe_run``
             commits a suspect-free sweep itself only for the binary ones); a run that gives
             them different values is refused before any probe runs.
@@ -183,7 +184,7 @@ def phase1_probe_run(
         )
 
     written = None
-    if not result.needs_drilldown and config.drilldown_method != DrilldownMethod.EVIDENCE:
+    if not result.needs_drilldown and not DrilldownMethod.parse(config.drilldown_method, "drilldown_method").reads_every_sweep:
         # Final after Phase 1 (the binary drill-downs skip Phase 2 without a suspect; the
         # evidence one always reads Phase 1, and fault_ledger is then the sweep's one commit):
         # commit the probe rows and the partition's fault batch -- empty, or
@@ -255,7 +256,7 @@ def phase2_drilldown(
     ledger: LedgerResource,
 ):
     phase1 = phase1_probe_run
-    if not phase1.needs_drilldown and config.drilldown_method != DrilldownMethod.EVIDENCE:
+    if not phase1.needs_drilldown and not DrilldownMethod.parse(config.drilldown_method, "drilldown_method").reads_every_sweep:
         context.log.info("Phase 1 found no suspect: no drill-down (Phase 2 and the ledger step are skipped)")
         return
     key = sweep_key(context)

@@ -278,12 +278,14 @@ def run_phase2(
     Args:
         executor: the executor Phase 1 ran on.
         phase1: the sweep to drill into.
-        method: ``"evidence"`` (default, :data:`~faultsense_pipelines.replica.vocabulary.DEFAULT_DRILLDOWN`):
-            paired, weighed tests with a confidence on every verdict
-            (:func:`~faultsense_pipelines.localize.evidence.wiring.run_evidence_phase2`); it reads every Phase 1
-            probe against a time-local baseline, so it runs whatever the suspect rule found,
-            also on a sweep the rule called degraded (which stays ``replica_degraded`` unless it
-            confirms a component). ``"adaptive"``: exonerate, then halve,
+        method: ``"sequential"`` (default, :data:`~faultsense_pipelines.replica.vocabulary.DEFAULT_DRILLDOWN`):
+            anytime-valid paired claims under one error budget a sweep
+            (:func:`~faultsense_pipelines.localize.sequential.wiring.run_sequential_phase2`,
+            docs/verdicts.md); ``"evidence"``: paired, weighed tests with a posterior on every
+            verdict (:func:`~faultsense_pipelines.localize.evidence.wiring.run_evidence_phase2`).
+            Both read every Phase 1 probe against a time-local baseline, so they run whatever
+            the suspect rule found, also on a sweep the rule called degraded (which stays
+            ``replica_degraded`` unless one confirms a component). ``"adaptive"``: exonerate, then halve,
             trusting each probe's pass or fail (exact on noise-free probes); ``"paper"``: the
             paper's Algorithm 2.
         repeats: measurements per Phase 2 probe.
@@ -321,6 +323,7 @@ def run_phase2(
     _check(executor, phase1.gpus, repeats)
     # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
     floor = max(DEFAULT_MIN_SLOWDOWN, rule.min_slowdown if isinstance(rule, FloorRule) else DEFAULT_MIN_SLOWDOWN)
+    method = DrilldownMethod.parse(method, "method")
     if method == DrilldownMethod.SEQUENTIAL:
         evidence_records, verdicts = run_sequential_phase2(
             executor,
@@ -334,7 +337,7 @@ def run_phase2(
         )
     elif method == DrilldownMethod.EVIDENCE:
         evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, min_slowdown=floor, topology=topology)
-    if method in (DrilldownMethod.SEQUENTIAL, DrilldownMethod.EVIDENCE):
+    if method.reads_every_sweep:
         # a slow majority the rule saw stays the sweep's result unless the evidence found its cause
         found = any(v.status == Status.CONFIRMED for v in verdicts)
         read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and found else phase1

@@ -104,10 +104,17 @@ class DrilldownMethod(Vocabulary):
     SEQUENTIAL = "sequential"  # anytime-valid paired claims, one error budget a sweep (localize.sequential)
     EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence)
 
+    @property
+    def reads_every_sweep(self) -> bool:
+        """True for the drill-downs that read every Phase 1 sweep against its own time-local
+        baseline (``sequential``, ``evidence``), suspects or not; the binary ones (``adaptive``,
+        ``paper``) drill only into the suspect rule's suspects."""
+        return self in (DrilldownMethod.SEQUENTIAL, DrilldownMethod.EVIDENCE)
+
 
 #: The drill-down of ``simulate``, ``sweep`` and the Dagster sweep unless told otherwise: the
-#: evidence-weighted one, which weighs noisy measurements instead of trusting any one probe.
-DEFAULT_DRILLDOWN = DrilldownMethod.EVIDENCE
+#: sequential one, whose blames keep an error budget under any noise (docs/verdicts.md).
+DEFAULT_DRILLDOWN = DrilldownMethod.SEQUENTIAL
 
 
 class ExecutorKind(Vocabulary):
