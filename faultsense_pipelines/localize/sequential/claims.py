@@ -342,15 +342,13 @@ def shared_draws(ctx: _Context, c: Component, healthy: Sequence[int]) -> list[_D
     if halves is None:
         return []
     pool = [g for g in healthy if g not in c.members]
-    # pads from the most trusted half: a slow pad is on both sides and hides the component
-    pads = pool[: max(2 * ctx.k, len(pool) // 2)]
     if c.kind is ComponentKind.NVSWITCH:
         return [_SharedSwap(h, pool, [], 2, "node") for h in halves]
     if c.kind is ComponentKind.NIC:
         home = lay.switch_of(min(c.members))
         refs = [g for g in pool if lay.switch_of(g) == home]
-        return [_SharedSwap(h, refs, pads, 1, "node") for h in halves]
-    return [_SharedSwap(h, pool, pads, 1, "switch") for h in halves]
+        return [_SharedSwap(h, refs, pool, 1, "node") for h in halves]
+    return [_SharedSwap(h, pool, pool, 1, "switch") for h in halves]
 
 
 def test_shared(ctx: _Context, c: Component, level: float, healthy: Sequence[int]) -> ClaimResult:
@@ -358,9 +356,8 @@ def test_shared(ctx: _Context, c: Component, level: float, healthy: Sequence[int
     at least ``min_slowdown``": two sub-tests, one per half of its GPUs (:func:`shared_halves`).
 
     A NIC's references are GPUs of other nodes under its node's switch; an NVSwitch's, pairs
-    of GPUs of one other node; a leaf switch's, GPUs under other switches. References come
-    from ``healthy`` (GPUs believed healthy, most trusted first), pads from its more trusted
-    half. Only non-rail NICs and leaf switches
+    of GPUs of one other node; a leaf switch's, GPUs under other switches. References and
+    pads come from ``healthy`` (GPUs believed healthy). Only non-rail NICs and leaf switches
     are claims here (a rail NIC carries one GPU's paths: no halves).
 
     Raises:

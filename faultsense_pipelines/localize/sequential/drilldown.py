@@ -277,13 +277,6 @@ def sequential_drilldown(
     # halves would pass for a slow GPU, and the search below tells the two apart first
     if large:
         under = {g for c in explained for g in c.members}  # their suspicion is explained
-        if explained:  # and so are the suspect probes a confirmed shared component holds
-            left = {i for i in suspect_set if not covered(phase1[i][0])}
-            bad = np.zeros(n)
-            for i in left:
-                for g in phase1[i][0]:
-                    bad[g] += 1
-            share = np.divide(bad, held, out=np.zeros(n), where=held > 0)
         for g in sorted(range(n), key=lambda g: (-share[g], -bad[g], g)):
             if share[g] >= 0.5 and bad[g] >= 2 and g not in under:
                 claim(ComponentKind.GPU, g, None)
