@@ -362,43 +362,43 @@ def shared_proposals(
     """
     if layout.rail or topology.rails:
         return []
-    candidates = []
     switches = len(set(layout.switch)) if layout.switch else 1
-    measured = [i for i, (_, x) in enumerate(phase1) if x is not None]
+    testable = []
     for c in topology.shared_components():
         nodes = {layout.node[g] for g in c.members}
+        home = layout.switch_of(min(c.members))
         if c.kind is ComponentKind.NVSWITCH and len(c.members) < 4:
             continue
         if c.kind is ComponentKind.NIC and (
             len(c.members) < 2
-            or not any(
-                layout.switch_of(g) == layout.switch_of(min(c.members))
-                for g in range(len(layout.node))
-                if layout.node[g] not in nodes
-            )
+            or not any(layout.switch_of(g) == home for g in range(len(layout.node)) if layout.node[g] not in nodes)
         ):
             continue
         if c.kind is ComponentKind.SWITCH and (len(nodes) < 2 or switches < 3):
             continue
-        held = [i for i in measured if topology.holds(c, phase1[i][0])]
-        bad = sum(i in suspects for i in held)
+        testable.append(c)
+    measured = [i for i, (_, x) in enumerate(phase1) if x is not None]
+    if not testable or not measured:
+        return []
+    holds = topology.holds_matrix(testable, [phase1[i][0] for i in measured])  # (probes, components)
+    suspect = np.array([i in suspects for i in measured])
+    bad = (holds & suspect[:, None]).sum(axis=0)
+    count = holds.sum(axis=0)
+    x = np.array([np.nan if i >= len(raw) or raw[i] is None else raw[i] for i in measured], dtype=float)
+    candidates = []
+    for j, c in enumerate(testable):
         deep = c.kind is ComponentKind.NVSWITCH and any(
-            i in suspects and len(c.members.intersection(phase1[i][0])) >= 3 for i in held
+            suspect[p] and len(c.members.intersection(phase1[measured[p]][0])) >= 3 for p in np.flatnonzero(holds[:, j])
         )
-        pointed = (bad >= 2 or deep) and 2 * bad >= len(held)
-        gap = _contrast(raw, held, [i for i in measured if i not in set(held)])
+        pointed = (bad[j] >= 2 or deep) and 2 * bad[j] >= count[j]
+        inside, outside = x[holds[:, j]], x[~holds[:, j]]
+        inside, outside = inside[~np.isnan(inside)], outside[~np.isnan(outside)]
+        gap = float(np.median(inside) - np.median(outside)) if len(inside) and len(outside) else -math.inf
         if pointed or gap >= contrast:
-            candidates.append((-bad / max(1, len(held)), -gap, c))
+            candidates.append((-float(bad[j]) / max(1, int(count[j])), -gap, c))
     rank = {ComponentKind.SWITCH: 0, ComponentKind.NIC: 1, ComponentKind.NVSWITCH: 2}
     candidates.sort(key=lambda t: (rank[t[2].kind], t[0], t[1], t[2].ids))
     return [c for _, _, c in candidates]
-
-
-def _contrast(raw: Sequence[float | None], held: Sequence[int], rest: Sequence[int]) -> float:
-    """Median ``raw`` of the ``held`` probes minus that of the ``rest`` (``-inf`` without both)."""
-    a = [x for i in held if i < len(raw) and (x := raw[i]) is not None]
-    b = [x for i in rest if i < len(raw) and (x := raw[i]) is not None]
-    return statistics.median(a) - statistics.median(b) if a and b else -math.inf
 
 
 def _holds(unit: tuple[int, ...], link: tuple[int, int | None]) -> bool:
