@@ -349,3 +349,21 @@ def test_a_budget_too_small_for_every_suspect_probe_leaves_their_gpus_inconclusi
     # a budget below one claim's cost stops before any probe and says it is the budget, not the noise
     res = sequential_drilldown(16, 4, phase1, suspects, rep.round, sigma=0.02, budget=10, seed=0)
     assert res.probes == 0 and res.gate is not None and res.gate.startswith("a Phase 2 budget of 10 probes cannot settle")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_tiny_replica_names_two_slow_links_at_one_gpu(seed: int) -> None:
+    # n = 8, k = 4: a probe under search holds half the replica, so its search reads need
+    # references that may share GPUs with it; both links and nothing else, well within 3 x 28
+    sc = parse_scenario(
+        {
+            "gpus": 8,
+            "probe_size": 4,
+            "faults": [{"link": [0, 3], "slowdown": 1.5}, {"link": [0, 6], "slowdown": 1.5}],
+            "noise": {"sigma": 0.02},
+            "seed": seed,
+        }
+    )
+    loc = localize(sc.replica(), plan_cover(8, 4), repeats=3, method="sequential", seed=seed)
+    assert {v.component for v in loc.verdicts if v.status == "confirmed"} == {"link:0-3", "link:0-6"}
+    assert loc.probes_phase2 <= 3 * 28

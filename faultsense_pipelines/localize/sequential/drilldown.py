@@ -294,10 +294,14 @@ def sequential_drilldown(
             if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
                 unreached.append(unit)
             continue
-        # references from trusted GPUs outside the probe under search: its other GPUs may
-        # hold the fault (a shaped reference first maps a node onto itself)
-        avoid = faulty | set(unit) | {g for c in explained for g in c.members}
-        quick_reads = _QuickReads(ctx, [g for g in healthy if g not in avoid], quick, threshold)
+        # references from trusted GPUs outside the probe under search where the replica has
+        # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
+        # first maps a node onto itself
+        avoid = faulty | {g for c in explained for g in c.members}
+        pool = [g for g in healthy if g not in avoid and g not in unit]
+        if len(pool) < 2 * k:
+            pool = [g for g in healthy if g not in avoid]
+        quick_reads = _QuickReads(ctx, pool, quick, threshold)
         found = adaptive_drilldown(n, k, passed, [unit], quick_reads, recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
