@@ -1,8 +1,8 @@
 """The sweep of one replica for one hour: Phase 1 over the cover, then Phase 2.
 
 ``phase1_probe_run`` runs every probe of the replica's cover through its executor.
-With the default evidence drill-down ``phase2_drilldown`` always runs (it reads every Phase 1
-sweep) and ``fault_ledger`` is the sweep's one commit. With ``adaptive`` or ``paper`` it
+With the default sequential drill-down (and ``evidence``) ``phase2_drilldown`` always runs (it
+reads every Phase 1 sweep) and ``fault_ledger`` is the sweep's one commit. With ``adaptive`` or ``paper`` it
 materializes only when Phase 1 found suspects (``output_required=False``);
 otherwise it and ``fault_ledger`` are skipped, and Phase 1 itself commits the partition: its
 probe rows and its fault batch -- empty, or the one ``replica:<name>`` suspect row of a sweep
@@ -244,8 +244,8 @@ def phase1_probe_run(
     output_required=False,
     group_name="sweep",
     kinds={"python", "parquet"},
-    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, reads every "
-    "sweep; adaptive and paper run only when Phase 1 found suspects).",
+    description="Phase 2 drill-down: pins slow GPUs, links and shared components (sequential, the default, "
+    "and evidence read every sweep; adaptive and paper run only when Phase 1 found suspects).",
 )
 def phase2_drilldown(
     context: dg.AssetExecutionContext,
