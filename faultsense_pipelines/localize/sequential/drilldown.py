@@ -281,19 +281,25 @@ def sequential_drilldown(
             if share[g] >= 0.5 and bad[g] >= 2 and g not in under:
                 claim(ComponentKind.GPU, g, None)
 
-    # 2c. search each suspect probe no confirmed GPU explains, the most excessive first,
-    # and claim what the search proposes before the next probe's search spends the budget
+    # 2c. search each suspect probe, the most excessive first, less the GPUs confirmed slow
+    # (nothing if a confirmed link or shared component explains it), and claim what the
+    # search proposes before the next probe's search spends the budget
     passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
     unreached: list[tuple[int, ...]] = []
     for i in order:
         unit = tuple(phase1[i][0])
-        if covered(unit):
+        rest = tuple(g for g in unit if g not in faulty)
+        if covered(rest) or len(rest) < 2:
             continue
+        hidden = rest != unit  # a confirmed GPU explains the probe; the paths among the rest
+        # were only ever probed beside it and are searched without it (its slowness told
+        # nothing about them)
         if probes.left < per_claim:
-            if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
+            if not hidden and (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: unexamined
                 unreached.append(unit)
             continue
+        unit = rest
         # references from trusted GPUs outside the probe under search where the replica has
         # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
         # first maps a node onto itself
