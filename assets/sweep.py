@@ -1,7 +1,7 @@
 """The sweep of one replica for one hour: Phase 1 over the cover, then Phase 2.
 
 ``phase1_probe_run`` runs every probe of the replica's cover through its executor.
-With the default sequential drill-down (and ``evidence``) ``phase2_drilldown`` always runs (it
+With the default evidence drill-down (and ``sequential``) ``phase2_drilldown`` always runs (it
 reads every Phase 1 sweep) and ``fault_ledger`` is the sweep's one commit. With ``adaptive`` or ``paper`` it
 materializes only when Phase 1 found suspects (``output_required=False``);
 otherwise it and ``fault_ledger`` are skipped, and Phase 1 itself commits the partition: its
@@ -49,9 +49,9 @@ class SweepConfig(dg.Config):
         repeats: measurements per probe; 0 takes the replica's ``repeats`` from the fleet
             file, else 3.
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
-        drilldown_method: ``sequential`` (default: anytime-valid paired claims under one error
-            budget a sweep, docs/verdicts.md), ``evidence`` (paired, weighed tests with a
-            posterior on every verdict), ``adaptive`` (halving; trusts each probe's pass or fail) or
+        drilldown_method: ``evidence`` (default: paired, weighed tests with a posterior on
+            every verdict), ``sequential`` (anytime-valid paired claims under one error budget
+            a sweep, docs/verdicts.md), ``adaptive`` (halving; trusts each probe's pass or fail) or
             ``paper`` (Algorithm 2). Both ops must have the same value (``phase1_probe_run``
             commits a suspect-free sweep itself only for the binary ones); a run that gives
             them different values is refused before any probe runs.
@@ -244,8 +244,8 @@ def phase1_probe_run(
     output_required=False,
     group_name="sweep",
     kinds={"python", "parquet"},
-    description="Phase 2 drill-down: pins slow GPUs, links and shared components (sequential, the default, "
-    "and evidence read every sweep; adaptive and paper run only when Phase 1 found suspects).",
+    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, "
+    "and sequential read every sweep; adaptive and paper run only when Phase 1 found suspects).",
 )
 def phase2_drilldown(
     context: dg.AssetExecutionContext,

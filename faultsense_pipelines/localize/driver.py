@@ -278,11 +278,12 @@ def run_phase2(
     Args:
         executor: the executor Phase 1 ran on.
         phase1: the sweep to drill into.
-        method: ``"sequential"`` (default, :data:`~faultsense_pipelines.replica.vocabulary.DEFAULT_DRILLDOWN`):
-            anytime-valid paired claims under one error budget a sweep
+        method: ``"evidence"`` (default, :data:`~faultsense_pipelines.replica.vocabulary.DEFAULT_DRILLDOWN`):
+            paired, weighed tests with a posterior on every verdict
+            (:func:`~faultsense_pipelines.localize.evidence.wiring.run_evidence_phase2`);
+            ``"sequential"``: anytime-valid paired claims under one error budget a sweep
             (:func:`~faultsense_pipelines.localize.sequential.wiring.run_sequential_phase2`,
-            docs/verdicts.md); ``"evidence"``: paired, weighed tests with a posterior on every
-            verdict (:func:`~faultsense_pipelines.localize.evidence.wiring.run_evidence_phase2`).
+            docs/verdicts.md).
             Both read every Phase 1 probe against a time-local baseline, so they run whatever
             the suspect rule found, also on a sweep the rule called degraded (which stays
             ``replica_degraded`` unless one confirms a component). ``"adaptive"``: exonerate, then halve,

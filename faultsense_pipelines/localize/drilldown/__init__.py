@@ -4,8 +4,8 @@ Both methods are pure functions over a *test oracle*: ``test(gpus) -> True`` (th
 ``gpus`` is slow), ``False`` (it passed) or ``None`` (it could not be measured). They know
 nothing of executors, latencies or ledgers; :mod:`faultsense_pipelines.localize.driver` wires
 them to a real executor and a suspect rule. Both trust each probe's pass or fail, which is
-exact on noise-free probes only; the default drill-down, ``"sequential"``, decides each blame
-by an anytime-valid paired test instead (:mod:`faultsense_pipelines.localize.sequential`).
+exact on noise-free probes only; the default drill-down, ``"evidence"``, weighs noisy
+measurements instead (:mod:`faultsense_pipelines.localize.evidence`).
 
 * ``"paper"`` -- the paper's Algorithm 2, one padded probe per suspect component (:mod:`.paper`).
 * ``"adaptive"`` -- exonerate, then adaptive group testing by halving (:mod:`.adaptive`).

@@ -1,4 +1,4 @@
-"""The evidence drill-down (``--drilldown evidence``; the default is ``sequential``).
+"""The evidence drill-down (Phase 2's default, ``--drilldown evidence``).
 
 * :mod:`.drilldown` -- the evidence model over Phase 1's measurements and the paired tests
   that settle each suspect component, with a confidence.
