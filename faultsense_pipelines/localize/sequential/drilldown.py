@@ -227,7 +227,9 @@ def sequential_drilldown(
 
     def covered(unit: Sequence[int]) -> bool:
         """A confirmed GPU, link or shared component on the probe's paths explains it."""
-        links = [(c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.peer_gpu is not None]
+        links = [
+            (c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.gpu is not None and c.peer_gpu is not None
+        ]
         if faulty.intersection(unit) or any(_holds(tuple(unit), link) for link in links):
             return True
         return topology is not None and any(topology.holds(c, unit) for c in explained)
