@@ -1,8 +1,8 @@
 """The sweep of one replica for one hour: Phase 1 over the cover, then Phase 2.
 
 ``phase1_probe_run`` runs every probe of the replica's cover through its executor.
-With the default evidence drill-down ``phase2_drilldown`` always runs (it reads every Phase 1
-sweep) and ``fault_ledger`` is the sweep's one commit. With ``adaptive`` or ``paper`` it
+With the default evidence drill-down (and ``sequential``) ``phase2_drilldown`` always runs (it
+reads every Phase 1 sweep) and ``fault_ledger`` is the sweep's one commit. With ``adaptive`` or ``paper`` it
 materializes only when Phase 1 found suspects (``output_required=False``);
 otherwise it and ``fault_ledger`` are skipped, and Phase 1 itself commits the partition: its
 probe rows and its fault batch -- empty, or the one ``replica:<name>`` suspect row of a sweep
@@ -51,8 +51,9 @@ class SweepConfig(dg.Config):
         repeats: measurements per probe; 0 takes the replica's ``repeats`` from the fleet
             file, else 3.
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
-        drilldown_method: ``evidence`` (default: paired, weighed tests with a confidence on
-            every verdict), ``adaptive`` (halving; trusts each probe's pass or fail) or
+        drilldown_method: ``evidence`` (default: paired, weighed tests with a posterior on
+            every verdict), ``sequential`` (anytime-valid paired claims under one error budget
+            a sweep, docs/verdicts.md), ``adaptive`` (halving; trusts each probe's pass or fail) or
             ``paper`` (Algorithm 2). Both ops must have the same value (``phase1_probe_run``
             commits a suspect-free sweep itself only for the binary ones); a run that gives
             them different values is refused before any probe runs.
@@ -185,7 +186,7 @@ def phase1_probe_run(
         )
 
     written = None
-    if not result.needs_drilldown and config.drilldown_method != DrilldownMethod.EVIDENCE:
+    if not result.needs_drilldown and not DrilldownMethod.parse(config.drilldown_method, "drilldown_method").reads_every_sweep:
         # Final after Phase 1 (the binary drill-downs skip Phase 2 without a suspect; the
         # evidence one always reads Phase 1, and fault_ledger is then the sweep's one commit):
         # commit the probe rows and the partition's fault batch -- empty, or
@@ -245,8 +246,8 @@ def phase1_probe_run(
     output_required=False,
     group_name="sweep",
     kinds={"python", "parquet"},
-    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, reads every "
-    "sweep; adaptive and paper run only when Phase 1 found suspects).",
+    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, "
+    "and sequential read every sweep; adaptive and paper run only when Phase 1 found suspects).",
 )
 def phase2_drilldown(
     context: dg.AssetExecutionContext,
@@ -257,7 +258,7 @@ def phase2_drilldown(
     ledger: LedgerResource,
 ):
     phase1 = phase1_probe_run
-    if not phase1.needs_drilldown and config.drilldown_method != DrilldownMethod.EVIDENCE:
+    if not phase1.needs_drilldown and not DrilldownMethod.parse(config.drilldown_method, "drilldown_method").reads_every_sweep:
         context.log.info("Phase 1 found no suspect: no drill-down (Phase 2 and the ledger step are skipped)")
         return
     key = sweep_key(context)

@@ -12,8 +12,9 @@ first, so both modes see the same machine load:
 * ``new``: repeats in rounds with round detrending (and one more set of rounds when the
   first judgement is degraded), Phase 2 against an interleaved healthy reference,
   RobustRule also using the noise within probes (the defaults).
-* ``evidence``: the new measurement with the default (evidence-weighted) drill-down; the
-  two above use the adaptive one. ``--modes`` and ``--cases`` choose what runs.
+* ``evidence``: the new measurement with the evidence-weighted drill-down; ``sequential``:
+  with the anytime-valid one, seeded per sweep; the two above use the adaptive
+  one. ``--modes`` and ``--cases`` choose what runs; ``--repeats`` the measurements a probe.
 
 Cases: ``straggler`` (GPU 2 3x slow), ``healthy`` (no fault) and ``link`` (link 2-6 delayed
 by the median latency of a healthy 4-GPU probe, so each probe over it takes about 3x; the
@@ -49,7 +50,8 @@ CASES = ("straggler", "healthy", "link")
 MODES = {
     "old": ({"interleave": False, "reference": False, "method": "adaptive"}, {"use_repeats": False}),
     "new": ({"method": "adaptive"}, {}),
-    "evidence": ({"method": "evidence"}, {}),  # the default drill-down, with the new measurement
+    "evidence": ({"method": "evidence"}, {}),  # the evidence-weighted drill-down, with the new measurement
+    "sequential": ({"method": "sequential"}, {}),  # the default drill-down, with the new measurement
 }
 
 
@@ -85,6 +87,7 @@ def main() -> None:
     ap.add_argument("--min-slowdown", type=float, default=2.0, help="RobustRule min_slowdown (fleet: 2.0)")
     ap.add_argument("--modes", default="old,new", help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--cases", default="straggler,healthy", help=f"comma-separated, of {', '.join(CASES)}")
+    ap.add_argument("--repeats", type=int, default=REPEATS, help="measurements a probe (fleet: 5)")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     cases = [c for c in args.cases.split(",") if c]
@@ -109,7 +112,8 @@ def main() -> None:
                         t0 = time.monotonic()
                         options, rule = MODES[mode]
                         rule = RobustRule(min_slowdown=args.min_slowdown, **rule)
-                        loc = localize(ex, cover, repeats=REPEATS, rule=rule, **options)
+                        seeded = {"seed": s} if options["method"] == "sequential" else {}
+                        loc = localize(ex, cover, repeats=args.repeats, rule=rule, **options, **seeded)
                         p1 = loc.phase1
                         rows.append(
                             {
@@ -142,7 +146,7 @@ def main() -> None:
 def _write(rows: list[dict], args, stopped: bool = False) -> None:
     lines = [
         f"\n## run {args.tag or time.strftime('%Y-%m-%d %H:%M')}: {args.sweeps} sweeps per cell, "
-        f"hog={args.hog}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}"
+        f"hog={args.hog}, repeats={args.repeats}, min_slowdown={args.min_slowdown}, load1 {min(r['load1'] for r in rows)}-{max(r['load1'] for r in rows)}"
         + (f" (stopped after {len(rows)} sweeps)" if stopped else "")
         + "\n",
         "| case | mode | exact | wrong | degraded | missed | mean s/sweep |",

@@ -6,6 +6,11 @@ confirmed (the guarantee: at most ``alpha`` per sweep in expectation), exact swe
 Phase 1 / Phase 2 probes. Prints a table and writes ``bench/results/sequential.md``.
 
     python -m bench.bench_sequential [--seeds 6] [--repeats 1] [--methods sequential,evidence]
+    python -m bench.bench_sequential --cases shared --out bench/results/sequential_shared.md
+
+``--cases shared``: 64 GPUs on 8 nodes of 8, two nodes a leaf switch, the topology given to
+both drill-downs: a healthy replica, and a slow NIC, NVSwitch or leaf switch (with a slow GPU
+beside the NIC), in every noise family.
 """
 
 from __future__ import annotations
@@ -43,6 +48,15 @@ CASES: dict[str, tuple[int, int, list[dict[str, object]], dict[str, object]]] = 
     "gpu 1.8x + link 1.56x n=32 k=4": (32, 4, [{"gpu": 9, "slowdown": 1.8}, {"link": [3, 21], "slowdown": 1.56}], {}),
     "two links at GPU 0, 1.5x, n=8 k=4": (8, 4, [{"link": [0, 3], "slowdown": 1.5}, {"link": [0, 6], "slowdown": 1.5}], {}),
 }
+#: 64 GPUs, 8 a node, 2 nodes a leaf switch: name -> (n, k, faults, extra scenario keys)
+TOPOLOGY = {"gpus_per_node": 8, "nodes_per_switch": 2}
+SHARED_CASES: dict[str, tuple[int, int, list[dict[str, object]], dict[str, object]]] = {
+    "healthy n=64 k=8, 8 nodes, 4 switches": (64, 8, [], {"topology": TOPOLOGY}),
+    "nic 1.5x": (64, 8, [{"nic": 3, "slowdown": 1.5}], {"topology": TOPOLOGY}),
+    "nic 1.5x + gpu 1.6x": (64, 8, [{"nic": 3, "slowdown": 1.5}, {"gpu": 60, "slowdown": 1.6}], {"topology": TOPOLOGY}),
+    "nvswitch 1.5x": (64, 8, [{"nvswitch": 5, "slowdown": 1.5}], {"topology": TOPOLOGY}),
+    "switch 1.5x": (64, 8, [{"switch": 1, "slowdown": 1.5}], {"topology": TOPOLOGY}),
+}
 #: Cases with their own noise, run once whatever the families: name -> (n, k, faults, noise, extra keys)
 SPECIAL = {
     "link 1.1x n=64 k=8, sigma 0.01, min_slowdown 1.05": (
@@ -61,6 +75,11 @@ def _truth(faults: list[dict[str, object]]) -> set[str]:
     for f in faults:
         if "gpu" in f:
             out.add(f"gpu:{f['gpu']}")
+        elif "nic" in f or "nvswitch" in f:
+            kind = "nic" if "nic" in f else "nvswitch"
+            out.add(f"{kind}:node{f[kind]}")
+        elif "switch" in f:
+            out.add(f"switch:{f['switch']}")
         else:
             a, b = sorted(f["link"])  # type: ignore[call-overload]
             out.add(f"link:{a}-{b}")
@@ -83,7 +102,7 @@ def _cell(
     p2: list[int] = []
     for seed in range(args.seeds):
         obj = {"gpus": n, "probe_size": k, "faults": faults, "noise": noise, "seed": seed, **extra}
-        if "node_gap" in noise:
+        if "node_gap" in noise and "topology" not in obj:
             obj["topology"] = {"gpus_per_node": 8 if n >= 64 else 4}
         sc = parse_scenario(obj)
         res = localize(
@@ -110,16 +129,19 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--methods", default="sequential,evidence", help="comma-separated drill-downs")
+    ap.add_argument("--cases", choices=("gpus-links", "shared"), default="gpus-links")
     ap.add_argument("--out", type=Path, default=Path("bench/results/sequential.md"))
     args = ap.parse_args()
     methods = args.methods.split(",")
     rows = []
+    cases = SHARED_CASES if args.cases == "shared" else CASES
     cells = [
         (fam, case, n, k, faults, noise, extra)
         for fam, noise in FAMILIES.items()
-        for case, (n, k, faults, extra) in CASES.items()
+        for case, (n, k, faults, extra) in cases.items()
     ]
-    cells += [("own", case, n, k, faults, noise, extra) for case, (n, k, faults, noise, extra) in SPECIAL.items()]
+    if args.cases != "shared":
+        cells += [("own", case, n, k, faults, noise, extra) for case, (n, k, faults, noise, extra) in SPECIAL.items()]
     for fam, case, n, k, faults, noise, extra in cells:
         for method in methods:
             rows.append((fam, case, method, *_cell(n, k, faults, noise, extra, method, args)))
@@ -131,7 +153,7 @@ def main() -> None:
     body = "".join("| " + " | ".join(map(str, r)) + " |\n" for r in rows)
     args.out.write_text(
         f"# Sequential vs evidence drill-down\n\n`python -m bench.bench_sequential --seeds {args.seeds} --repeats {args.repeats}"
-        f" --methods {args.methods}` ({args.seeds} seeds a cell, one sweep each; CPU, no GPU)\n\n{head}{body}"
+        f" --methods {args.methods} --cases {args.cases}` ({args.seeds} seeds a cell, one sweep each; CPU, no GPU)\n\n{head}{body}"
     )
 
 

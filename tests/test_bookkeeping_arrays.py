@@ -15,7 +15,7 @@ from itertools import combinations
 import pytest
 
 from faultsense_pipelines.localize.drilldown.common import Knowledge
-from faultsense_pipelines.measure.repeats import measure_all
+from faultsense_pipelines.measure.batch import measure_all
 from faultsense_pipelines.measure.rounds import measure_rounds
 from faultsense_pipelines.replica.faults import GpuFault, LinkFault
 from faultsense_pipelines.sim.simulator import SimulatedReplica

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from pathlib import Path
 
 import pytest
 
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, EXECUTORS, FleetError, load_fleet, parse_fleet
+from faultsense_pipelines.probe.executors.vllm_http import VllmExecutor
 from faultsense_pipelines.replica.faults import GpuFault, LinkFault
 from faultsense_pipelines.replica.vocabulary import ExecutorKind
 from faultsense_pipelines.resources.executors import executor_options
@@ -60,6 +62,11 @@ def test_the_issue_example_fleet_parses_with_every_section(tmp_path: Path) -> No
     assert executor_options(fleet.replica("local-8")) == {"inject": [GpuFault(2, 3.0)]}
     assert executor_options(fleet.replica("sim-64"))["faults"] == [GpuFault(17, 1.5), LinkFault((3, 40), 2.0)]
     assert executor_options(fleet.replica("sim-64"))["base_ms"] == DEFAULT_BASE_MS  # one default: the simulator's
+    # a vllm section without timeout_s or retries leaves them to the executor (one default each)
+    options = executor_options(fleet.replica("prod-a"))
+    assert "timeout_s" not in options and "retries" not in options
+    defaults = inspect.signature(VllmExecutor).parameters
+    assert (defaults["timeout_s"].default, defaults["retries"].default) == (30.0, 2)
 
 
 def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulated_replicas() -> None:

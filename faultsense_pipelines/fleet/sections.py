@@ -178,14 +178,16 @@ class VllmOptions(StrictModel):
     ``0..D-1``. ``D`` must divide the replica's ``gpus`` (checked in
     :mod:`faultsense_pipelines.fleet`). ``check_layout`` asks the server for its engine layout
     (vLLM's ``/server_info``, served with ``VLLM_SERVER_DEV_MODE=1``) and refuses one that does
-    not put the probe's experts on ``gpus`` expert-parallel ranks.
+    not put the probe's experts on ``gpus`` expert-parallel ranks. ``timeout_s`` (one request's
+    deadline, s) and ``retries`` left out take the executor's defaults (30 s, 2), as every
+    optional field of the executor sections does: one default per option, in the executor.
     """
 
     url: str
     api_key_env: str | None = None
     model: str | None = None
-    timeout_s: Annotated[Float, Field(gt=0.0, le=600.0)] = 10.0
-    retries: Annotated[Int, Field(ge=0, le=10)] = 2
+    timeout_s: Annotated[Float, Field(gt=0.0, le=600.0)] | None = None
+    retries: Annotated[Int, Field(ge=0, le=10)] | None = None
     check_routing: Annotated[bool, Field(strict=True)] = False
     data_parallel_size: Annotated[Int, Field(ge=1, le=4096)] | None = None
     dp_rank: Literal["member"] | Annotated[Int, Field(ge=0)] | None = None

@@ -23,10 +23,11 @@ from typing import Any, cast
 import numpy as np
 
 from ..cover import Cover
-from ..measure.repeats import judge_probe, measure_all
+from ..measure.batch import measure_all
+from ..measure.repeats import judge_probe
 from ..measure.rounds import detrend_rounds, measure_rounds
 from ..measure.threshold import probe_latency_ms, probe_zone
-from ..replica.executor import ProbeExecutor, ProbeMeasurement
+from ..replica.executor import ArrayExecutor, ProbeExecutor, ProbeMeasurement
 from ..replica.topology import ReplicaTopology
 from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, Status
 from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
@@ -34,7 +35,7 @@ from .drilldown import drilldown
 from .drilldown.common import Finding
 from .evidence.wiring import DEFAULT_MIN_SLOWDOWN, run_evidence_phase2
 from .sequential.wiring import DEFAULT_ALPHA, run_sequential_phase2
-from .suspects import RobustRule, SuspectRule, default_rule
+from .suspects import FloorRule, RobustRule, SuspectRule, default_rule
 from .verdicts import Localization, Phase1Records, Phase1Result, ProbeRecord, Verdict
 
 __all__ = ["localize", "run_phase1", "run_phase2"]
@@ -82,10 +83,14 @@ def run_phase1(
     """
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()
-    run_array = getattr(executor, "run_array", None)  # the simulator's: a sweep as arrays, the same draws
-    members = cover.members if run_array is not None else None
-    if run_array is not None and members is not None and len(members) and bool((np.diff(members, axis=1) > 0).all()):
-        return _run_phase1_arrays(run_array, cover, members, repeats, rule, interleave, anchor)
+    members = cover.members if isinstance(executor, ArrayExecutor) else None  # the simulator: a sweep as arrays, the same draws
+    if (
+        isinstance(executor, ArrayExecutor)
+        and members is not None
+        and len(members)
+        and bool((np.diff(members, axis=1) > 0).all())
+    ):
+        return _run_phase1_arrays(executor.run_array, cover, members, repeats, rule, interleave, anchor)
     measure = measure_all if not interleave or repeats == 1 else measure_rounds
     measured = measure(executor, cover.probes, repeats)
     ok = [i for i, m in enumerate(measured) if m.ok]
@@ -274,11 +279,14 @@ def run_phase2(
         executor: the executor Phase 1 ran on.
         phase1: the sweep to drill into.
         method: ``"evidence"`` (default, :data:`~faultsense_pipelines.replica.vocabulary.DEFAULT_DRILLDOWN`):
-            paired, weighed tests with a confidence on every verdict
-            (:func:`~faultsense_pipelines.localize.evidence.wiring.run_evidence_phase2`); it reads every Phase 1
-            probe against a time-local baseline, so it runs whatever the suspect rule found,
-            also on a sweep the rule called degraded (which stays ``replica_degraded`` unless it
-            confirms a component). ``"adaptive"``: exonerate, then halve,
+            paired, weighed tests with a posterior on every verdict
+            (:func:`~faultsense_pipelines.localize.evidence.wiring.run_evidence_phase2`);
+            ``"sequential"``: anytime-valid paired claims under one error budget a sweep
+            (:func:`~faultsense_pipelines.localize.sequential.wiring.run_sequential_phase2`,
+            docs/verdicts.md).
+            Both read every Phase 1 probe against a time-local baseline, so they run whatever
+            the suspect rule found, also on a sweep the rule called degraded (which stays
+            ``replica_degraded`` unless one confirms a component). ``"adaptive"``: exonerate, then halve,
             trusting each probe's pass or fail (exact on noise-free probes); ``"paper"``: the
             paper's Algorithm 2.
         repeats: measurements per Phase 2 probe.
@@ -315,7 +323,8 @@ def run_phase2(
     """
     _check(executor, phase1.gpus, repeats)
     # the replica's floor (a fleet's min_slowdown) is the smallest slowdown that is a fault
-    floor = max(DEFAULT_MIN_SLOWDOWN, float(getattr(rule, "min_slowdown", DEFAULT_MIN_SLOWDOWN)))
+    floor = max(DEFAULT_MIN_SLOWDOWN, rule.min_slowdown if isinstance(rule, FloorRule) else DEFAULT_MIN_SLOWDOWN)
+    method = DrilldownMethod.parse(method, "method")
     if method == DrilldownMethod.SEQUENTIAL:
         evidence_records, verdicts = run_sequential_phase2(
             executor,
@@ -329,7 +338,7 @@ def run_phase2(
         )
     elif method == DrilldownMethod.EVIDENCE:
         evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, min_slowdown=floor, topology=topology)
-    if method in (DrilldownMethod.SEQUENTIAL, DrilldownMethod.EVIDENCE):
+    if method.reads_every_sweep:
         # a slow majority the rule saw stays the sweep's result unless the evidence found its cause
         found = any(v.status == Status.CONFIRMED for v in verdicts)
         read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and found else phase1

@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "LOG_TIE",
     "AnchoringRule",
+    "FloorRule",
     "MedianRatioRule",
     "RobustRule",
     "SuspectRule",
@@ -98,6 +99,14 @@ class AnchoringRule(SuspectRule, Protocol):
     def anchor(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict | None:
         """The verdict with the fast cluster as the healthy probes, or ``None`` if there is none."""
         ...
+
+
+@runtime_checkable
+class FloorRule(SuspectRule, Protocol):
+    """A rule that never calls a slowdown under its ``min_slowdown`` (a latency ratio > 1): the
+    replica's floor, which the drill-down keeps too."""
+
+    min_slowdown: float
 
 
 @dataclass(frozen=True)

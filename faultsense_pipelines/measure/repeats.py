@@ -9,13 +9,13 @@ a reference probe the two are measured in alternation
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
-from ..replica.executor import ExecutorError, ProbeExecutor, ProbeMeasurement
+from ..replica.executor import ProbeExecutor, ProbeMeasurement
+from .batch import measure
 from .rounds import judge_against_reference
 from .threshold import probe_latency_ms, probe_zone
 
-__all__ = ["judge_probe", "measure", "measure_all"]
+__all__ = ["judge_probe"]
 
 
 def judge_probe(
@@ -58,24 +58,3 @@ def judge_probe(
         return again, "error"
     both = ProbeMeasurement(m.gpus, m.latencies_ms + again.latencies_ms)
     return both, probe_zone(math.log(probe_latency_ms(both.latencies_ms) / baseline_ms), t, remeasured=True)
-
-
-def measure(executor: ProbeExecutor, gpus: tuple[int, ...], repeats: int) -> ProbeMeasurement:
-    """Run one probe ``repeats`` times; an :class:`ExecutorError` becomes a measurement with ``error``."""
-    try:
-        return executor.run(gpus, repeats)
-    except ExecutorError as exc:
-        return ProbeMeasurement(tuple(sorted(gpus)), (), error=str(exc) or type(exc).__name__)
-
-
-def measure_all(executor: ProbeExecutor, probes: Sequence[Sequence[int]], repeats: int) -> list[ProbeMeasurement]:
-    """:func:`measure` every probe (GPU ids) in turn, back to back repeats; one measurement (ms) per probe, in order.
-
-    An executor with a ``run_many(probes, repeats)`` method (the simulator's, which returns
-    what running them one by one would) measures them all in one call.
-    """
-    run_many = getattr(executor, "run_many", None)
-    if run_many is not None:
-        out: list[ProbeMeasurement] = run_many(probes, repeats)
-        return out
-    return [measure(executor, tuple(probe), repeats) for probe in probes]

@@ -27,7 +27,8 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ..replica.executor import ExecutorError, ProbeExecutor, ProbeMeasurement
+from ..replica.executor import ProbeExecutor, ProbeMeasurement
+from .batch import batched, measure
 from .threshold import probe_latency_ms, probe_zone
 
 __all__ = ["detrend_rounds", "judge_against_reference", "measure_pair", "measure_rounds", "paired_log_ratio", "reference_ratio"]
@@ -47,34 +48,17 @@ def measure_rounds(executor: ProbeExecutor, probes: Sequence[Sequence[int]], rep
     """
     lat: list[list[float]] = [[] for _ in probes]
     error: list[str | None] = [None] * len(probes)
-    run_many = getattr(executor, "run_many", None)  # the simulator's: one round in one call, same draws
+    batch = batched(executor)
     for _ in range(repeats):
-        if run_many is not None:
-            alive = [i for i in range(len(probes)) if error[i] is None]
-            for i, m in zip(alive, run_many([probes[i] for i in alive], 1), strict=True):
-                if m.ok:
-                    lat[i].extend(m.latencies_ms)
-                else:
-                    error[i] = m.error
-            continue
-        for i, probe in enumerate(probes):
-            if error[i] is None:
-                error[i] = _measure_once(executor, probe, lat[i])
+        alive = [i for i in range(len(probes)) if error[i] is None]
+        for i, m in zip(alive, batch.run_many([probes[i] for i in alive], 1), strict=True):
+            if m.ok:
+                lat[i].extend(m.latencies_ms)
+            else:
+                error[i] = m.error
     return [
         ProbeMeasurement(tuple(sorted(p)), () if e else tuple(v), error=e) for p, v, e in zip(probes, lat, error, strict=True)
     ]
-
-
-def _measure_once(executor: ProbeExecutor, probe: Sequence[int], into: list[float]) -> str | None:
-    """One measurement of ``probe`` appended to ``into`` (ms); the error instead, if any."""
-    try:
-        m = executor.run(probe, 1)
-    except ExecutorError as exc:
-        return str(exc) or type(exc).__name__
-    if not m.ok:
-        return m.error
-    into.extend(m.latencies_ms)
-    return None
 
 
 def measure_pair(
@@ -112,9 +96,11 @@ def measure_pair(
     for j in range(repeats):
         order = (0, 1) if (j % 2 == 0) == test_first else (1, 0)
         for side in order:
-            error[side] = _measure_once(executor, probes[side], lat[side])
-            if error[side] is not None:
+            m = measure(executor, probes[side], 1)
+            if not m.ok:
+                error[side] = m.error
                 break
+            lat[side].extend(m.latencies_ms)
         if error[0] is not None or error[1] is not None:
             break
     t, r = (

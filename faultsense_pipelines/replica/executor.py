@@ -3,7 +3,9 @@
 An executor runs one probe (a set of GPUs, see FaultSense §4.1) ``repeats`` times on a
 replica and reports the end-to-end latency of each repeat in milliseconds. Simulated,
 local torch.distributed, Ray and vLLM executors all implement :class:`ProbeExecutor`;
-the localization code depends on nothing else.
+the localization code depends on nothing else. An executor that can measure many probes in
+one call says so by implementing :class:`BatchExecutor` (and, for rows of a GPU-id array,
+:class:`ArrayExecutor`); ``faultsense_pipelines.measure.batched`` adapts any other one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ExecutorError", "ProbeExecutor", "ProbeMeasurement"]
+import numpy as np
+
+__all__ = ["ArrayExecutor", "BatchExecutor", "ExecutorError", "ProbeExecutor", "ProbeMeasurement"]
 
 
 class ExecutorError(RuntimeError):
@@ -76,4 +80,35 @@ class ProbeExecutor(Protocol):
 
     def close(self) -> None:
         """Release workers, connections and processes. Safe to call twice."""
+        ...
+
+
+@runtime_checkable
+class BatchExecutor(ProbeExecutor, Protocol):
+    """A :class:`ProbeExecutor` that measures a batch of probes in one call (the simulator:
+    one vectorized draw), returning what :meth:`~ProbeExecutor.run` called probe by probe, in
+    order, would (the same draws, errors as measurements with ``error``)."""
+
+    def run_many(self, probes: Sequence[Sequence[int]], repeats: int = 1) -> list[ProbeMeasurement]:
+        """Measure each probe (GPU ids) ``repeats`` times; one :class:`ProbeMeasurement` per
+        probe, in order.
+
+        Raises:
+            ValueError: as :meth:`~ProbeExecutor.run`.
+        """
+        ...
+
+
+@runtime_checkable
+class ArrayExecutor(BatchExecutor, Protocol):
+    """A :class:`BatchExecutor` that also takes its probes as one integer array and answers with
+    one latency array, never an error (the simulator at scale)."""
+
+    def run_array(self, members: np.ndarray, repeats: int = 1) -> np.ndarray:
+        """:meth:`~BatchExecutor.run_many` of the probes given as rows of a ``(P, k)`` integer
+        array of ascending GPU ids; returns a ``(P, repeats)`` float array of latencies (ms).
+
+        Raises:
+            ValueError: for rows that are not ascending, distinct GPU ids of the replica.
+        """
         ...

@@ -4,11 +4,14 @@ FaultSense (APSys '26, §4.2) abstracts a replica of ``n`` GPUs joined by all-to
 complete undirected graph G = (V, E): vertices are GPUs, edges the logical GPU-to-GPU paths,
 |E| = n(n-1)/2. A probe of size k tests its k vertices and the k(k-1)/2 edges among them.
 
-Below the GPUs sit shared components, each carrying a family of those paths
-(:class:`ReplicaTopology`, docs/components.md): a node's NVSwitch carries every path between
-two of its GPUs; a node's NIC (or, rail-optimized, the NIC of one rail's GPU) every path from
-its GPUs to other nodes; a leaf or rail switch every inter-node path with an end under it. A
-probe *holds* a component when it holds one of the paths it carries (a GPU: when it runs it).
+Below the GPUs sit shared components (:class:`ReplicaTopology`, docs/components.md), and
+the replica is built as a :mod:`networkx` graph of them (:attr:`ReplicaTopology.graph`): each
+node's GPUs hang off its NVSwitch (NVLink), and, as a tree, off its NIC (or, rail-optimized,
+each GPU off its rail's NIC), the NICs off their leaf or rail switch, the switches off the
+fabric above them. A GPU pair's path is a path of that graph (:meth:`ReplicaTopology.route`):
+over the node's NVSwitch when both GPUs share a node, else the one path of the network tree.
+A component *carries* the pairs whose path passes it; a probe *holds* a component when it
+holds one of the pairs it carries (a GPU: when it runs it).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ __all__ = [
     "gpu_component",
     "link",
     "link_component",
-    "replica_graph",
 ]
 
 #: A node name (the ledger's ``nic:<name>``): no spaces, control characters or separators.
@@ -38,6 +40,14 @@ _NODE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 #: A GPU-to-GPU path, always stored with the smaller GPU id first.
 Link = tuple[int, int]
+
+#: A vertex of :attr:`ReplicaTopology.graph`: ``(kind, *ids)`` as in :class:`Component`
+#: (``("gpu", 9)``, ``("nic", 3)``, ``("nic", 3, 5)``, ``("switch", 1)``), or :data:`FABRIC`.
+Vertex = tuple[str | int, ...]
+
+#: The network above the leaf or rail switches (or above the NICs without them): the root of
+#: the network tree. Not a component: a spine's share of a sprayed flow cannot be told apart.
+FABRIC: Vertex = ("fabric",)
 
 
 def link(a: int, b: int) -> Link:
@@ -49,38 +59,6 @@ def link(a: int, b: int) -> Link:
     if a == b:
         raise ValueError(f"a link joins two different GPUs, got ({a}, {b})")
     return (a, b) if a < b else (b, a)
-
-
-def replica_graph(n: int, gpus_per_node: int | None = None, edges: Sequence[Link] | None = None) -> nx.Graph:
-    """Build the replica graph of ``n`` GPUs (ids ``0..n-1``).
-
-    Args:
-        n: number of GPUs in the replica (>= 1).
-        gpus_per_node: if given, every GPU carries a ``node`` attribute
-            ``gpu // gpus_per_node`` (the host it sits on), for shared-component analysis.
-        edges: logical paths; the complete graph (all-to-all) when omitted.
-
-    Returns:
-        An undirected :class:`networkx.Graph`; edge attribute ``intra_node`` is set when
-        ``gpus_per_node`` is given.
-
-    Raises:
-        ValueError: if ``n < 1``, ``gpus_per_node < 1`` or an edge names an unknown GPU.
-    """
-    if n < 1:
-        raise ValueError(f"gpus must be >= 1, got {n}")
-    if gpus_per_node is not None and gpus_per_node < 1:
-        raise ValueError(f"gpus_per_node must be >= 1, got {gpus_per_node}")
-    g = nx.complete_graph(n) if edges is None else nx.empty_graph(n)
-    if edges is not None:
-        for a, b in edges:
-            if not (0 <= a < n and 0 <= b < n) or a == b:
-                raise ValueError(f"edge ({a}, {b}) is not a path between two GPUs of 0..{n - 1}")
-            g.add_edge(a, b)
-    if gpus_per_node is not None:
-        nx.set_node_attributes(g, {v: v // gpus_per_node for v in g.nodes}, "node")
-        nx.set_edge_attributes(g, {(a, b): a // gpus_per_node == b // gpus_per_node for a, b in g.edges}, "intra_node")
-    return g
 
 
 @dataclass(frozen=True, order=True)
@@ -325,19 +303,138 @@ class ReplicaTopology:
     def _node_of(self) -> tuple[int, ...]:
         return tuple(self.node(g) for g in range(self.gpus))
 
+    # -- the graph ------------------------------------------------------------------------
+
+    @cached_property
+    def graph(self) -> nx.Graph:
+        """The replica as an undirected graph of its GPUs and shared components.
+
+        Vertices are :data:`Vertex` keys (``("gpu", 9)``, ``("nvswitch", 1)``, ``("nic", 1)``
+        or ``("nic", 1, 5)``, ``("switch", 0)``, :data:`FABRIC`), with attribute ``kind``;
+        edges have attribute ``layer``:
+
+        * ``"nvlink"``: every GPU of a node to the node's NVSwitch (nodes of >= 2 GPUs);
+        * ``"network"``, a tree rooted at :data:`FABRIC`: every GPU to its NIC (its node's, or
+          with ``rails`` its rail's), every NIC to its leaf or rail switch, every switch to
+          the fabric (without switches the NICs hang off the fabric; without
+          ``gpus_per_node`` there are no NICs and the GPUs hang off the fabric). A one-node
+          replica's NIC and switches are in the graph but carry no pair.
+
+        >>> t = ReplicaTopology(8, gpus_per_node=4, nodes_per_switch=1)
+        >>> sorted(t.graph[("nic", 1)])
+        [('gpu', 4), ('gpu', 5), ('gpu', 6), ('gpu', 7), ('switch', 1)]
+        """
+        g = nx.Graph()
+        g.add_nodes_from((("gpu", i) for i in range(self.gpus)), kind="gpu")
+        g.add_node(FABRIC, kind="fabric")
+        per = self.gpus_per_node
+        if per is not None and per > 1:
+            for v in range(self.nodes):
+                g.add_node(("nvswitch", v), kind="nvswitch")
+                g.add_edges_from(((("gpu", i), ("nvswitch", v)) for i in self.node_gpus(v)), layer="nvlink")
+        if per is None:
+            g.add_edges_from(((("gpu", i), FABRIC) for i in range(self.gpus)), layer="network")
+            return g
+        group_nodes = self.nodes_per_switch or self.nodes
+        for i in range(self.gpus):
+            v, r = divmod(i, per)
+            nic: Vertex = ("nic", v, r) if self.rails else ("nic", v)
+            up: Vertex = FABRIC
+            if self.switches:
+                up = ("switch", (v // group_nodes) * per + r) if self.rails else ("switch", v // group_nodes)
+            g.add_node(nic, kind="nic")
+            g.add_node(up, kind=up[0])
+            g.add_edge(("gpu", i), nic, layer="network")
+            g.add_edge(nic, up, layer="network")
+            if up != FABRIC:
+                g.add_edge(up, FABRIC, layer="network")
+        return g
+
+    @cached_property
+    def _layers(self) -> tuple[nx.Graph, nx.DiGraph]:
+        """The NVLink subgraph, and the network tree directed away from :data:`FABRIC`."""
+        nvlink = self.graph.edge_subgraph((a, b) for a, b, layer in self.graph.edges(data="layer") if layer == "nvlink")
+        network = self.graph.edge_subgraph((a, b) for a, b, layer in self.graph.edges(data="layer") if layer == "network")
+        if not nx.is_tree(network):  # by construction; route() relies on one path per pair
+            raise AssertionError("the network layer of a replica graph must be a tree")
+        return nx.Graph(nvlink), nx.bfs_tree(network, FABRIC)
+
+    @cached_property
+    def _gpus_under(self) -> dict[Vertex, frozenset[int]]:
+        """Per shared-component vertex, the GPUs it serves: an NVSwitch's NVLink neighbours, a
+        NIC's or switch's descendants in the network tree."""
+        nvlink, tree = self._layers
+        out: dict[Vertex, frozenset[int]] = {}
+        for vertex, kind in self.graph.nodes(data="kind"):
+            if kind == "nvswitch":
+                out[vertex] = frozenset(int(u[1]) for u in nvlink[vertex])
+            elif kind in ("nic", "switch"):
+                out[vertex] = frozenset(int(u[1]) for u in nx.descendants(tree, vertex) if u[0] == "gpu")
+        return out
+
+    def route(self, a: int, b: int) -> tuple[Vertex, ...]:
+        """The path between GPUs ``a`` and ``b`` in :attr:`graph`, ends included: over their
+        node's NVSwitch when they share a node (``("gpu", a), ("nvswitch", v), ("gpu", b)``),
+        else the one path of the network tree (GPU, NIC, switch, ..., NIC, GPU).
+
+        Raises:
+            ValueError: if ``a == b`` or either is outside ``0..gpus-1``.
+
+        >>> ReplicaTopology(16, gpus_per_node=4, nodes_per_switch=2).route(1, 9)
+        (('gpu', 1), ('nic', 0), ('switch', 0), ('fabric',), ('switch', 1), ('nic', 2), ('gpu', 9))
+        """
+        a, b = link(a, b)
+        if b >= self.gpus or a < 0:
+            raise ValueError(f"GPUs {a} and {b}: the replica has GPUs 0..{self.gpus - 1}")
+        if self.gpus_per_node is not None and self.gpus_per_node > 1 and self.node(a) == self.node(b):
+            return (("gpu", a), ("nvswitch", self.node(a)), ("gpu", b))  # NVLink: the node's one NVSwitch
+        up_a, up_b = self._to_fabric[a], self._to_fabric[b]
+        common = len(up_a) - 1  # the tree path: up from a to the first vertex above b, down to b
+        while common > 0 and up_a[common - 1] in up_b:
+            common -= 1
+        top = up_a[common]
+        return up_a[: common + 1] + tuple(reversed(up_b[: up_b.index(top)]))
+
+    @cached_property
+    def _to_fabric(self) -> tuple[tuple[Vertex, ...], ...]:
+        """Per GPU, its path up the network tree to :data:`FABRIC`, ends included."""
+        _, tree = self._layers
+        parent = {child: up for up, child in tree.edges}
+        out = []
+        for g in range(self.gpus):
+            path: list[Vertex] = [("gpu", g)]
+            while path[-1] != FABRIC:
+                path.append(parent[path[-1]])
+            out.append(tuple(path))
+        return tuple(out)
+
+    def carries(self, c: Component, a: int, b: int) -> bool:
+        """True when the path between GPUs ``a`` and ``b`` (:meth:`route`) passes ``c``: a GPU
+        at either end, the link itself, a shared component on the way.
+
+        Raises:
+            ValueError: as :meth:`route`.
+        """
+        path = self.route(a, b)
+        if c.kind == ComponentKind.LINK:
+            return c.ids == link(a, b)
+        return (str(c.kind), *c.ids) in path
+
     # -- components ---------------------------------------------------------------------
 
     def nvswitch(self, v: int) -> Component:
-        """The NVSwitch of node ``v``.
+        """The NVSwitch of node ``v``; its members are its NVLink neighbours in :attr:`graph`.
 
         Raises:
             ValueError: for a node outside the replica.
         """
         self._check_node(v)
-        return Component(ComponentKind.NVSWITCH, (v,), frozenset(self.node_gpus(v)))
+        members = self._gpus_under.get(("nvswitch", v), frozenset(self.node_gpus(v)))  # a 1-GPU node has none
+        return Component(ComponentKind.NVSWITCH, (v,), members)
 
     def nic(self, v: int, rail: int | None = None) -> Component:
-        """The NIC of node ``v`` (``rail`` is required with ``rails`` and refused without).
+        """The NIC of node ``v`` (``rail`` is required with ``rails`` and refused without);
+        its members are the GPUs under it in :attr:`graph`.
 
         Raises:
             ValueError: for a node or rail outside the replica, or a rail given (or missing)
@@ -348,14 +445,13 @@ class ReplicaTopology:
             raise ValueError("a NIC needs topology.gpus_per_node")
         if self.rails != (rail is not None):
             raise ValueError("give [node, rail]: the topology has rails" if self.rails else "a rail needs topology.rails: true")
-        if rail is None:
-            return Component(ComponentKind.NIC, (v,), frozenset(self.node_gpus(v)))
-        if not 0 <= rail < self.gpus_per_node:
+        if rail is not None and not 0 <= rail < self.gpus_per_node:
             raise ValueError(f"rail {rail} is outside 0..{self.gpus_per_node - 1}")
-        return Component(ComponentKind.NIC, (v, rail), frozenset((v * self.gpus_per_node + rail,)))
+        ids = (v,) if rail is None else (v, rail)
+        return Component(ComponentKind.NIC, ids, self._gpus_under[("nic", *ids)])
 
     def switch(self, s: int) -> Component:
-        """Leaf or rail switch ``s``.
+        """Leaf or rail switch ``s``; its members are the GPUs under it in :attr:`graph`.
 
         Raises:
             ValueError: for a switch outside ``0..switches-1``.
@@ -366,15 +462,7 @@ class ReplicaTopology:
                 if self.switches
                 else "the topology has no switches (give nodes_per_switch or rails)"
             )
-        per = self.gpus_per_node or 1
-        group_nodes = self.nodes if self.nodes_per_switch is None else self.nodes_per_switch
-        if self.rails:
-            group, rail = divmod(s, per)
-            nodes = range(group * group_nodes, (group + 1) * group_nodes)
-            members = frozenset(v * per + rail for v in nodes)
-        else:
-            members = frozenset(g for v in range(s * group_nodes, (s + 1) * group_nodes) for g in self.node_gpus(v))
-        return Component(ComponentKind.SWITCH, (s,), members)
+        return Component(ComponentKind.SWITCH, (s,), self._gpus_under[("switch", s)])
 
     def shared_components(self) -> list[Component]:
         """Every NVSwitch, NIC and switch of the replica: NVSwitches by node, NICs by node (and
@@ -391,10 +479,16 @@ class ReplicaTopology:
         return out
 
     def holds(self, c: Component, gpus: Iterable[int]) -> bool:
-        """True when a probe over ``gpus`` holds a path ``c`` carries (for a GPU: runs it).
+        """True when a probe over ``gpus`` holds a pair whose path passes ``c`` (:meth:`carries`;
+        for a GPU: runs it).
 
-        An NVSwitch is held by two GPUs of its node; a NIC or switch (members M) by a GPU of M
-        together with a GPU of another node, that is, by a probe that meets M and spans two nodes.
+        Read off :attr:`graph` without walking every pair: an NVSwitch carries exactly the pairs
+        of its NVLink neighbours (its members M), so it is held by two GPUs of M. A NIC or
+        switch c carries an inter-node pair (a, b) when the tree path passes c, that is, when
+        one end lies below c and the other does not lie below the same child of c; every child
+        of a NIC (a GPU) or of a switch (a NIC) lies within one node, so for an inter-node pair
+        "not below the same child" always holds, and c is held exactly by a probe that meets M
+        and spans two nodes (a GPU a of M and a GPU of another node than a's).
         """
         probe = gpus if isinstance(gpus, frozenset | set) else frozenset(gpus)
         if c.kind == ComponentKind.GPU:

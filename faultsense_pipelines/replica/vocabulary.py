@@ -10,8 +10,8 @@ those of the tables below; code compares against the members instead of bare lit
 * :class:`ComponentKind` -- what a ledger row names: ``gpu``, ``link``, ``nvswitch``, ``nic``,
   ``switch``, ``replica`` (FaultSense),
   ``machine`` (Minder), ``fabric_link`` (FlowPulse).
-* :class:`DrilldownMethod` -- Phase 2: ``evidence`` (default, :data:`DEFAULT_DRILLDOWN`), ``adaptive``,
-  ``paper`` (Algorithm 2).
+* :class:`DrilldownMethod` -- Phase 2: ``evidence`` (default, :data:`DEFAULT_DRILLDOWN`),
+  ``sequential``, ``adaptive``, ``paper`` (Algorithm 2).
 * :class:`ExecutorKind` -- how a replica's probes run: ``simulated``, ``local``, ``ray``, ``vllm``
   (how each is built: :data:`faultsense_pipelines.probe.executors.EXECUTOR_BUILDERS`).
 * :class:`Engine` -- which ranks of a ``local`` or ``ray`` pool join a probe's forward:
@@ -103,6 +103,13 @@ class DrilldownMethod(Vocabulary):
     PAPER = "paper"
     SEQUENTIAL = "sequential"  # anytime-valid paired claims, one error budget a sweep (localize.sequential)
     EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence)
+
+    @property
+    def reads_every_sweep(self) -> bool:
+        """True for the drill-downs that read every Phase 1 sweep against its own time-local
+        baseline (``sequential``, ``evidence``), suspects or not; the binary ones (``adaptive``,
+        ``paper``) drill only into the suspect rule's suspects."""
+        return self in (DrilldownMethod.SEQUENTIAL, DrilldownMethod.EVIDENCE)
 
 
 #: The drill-down of ``simulate``, ``sweep`` and the Dagster sweep unless told otherwise: the

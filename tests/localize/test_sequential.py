@@ -26,6 +26,7 @@ from faultsense_pipelines.localize.sequential import (
     shape,
     shaped_reference,
 )
+from faultsense_pipelines.localize.sequential.drilldown import shared_read_cost
 from faultsense_pipelines.localize.sequential.eprocess import STRATEGIES, mann_whitney_null, round_factors
 from faultsense_pipelines.sim.scenario import parse_scenario
 
@@ -282,7 +283,8 @@ def test_a_node_gap_in_healthy_latency_blames_nothing_and_hides_no_fault(seed: i
     )
     loc = localize(sc.replica(), plan_cover(32, 4), repeats=3, method="sequential", topology=sc.topology, seed=seed)
     assert {v.component for v in loc.verdicts if v.status == "confirmed"} == truth
-    assert loc.probes_phase2 <= default_budget(loc.probes_phase1, 0.01, 3)
+    reads = shared_read_cost(6) * len(sc.topology.shared_components())  # one quick read of each, at most
+    assert loc.probes_phase2 <= default_budget(loc.probes_phase1, 0.01, 3) + reads
 
 
 def test_a_shaped_reference_moves_a_whole_node_when_single_swaps_cannot() -> None:
@@ -347,3 +349,21 @@ def test_a_budget_too_small_for_every_suspect_probe_leaves_their_gpus_inconclusi
     # a budget below one claim's cost stops before any probe and says it is the budget, not the noise
     res = sequential_drilldown(16, 4, phase1, suspects, rep.round, sigma=0.02, budget=10, seed=0)
     assert res.probes == 0 and res.gate is not None and res.gate.startswith("a Phase 2 budget of 10 probes cannot settle")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_tiny_replica_names_two_slow_links_at_one_gpu(seed: int) -> None:
+    # n = 8, k = 4: a probe under search holds half the replica, so its search reads need
+    # references that may share GPUs with it; both links and nothing else, well within 3 x 28
+    sc = parse_scenario(
+        {
+            "gpus": 8,
+            "probe_size": 4,
+            "faults": [{"link": [0, 3], "slowdown": 1.5}, {"link": [0, 6], "slowdown": 1.5}],
+            "noise": {"sigma": 0.02},
+            "seed": seed,
+        }
+    )
+    loc = localize(sc.replica(), plan_cover(8, 4), repeats=3, method="sequential", seed=seed)
+    assert {v.component for v in loc.verdicts if v.status == "confirmed"} == {"link:0-3", "link:0-6"}
+    assert loc.probes_phase2 <= 3 * 28

@@ -14,10 +14,21 @@ sub-test is a valid test of a true null).
 * **Link** ``(a, b)``: ``{a, b} | P`` against ``{a, c} | P`` (``b`` swapped out) and against
   ``{d, b} | P`` (``a`` swapped out). A slow ``b`` alone rejects only the first; a slow ``a``
   alone only the second.
+* **Shared component** (:func:`test_shared`): its GPUs (a NIC's or an NVSwitch's node, a
+  leaf switch's nodes) are split into two disjoint halves, one sub-test each. A round puts a
+  GPU of the half (two, for an NVSwitch) where the component is on its path, and the
+  reference a GPU (two) where another component of the same kind is, everything else common
+  and the shapes equal: NIC ``v``: ``{a} | Q`` against ``{a'} | Q``, ``a`` on ``v``, ``a'`` on
+  another node under ``v``'s switch, ``Q`` on neither node (so the switches and every other
+  NIC are common); NVSwitch ``v``: two GPUs of ``v`` against two GPUs of one other node, alone
+  (a two-GPU probe inside a node crosses no NIC); leaf switch ``s``: ``{a} | Q`` against
+  ``{a'} | Q``, ``a`` under ``s``, ``a'`` under another switch, ``Q`` under neither. A slow GPU
+  or link sits in one half only, so the other half's sub-test stays a test of a true null.
 
 What breaks attribution (not the noise guarantee): a healthy GPU with slow links into both
-halves of its partners, or a healthy link whose two ends are both slow GPUs (such a link is
-reported ``masked`` once both GPUs are confirmed).
+halves of its partners, a healthy link whose two ends are both slow GPUs (such a link is
+reported ``masked`` once both GPUs are confirmed), or a healthy shared component with a slow
+GPU in each half.
 """
 
 from __future__ import annotations
@@ -28,12 +39,13 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ...replica.topology import Component
 from ...replica.vocabulary import ComponentKind, Status
 from .budget import ProbeBudget
 from .eprocess import PairedTest
-from .pairing import Layout, RoundOracle, swap_partner
+from .pairing import Layout, RoundOracle, shape, swap_partner
 
-__all__ = ["ClaimResult", "test_gpu", "test_link"]
+__all__ = ["ClaimResult", "shared_draws", "shared_halves", "test_gpu", "test_link", "test_shared"]
 
 
 @dataclass(frozen=True)
@@ -41,9 +53,9 @@ class ClaimResult:
     """How one claim's test ended.
 
     Attributes:
-        kind: GPU or link.
-        gpu: the GPU, or the link's smaller end.
-        peer_gpu: the link's larger end, ``None`` for a GPU.
+        kind: GPU, link, or a shared component's kind.
+        gpu: the GPU, or the link's smaller end; ``None`` for a shared component.
+        peer_gpu: the link's larger end, ``None`` for a GPU or a shared component.
         status: ``confirmed``; ``inconclusive`` (budget or rounds ran out, no shape-matched
             reference, or slow but by less than ``min_slowdown``); ``None`` when the test
             showed it less than ``min_slowdown`` slow (healthy enough: no verdict).
@@ -56,10 +68,11 @@ class ClaimResult:
         rounds: rounds measured (each two probes).
         reason: why it is inconclusive, with the evidence reached.
         evidence: the test probes of its rounds (GPU ids).
+        shared: the NIC, NVSwitch or switch, ``None`` for a GPU or a link.
     """
 
     kind: ComponentKind
-    gpu: int
+    gpu: int | None
     peer_gpu: int | None
     status: Status | None
     level: float
@@ -70,6 +83,7 @@ class ClaimResult:
     rounds: int
     reason: str | None
     evidence: tuple[tuple[int, ...], ...]
+    shared: Component | None = None
 
 
 @dataclass
@@ -88,9 +102,10 @@ class _Context:
 def _run(
     ctx: _Context,
     kind: ComponentKind,
-    ids: tuple[int, int | None],
+    ids: tuple[int | None, int | None],
     level: float,
     draw: Sequence[_Draw],
+    shared: Component | None = None,
 ) -> ClaimResult:
     """Round-robin over the sub-tests until all reject, one clears, or a budget runs out.
 
@@ -136,18 +151,19 @@ def _run(
             continue
         tests[i].add(*got)
         evidence.append(pair[0])
-    return _result(ctx, kind, ids, level, tests, rounds, reason, tuple(evidence))
+    return _result(ctx, kind, ids, level, tests, rounds, reason, tuple(evidence), shared)
 
 
 def _result(
     ctx: _Context,
     kind: ComponentKind,
-    ids: tuple[int, int | None],
+    ids: tuple[int | None, int | None],
     level: float,
     tests: Sequence[PairedTest],
     rounds: int,
     reason: str | None,
     evidence: tuple[tuple[int, ...], ...],
+    shared: Component | None = None,
 ) -> ClaimResult:
     e = min(t.evalue() for t in tests)
     confidence = 1.0 - min(1.0, ctx.alpha / (level * e))
@@ -171,7 +187,7 @@ def _result(
             reason = f"slow by {interval[0]:.2f}-{interval[1]:.2f}x{below}" + (f"; {reason}" if reason else "")
         reason = f"{reason or 'undecided'} (e-value {e:.3g} of {1 / level:.3g} needed)"
     a, b = ids
-    return ClaimResult(kind, a, b, status, level, e, confidence, slowdown, interval, rounds, reason, evidence)
+    return ClaimResult(kind, a, b, status, level, e, confidence, slowdown, interval, rounds, reason, evidence, shared)
 
 
 def _reads_slow(tests: Sequence[PairedTest]) -> bool:
@@ -250,3 +266,106 @@ def test_link(ctx: _Context, a: int, b: int, level: float, healthy: Sequence[int
     draws: list[_Draw] = [_EndSwap(a, b, pads, pads), _EndSwap(b, a, pads, pads)]
     lo, hi = min(a, b), max(a, b)
     return _run(ctx, ComponentKind.LINK, (lo, hi), level, draws)
+
+
+@dataclass
+class _SharedSwap(_Draw):
+    """One sub-test of a shared component: ``width`` GPUs of ``half`` against as many of one
+    node (NVSwitch: two GPUs of one node, alone) or of a ``references`` GPU, with ``k - width``
+    common pads from ``pads`` on nodes (or, for a switch, under switches) that neither side
+    touches."""
+
+    half: list[int]
+    references: list[int]
+    pads: list[int]
+    width: int
+    apart: str  # "node" or "switch": what the pads must not share with either side
+
+    def __call__(self, ctx: _Context) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        where = ctx.layout.node if self.apart == "node" else [ctx.layout.switch_of(g) for g in range(len(ctx.layout.node))]
+        if len(self.half) < self.width or not self.references:
+            return None
+        for _ in range(8):
+            test = ctx.rng.sample(self.half, self.width)
+            if self.width == 1:
+                ref = [ctx.rng.choice(self.references)]
+            else:  # two GPUs of one node
+                by_node: dict[int, list[int]] = {}
+                for h in self.references:
+                    by_node.setdefault(ctx.layout.node[h], []).append(h)
+                nodes = [v for v, gs in by_node.items() if len(gs) >= self.width]
+                if not nodes:
+                    return None
+                ref = ctx.rng.sample(by_node[ctx.rng.choice(nodes)], self.width)
+            taken = {where[g] for g in (*test, *ref)}
+            pool = [x for x in self.pads if where[x] not in taken]
+            need = ctx.k - self.width if self.width == 1 else 0
+            if len(pool) < need:
+                return None
+            q = ctx.rng.sample(pool, need)
+            t, r = tuple(sorted([*test, *q])), tuple(sorted([*ref, *q]))
+            if shape(t, ctx.layout) == shape(r, ctx.layout):
+                return t, r
+        return None
+
+
+def shared_halves(c: Component, layout: Layout, rng: random.Random) -> tuple[list[int], list[int]] | None:
+    """The two disjoint halves of a shared component's GPUs that its sub-tests draw from: a
+    NIC's node split in two (at least one GPU each), an NVSwitch's (two each), a leaf switch's
+    nodes split in two (whole nodes); ``None`` where the component has too few for two."""
+    members = sorted(c.members)
+    if c.kind is ComponentKind.SWITCH:
+        nodes = sorted({layout.node[g] for g in members})
+        rng.shuffle(nodes)
+        if len(nodes) < 2:
+            return None
+        first = set(nodes[: len(nodes) // 2])
+        return [g for g in members if layout.node[g] in first], [g for g in members if layout.node[g] not in first]
+    rng.shuffle(members)
+    least = 2 if c.kind is ComponentKind.NVSWITCH else 1
+    if len(members) < 2 * least:
+        return None
+    return sorted(members[: len(members) // 2]), sorted(members[len(members) // 2 :])
+
+
+def shared_draws(ctx: _Context, c: Component, healthy: Sequence[int]) -> list[_Draw]:
+    """The two sub-tests' draws of the shared component ``c`` (see :func:`test_shared`);
+    empty when ``c`` cannot be tested (too few GPUs for two halves).
+
+    Raises:
+        ValueError: for a rail NIC or a rail switch (``c.ids`` of two, or a rail layout).
+    """
+    lay = ctx.layout
+    if lay.rail or len(c.ids) != 1 or c.kind not in (ComponentKind.NIC, ComponentKind.NVSWITCH, ComponentKind.SWITCH):
+        raise ValueError(f"{c.kind} {list(c.ids)}: only non-rail NICs, NVSwitches and leaf switches are claims")
+    halves = shared_halves(c, lay, ctx.rng)
+    if halves is None:
+        return []
+    pool = [g for g in healthy if g not in c.members]
+    if c.kind is ComponentKind.NVSWITCH:
+        return [_SharedSwap(h, pool, [], 2, "node") for h in halves]
+    if c.kind is ComponentKind.NIC:
+        home = lay.switch_of(min(c.members))
+        refs = [g for g in pool if lay.switch_of(g) == home]
+        return [_SharedSwap(h, refs, pool, 1, "node") for h in halves]
+    return [_SharedSwap(h, pool, pool, 1, "switch") for h in halves]
+
+
+def test_shared(ctx: _Context, c: Component, level: float, healthy: Sequence[int]) -> ClaimResult:
+    """Test the claim "the NIC, NVSwitch or leaf switch ``c`` slows the probes on its paths by
+    at least ``min_slowdown``": two sub-tests, one per half of its GPUs (:func:`shared_halves`).
+
+    A NIC's references are GPUs of other nodes under its node's switch; an NVSwitch's, pairs
+    of GPUs of one other node; a leaf switch's, GPUs under other switches. References and
+    pads come from ``healthy`` (GPUs believed healthy). Only non-rail NICs and leaf switches
+    are claims here (a rail NIC carries one GPU's paths: no halves).
+
+    Raises:
+        ValueError: as :func:`shared_draws`.
+    """
+    draws = shared_draws(ctx, c, healthy)
+    if not draws:
+        return _result(
+            ctx, c.kind, (None, None), level, [PairedTest(ctx.theta0, level)], 0, "too few GPUs under it for two halves", (), c
+        )
+    return _run(ctx, c.kind, (None, None), level, draws, c)

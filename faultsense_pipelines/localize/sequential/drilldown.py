@@ -5,7 +5,9 @@ Phase 2 over a *round oracle* (:data:`~.pairing.RoundOracle`), pure: no executor
 1. **Noise gate.** From Phase 1's own spread, estimate how many rounds a claim will need
    (:func:`rounds_needed`); when the budget cannot reach one verdict, stop before spending
    anything and say so.
-2. **Proposals.** A GPU most of whose Phase 1 probes are suspect is proposed at once. The
+2. **Proposals.** A shared component (NIC, NVSwitch, leaf switch) most of whose Phase 1
+   probes are suspect is proposed first (:func:`shared_proposals`), then a GPU most of whose
+   Phase 1 probes are suspect and that no confirmed shared component explains. The
    suspect probes no confirmed GPU explains are searched for their minimal slow sets (a GPU
    or a link) by adaptive group testing (:func:`~..drilldown.adaptive.adaptive_drilldown`)
    over *quick reads*: a few paired rounds read by their Hodges-Lehmann estimate. The
@@ -30,10 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...replica.topology import Component, ReplicaTopology
 from ...replica.vocabulary import ComponentKind, Status
 from ..drilldown.adaptive import adaptive_drilldown
 from .budget import ErrorBudget, ProbeBudget
-from .claims import ClaimResult, _Context, test_gpu, test_link
+from .claims import ClaimResult, _Context, shared_draws, test_gpu, test_link, test_shared
 from .eprocess import PairedTest, rounds_lower_bound
 from .pairing import Layout, RoundOracle, shaped_reference
 
@@ -45,6 +48,8 @@ __all__ = [
     "read_threshold",
     "rounds_needed",
     "sequential_drilldown",
+    "shared_proposals",
+    "shared_read_cost",
 ]
 
 
@@ -121,6 +126,9 @@ def sequential_drilldown(
     seed: int = 0,
     claim_rounds: int = 64,
     quick_rounds: int | None = None,
+    topology: ReplicaTopology | None = None,
+    flagged: Sequence[int] = (),
+    raw: Sequence[float | None] = (),
 ) -> SequentialResult:
     """Localize the faults behind Phase 1's suspect probes with anytime-valid claims.
 
@@ -142,6 +150,14 @@ def sequential_drilldown(
         seed: seed of every draw (partners, references, halves).
         claim_rounds: rounds one claim may take, at most.
         quick_rounds: rounds of one search read (default :func:`read_rounds`).
+        topology: the replica's shared components (:func:`shared_proposals`); none claimed
+            when ``None``. Must agree with ``layout``.
+        flagged: indices into ``phase1`` of the probes the suspect rule called slow (a
+            shared component's candidacy reads them beside ``suspects``: a slow NIC held by
+            most probes moves the baseline, and only the rule's view against the fast few
+            shows it).
+        raw: per ``phase1`` probe, its log latency before shape correction (the shared
+            components' contrast, :func:`shared_proposals`); none when empty.
 
     Returns:
         A :class:`SequentialResult`.
@@ -161,7 +177,7 @@ def sequential_drilldown(
     for gpus, _ in phase1:
         if gpus and (min(gpus) < 0 or max(gpus) >= n):
             raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
-    if not units:
+    if not units and not (topology is not None and (flagged or raw)):
         return SequentialResult((), 0, None, alpha)
     theta0 = math.log(min_slowdown)
     rng = random.Random(seed)
@@ -207,6 +223,38 @@ def sequential_drilldown(
     results: list[ClaimResult] = []
     judged: set[tuple[int, int | None]] = set()
     faulty: set[int] = set()
+    explained: list[Component] = []  # confirmed shared components
+
+    def covered(unit: Sequence[int]) -> bool:
+        """A confirmed GPU, link or shared component on the probe's paths explains it."""
+        links = [
+            (c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.gpu is not None and c.peer_gpu is not None
+        ]
+        if faulty.intersection(unit) or any(_holds(tuple(unit), link) for link in links):
+            return True
+        return topology is not None and any(topology.holds(c, unit) for c in explained)
+
+    # 2a. shared components that Phase 1 points at, before the GPUs under them: switches,
+    # then NICs, then NVSwitches; each read quickly (both halves), claimed at once when the
+    # read is slow; a confirmed one explains the candidates under it
+    quick = quick_rounds if quick_rounds is not None else read_rounds(theta0, sigma, repeats)
+    threshold = read_threshold(theta0, sigma, quick * repeats)
+    if topology is not None:
+        # references and pads from the most trusted three quarters: a slow GPU among the pads
+        # would slow both sides alike and hide the component (power only, never validity)
+        pool = list(healthy[: max(2 * k, (3 * n) // 4)])
+        for c in shared_proposals(topology, layout, phase1, suspect_set | set(flagged), raw=raw, contrast=theta0 / 2):
+            if any(c.members <= e.members for e in explained):
+                continue
+            if probes.left < per_claim + shared_read_cost(quick):
+                break
+            est = _read_shared(ctx, c, pool, quick)
+            if est is None or math.log(est) <= threshold:
+                continue
+            res = test_shared(ctx, c, wallet.open(), pool)
+            results.append(res)
+            if res.status is Status.CONFIRMED:
+                explained.append(c)
 
     def claim(kind: ComponentKind, a: int, b: int | None, linked: set[int] | None = None) -> None:
         key = (a, b)
@@ -214,7 +262,8 @@ def sequential_drilldown(
             return
         judged.add(key)
         level = wallet.open()
-        trusted = [g for g in healthy if g not in faulty]
+        under = {g for c in explained for g in c.members}  # on a confirmed component's paths
+        trusted = [g for g in healthy if g not in faulty and g not in under]
         if kind is ComponentKind.GPU:
             res = test_gpu(ctx, a, level, trusted, linked or set())
         else:
@@ -224,32 +273,44 @@ def sequential_drilldown(
         if res.status is Status.CONFIRMED and kind is ComponentKind.GPU:
             faulty.add(a)
 
-    # 2a. GPUs that Phase 1 already points at -- where the replica is large enough that a
+    # 2b. GPUs that Phase 1 already points at -- where the replica is large enough that a
     # GPU claim's partner halves each hold several probes' worth of GPUs; in a smaller one
     # every probe of a half holds the same partners, a healthy GPU with slow links into both
     # halves would pass for a slow GPU, and the search below tells the two apart first
     if large:
+        under = {g for c in explained for g in c.members}  # their suspicion is explained
         for g in sorted(range(n), key=lambda g: (-share[g], -bad[g], g)):
-            if share[g] >= 0.5 and bad[g] >= 2:
+            if share[g] >= 0.5 and bad[g] >= 2 and g not in under:
                 claim(ComponentKind.GPU, g, None)
 
-    # 2b. search each suspect probe no confirmed GPU explains, the most excessive first,
-    # and claim what the search proposes before the next probe's search spends the budget
+    # 2c. search each suspect probe, the most excessive first, less the GPUs confirmed slow
+    # (nothing if a confirmed link or shared component explains it), and claim what the
+    # search proposes before the next probe's search spends the budget
     passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
-    quick = quick_rounds if quick_rounds is not None else read_rounds(theta0, sigma, repeats)
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
     unreached: list[tuple[int, ...]] = []
     for i in order:
         unit = tuple(phase1[i][0])
-        confirmed_links = [(c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.peer_gpu is not None]
-        if faulty.intersection(unit) or any(_holds(unit, link) for link in confirmed_links):
+        rest = tuple(g for g in unit if g not in faulty)
+        if covered(rest) or len(rest) < 2:
             continue
+        hidden = rest != unit  # a confirmed GPU explains the probe; the paths among the rest
+        # were only ever probed beside it and are searched without it (its slowness told
+        # nothing about them)
         if probes.left < per_claim:
-            if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
+            if not hidden and (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: unexamined
                 unreached.append(unit)
             continue
-        reads = _QuickReads(ctx, [g for g in healthy if g not in faulty], quick, read_threshold(theta0, sigma, quick * repeats))
-        found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
+        unit = rest
+        # references from trusted GPUs outside the probe under search where the replica has
+        # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
+        # first maps a node onto itself
+        avoid = faulty | {g for c in explained for g in c.members}
+        pool = [g for g in healthy if g not in avoid and g not in unit]
+        if len(pool) < 2 * k:
+            pool = [g for g in healthy if g not in avoid]
+        quick_reads = _QuickReads(ctx, pool, quick, threshold)
+        found = adaptive_drilldown(n, k, passed, [unit], quick_reads, recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
         for f in proposals:
@@ -266,7 +327,7 @@ def sequential_drilldown(
     # suspect probes at least min_slowdown slow that the budget did not reach: their GPUs are
     # inconclusive, never silently healthy (slighter ones, often noise, count among the links
     # the sweep left unjudged)
-    claimed = {c.gpu for c in results if c.peer_gpu is None}
+    claimed = {c.gpu for c in results if c.kind is ComponentKind.GPU}
     why = f"in a slow Phase 1 probe that the Phase 2 budget ({probes.total} probes) did not reach; raise phase2.budget"
     for g in dict.fromkeys(g for u in unreached for g in u):
         if g not in claimed and g not in faulty:
@@ -280,6 +341,76 @@ def sequential_drilldown(
                     judged.add((min(a, b), max(a, b)))
                     results.append(_masked(min(a, b), max(a, b)))
     return SequentialResult(tuple(results), probes.spent, None, alpha)
+
+
+def shared_proposals(
+    topology: ReplicaTopology,
+    layout: Layout,
+    phase1: Sequence[tuple[Sequence[int], float | None]],
+    suspects: set[int],
+    *,
+    raw: Sequence[float | None] = (),
+    contrast: float = math.inf,
+) -> list[Component]:
+    """The shared components worth a quick read, switches before NICs before NVSwitches (a
+    larger component explains the smaller ones under it), each kind most suspect first.
+
+    A component is proposed when it can be tested (:func:`~.claims.test_shared`: two halves
+    of its GPUs, and references -- another node under a NIC's switch, a third switch for a
+    leaf switch) and Phase 1 points at it: at least two suspect probes hold it (for an
+    NVSwitch, or one through three or more of its GPUs: a cover may hold a node's every pair
+    in one probe) and at least half of the measured probes that hold it are suspect; or the
+    probes holding it are slower than those that do not by ``contrast`` or more (median of
+    ``raw``, each probe's log latency before any shape correction: a slow NIC held by every
+    cross-node probe moves the baseline, and only the few probes inside one node stand
+    apart). Proposing decides only what is read, never a verdict. Rail-optimized replicas
+    propose none (a rail NIC carries one GPU's paths).
+
+    >>> t = ReplicaTopology(16, gpus_per_node=4)
+    >>> lay = Layout(tuple(t.node(g) for g in range(16)))
+    >>> probes = [((0, 4), 0.5), ((1, 8), 0.5), ((2, 12), 0.4), ((5, 9), 0.0), ((6, 13), 0.0), ((0, 1), 0.0)]
+    >>> [t.name(c) for c in shared_proposals(t, lay, probes, {0, 1, 2})]
+    ['nic:node0']
+    """
+    if layout.rail or topology.rails:
+        return []
+    switches = len(set(layout.switch)) if layout.switch else 1
+    testable = []
+    for c in topology.shared_components():
+        nodes = {layout.node[g] for g in c.members}
+        home = layout.switch_of(min(c.members))
+        if c.kind is ComponentKind.NVSWITCH and len(c.members) < 4:
+            continue
+        if c.kind is ComponentKind.NIC and (
+            len(c.members) < 2
+            or not any(layout.switch_of(g) == home for g in range(len(layout.node)) if layout.node[g] not in nodes)
+        ):
+            continue
+        if c.kind is ComponentKind.SWITCH and (len(nodes) < 2 or switches < 3):
+            continue
+        testable.append(c)
+    measured = [i for i, (_, x) in enumerate(phase1) if x is not None]
+    if not testable or not measured:
+        return []
+    holds = topology.holds_matrix(testable, [phase1[i][0] for i in measured])  # (probes, components)
+    suspect = np.array([i in suspects for i in measured])
+    bad = (holds & suspect[:, None]).sum(axis=0)
+    count = holds.sum(axis=0)
+    x = np.array([np.nan if i >= len(raw) or raw[i] is None else raw[i] for i in measured], dtype=float)
+    candidates = []
+    for j, c in enumerate(testable):
+        deep = c.kind is ComponentKind.NVSWITCH and any(
+            suspect[p] and len(c.members.intersection(phase1[measured[p]][0])) >= 3 for p in np.flatnonzero(holds[:, j])
+        )
+        pointed = (bad[j] >= 2 or deep) and 2 * bad[j] >= count[j]
+        inside, outside = x[holds[:, j]], x[~holds[:, j]]
+        inside, outside = inside[~np.isnan(inside)], outside[~np.isnan(outside)]
+        gap = float(np.median(inside) - np.median(outside)) if len(inside) and len(outside) else -math.inf
+        if pointed or gap >= contrast:
+            candidates.append((-float(bad[j]) / max(1, int(count[j])), -gap, c))
+    rank = {ComponentKind.SWITCH: 0, ComponentKind.NIC: 1, ComponentKind.NVSWITCH: 2}
+    candidates.sort(key=lambda t: (rank[t[2].kind], t[0], t[1], t[2].ids))
+    return [c for _, _, c in candidates]
 
 
 def _holds(unit: tuple[int, ...], link: tuple[int, int | None]) -> bool:
@@ -347,6 +478,36 @@ class _QuickReads:
     def _reference(self, test: tuple[int, ...]) -> tuple[int, ...] | None:
         """A probe of ``test``'s shape from the most trusted GPUs outside it."""
         return shaped_reference(test, self.healthy, self.ctx.layout, self.ctx.rng)
+
+
+def shared_read_cost(quick_rounds: int) -> int:
+    """Probes one quick read of a shared component spends: ``quick_rounds // 2`` rounds (at
+    least one) of each half, two probes a round."""
+    return 2 * 2 * max(1, quick_rounds // 2)
+
+
+def _read_shared(ctx: _Context, c: Component, pool: list[int], rounds: int) -> float | None:
+    """A quick read of a shared component: ``rounds`` rounds of each half's draws (at least
+    one); the smaller of the two halves' Hodges-Lehmann slowdowns (both must read slow), or
+    ``None`` when it cannot be read (no draws, budget spent)."""
+    draws = shared_draws(ctx, c, pool)
+    if not draws:
+        return None
+    estimates = []
+    for draw in draws:
+        t = PairedTest(ctx.theta0, 0.5)
+        for _ in range(max(1, rounds // 2)):
+            pair = draw(ctx)
+            if pair is None or not ctx.budget.take(2):
+                return None
+            got = ctx.oracle(*pair)
+            if got is not None:
+                t.add(*got)
+        est = t.estimate()
+        if est is None:
+            return None
+        estimates.append(est)
+    return min(estimates)
 
 
 def _gated(g: int, gate: str) -> ClaimResult:

@@ -20,7 +20,7 @@ from ...replica.vocabulary import Outcome, Status
 from ..evidence.drilldown import detrended_excess, estimate_sigma, time_detrended
 from ..evidence.wiring import evidence_units
 from ..verdicts import Phase1Records, Phase1Result, ProbeRecord, Verdict
-from .drilldown import default_budget, sequential_drilldown
+from .drilldown import default_budget, read_rounds, sequential_drilldown, shared_proposals, shared_read_cost
 from .pairing import Layout, shape
 
 __all__ = ["DEFAULT_ALPHA", "layout_of", "run_sequential_phase2", "shape_corrected"]
@@ -126,6 +126,8 @@ def run_sequential_phase2(
     if not measured:
         raise ValueError("the sequential drill-down needs a Phase 1 sweep with at least one measured probe")
     layout = layout_of(phase1.gpus, topology)
+    typical = statistics.median(measured)
+    raw = [math.log(statistics.median(lat) / typical) if lat else None for lat in latencies]
     latencies = shape_corrected(latencies, [r.gpus for r in p1], layout)
     detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
     excess = detrended_excess(detrended)
@@ -163,6 +165,16 @@ def run_sequential_phase2(
         return (tuple(got[0]), tuple(got[1])) if ok else None
 
     phase1_probes: Sequence[tuple[Sequence[int], float | None]] = [(r.gpus, x) for r, x in zip(p1, excess, strict=True)]
+    shared = topology if topology is not None and topology.gpus_per_node is not None else None
+    if budget is None:
+        # as many probes as Phase 1 (at least four minimal claims), plus one quick read of
+        # each shared component Phase 1 points at: a slow NIC held by every cross-node probe
+        # moves Phase 1's baseline, and only Phase 2 reads tell the NICs apart
+        budget = default_budget(len(p1), alpha, repeats)
+        if shared is not None:
+            flagged = set(units) | set(phase1.suspect_probes)
+            candidates = shared_proposals(shared, layout, phase1_probes, flagged, raw=raw, contrast=effect / 2)
+            budget += len(candidates) * shared_read_cost(read_rounds(effect, sigma, repeats))
     result = sequential_drilldown(
         phase1.gpus,
         phase1.probe_size,
@@ -172,10 +184,13 @@ def run_sequential_phase2(
         sigma=sigma,
         alpha=alpha,
         min_slowdown=min_slowdown,
-        budget=default_budget(len(p1), alpha, repeats) if budget is None else budget,
+        budget=budget,
         repeats=repeats,
         layout=layout,
         seed=seed,
+        topology=shared,
+        flagged=phase1.suspect_probes,
+        raw=raw,
     )
     verdicts = tuple(
         Verdict(
@@ -188,6 +203,8 @@ def run_sequential_phase2(
             2 * c.rounds,
             c.confidence if c.status is not Status.MASKED else None,
             c.reason,
+            shared=c.shared,
+            name=topology.name(c.shared) if c.shared is not None and topology is not None else None,
             evidence=tuple(dict.fromkeys(c.evidence))[:8],
         )
         for c in result.claims

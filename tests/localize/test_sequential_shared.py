@@ -1,0 +1,160 @@
+"""Shared-component claims of the sequential drill-down: NIC, NVSwitch, leaf switch.
+
+The replica is written here (not the project's simulator): 64 GPUs on 8 nodes of 8, two
+nodes a leaf switch; a probe's latency is 10 ms x the worst slowdown among the GPUs, links
+and shared components it holds (:meth:`ReplicaTopology.holds`, itself checked against the
+arithmetic rules in tests/test_topology_graph.py) x a healthy gap per extra node spanned x
+Student-t noise, and a round's ``2r`` measurements come in a random order.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from faultsense_pipelines.localize.sequential import Layout, claims, sequential_drilldown
+from faultsense_pipelines.localize.sequential.budget import ProbeBudget
+from faultsense_pipelines.localize.sequential.claims import _Context, shared_draws, shared_halves
+from faultsense_pipelines.localize.sequential.drilldown import shared_proposals
+from faultsense_pipelines.localize.sequential.pairing import shape
+from faultsense_pipelines.localize.sequential.wiring import layout_of
+from faultsense_pipelines.replica.topology import Component, ReplicaTopology, gpu_component
+
+TOPO = ReplicaTopology(64, gpus_per_node=8, nodes_per_switch=2)
+LAYOUT = layout_of(64, TOPO)
+
+
+class _Replica:
+    """Worst held slowdown x (1 + gap) per extra node spanned x exp(sigma t3) noise."""
+
+    def __init__(self, slow: dict[Component, float], sigma: float, seed: int, gap: float = 0.0) -> None:
+        self.slow, self.sigma, self.gap = slow, sigma, gap
+        self.rng = np.random.default_rng(seed)
+        self.order = random.Random(seed)
+
+    def latency(self, gpus: tuple[int, ...]) -> float:
+        s = max([1.0] + [v for c, v in self.slow.items() if TOPO.holds(c, gpus)])
+        spans = len({TOPO.node(g) for g in gpus})
+        return 10.0 * s * (1 + self.gap) ** (spans - 1) * math.exp(self.sigma * self.rng.standard_t(3))
+
+    def round(self, test: tuple[int, ...], ref: tuple[int, ...], r: int = 3) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        order = [0] * r + [1] * r
+        self.order.shuffle(order)
+        got: tuple[list[float], list[float]] = ([], [])
+        for side in order:
+            got[side].append(self.latency(test if side == 0 else ref))
+        return tuple(got[0]), tuple(got[1])
+
+
+def _ctx(rep: _Replica, seed: int, budget: int = 400, k: int = 8) -> _Context:
+    return _Context(k, LAYOUT, rep.round, ProbeBudget(budget), random.Random(seed), math.log(1.2), 0.01, 64)
+
+
+def _others_equal(test: tuple[int, ...], ref: tuple[int, ...], differing: set[Component]) -> bool:
+    """Every shared component other than ``differing`` is held by both probes or by neither."""
+    return all(TOPO.holds(c, test) == TOPO.holds(c, ref) for c in TOPO.shared_components() if c not in differing)
+
+
+def test_halves_split_a_nic_by_gpu_and_a_switch_by_whole_node() -> None:
+    rng = random.Random(0)
+    a, b = shared_halves(TOPO.nic(3), LAYOUT, rng)  # type: ignore[misc]
+    assert len(a) == len(b) == 4 and set(a) | set(b) == set(range(24, 32)) and not set(a) & set(b)
+    a, b = shared_halves(TOPO.switch(1), LAYOUT, rng)  # type: ignore[misc]
+    assert {LAYOUT.node[g] for g in a} | {LAYOUT.node[g] for g in b} == {2, 3}
+    assert len({LAYOUT.node[g] for g in a}) == len({LAYOUT.node[g] for g in b}) == 1
+    assert shared_halves(ReplicaTopology(8, gpus_per_node=2).nvswitch(0), Layout((0, 0, 1, 1, 2, 2, 3, 3)), rng) is None
+
+
+@pytest.mark.parametrize("which", ["nic", "nvswitch", "switch"])
+def test_every_round_differs_only_in_the_component_and_its_counterpart(which: str) -> None:
+    c = {"nic": TOPO.nic(3), "nvswitch": TOPO.nvswitch(3), "switch": TOPO.switch(1)}[which]
+    ctx = _ctx(_Replica({}, 0.0, 0), 1)
+    draws = shared_draws(ctx, c, list(range(64)))
+    assert len(draws) == 2
+    for draw in draws:
+        for _ in range(40):
+            test, ref = draw(ctx)  # type: ignore[misc]
+            assert shape(test, LAYOUT) == shape(ref, LAYOUT) and len(test) == len(ref)
+            assert TOPO.holds(c, test) and not TOPO.holds(c, ref)
+            swapped = set(test) ^ set(ref)
+            if which == "nvswitch":  # two GPUs of node 3 against two GPUs of one other node, alone
+                assert len(test) == 2 and {TOPO.node(g) for g in test} == {3} and len({TOPO.node(g) for g in ref}) == 1
+                counterpart = TOPO.nvswitch(TOPO.node(ref[0]))
+            else:
+                (a,) = set(test) - set(ref)
+                (a2,) = set(ref) - set(test)
+                assert swapped == {a, a2} and a in draw.half  # type: ignore[attr-defined]
+                if which == "nic":
+                    assert TOPO.node(a2) != 3 and LAYOUT.switch_of(a2) == LAYOUT.switch_of(a)
+                    counterpart = TOPO.nic(TOPO.node(a2))
+                else:
+                    assert LAYOUT.switch_of(a2) != 1
+                    counterpart = TOPO.switch(LAYOUT.switch_of(a2))
+            # the switches' own NICs differ too for a switch claim (a's node and a2's)
+            differing = {c, counterpart}
+            if which == "switch":
+                differing |= {TOPO.nic(TOPO.node(g)) for g in swapped}
+            assert _others_equal(test, ref, differing), (test, ref)
+
+
+@pytest.mark.parametrize("which", ["nic", "nvswitch", "switch"])
+def test_a_slow_component_is_confirmed(which: str) -> None:
+    c = {"nic": TOPO.nic(3), "nvswitch": TOPO.nvswitch(5), "switch": TOPO.switch(1)}[which]
+    for seed in range(3):
+        res = claims.test_shared(_ctx(_Replica({c: 1.5}, 0.03, seed), seed), c, 0.005, list(range(64)))
+        assert res.status == "confirmed" and res.shared == c, res.reason
+        assert res.interval is not None and res.interval[0] >= 1.2
+
+
+def test_one_slow_gpu_does_not_confirm_its_nic_or_switch_or_nvswitch() -> None:
+    # a 3x GPU on node 3 sits in one half only: the other half's sub-test is a true null
+    for seed in range(6):
+        rep = _Replica({gpu_component(26): 3.0}, 0.05, seed)
+        for c in (TOPO.nic(3), TOPO.switch(1), TOPO.nvswitch(3)):
+            res = claims.test_shared(_ctx(rep, seed), c, 0.005, list(range(64)))
+            assert res.status != "confirmed", (c, res)
+
+
+def test_a_large_healthy_node_gap_proposes_and_blames_no_shared_component() -> None:
+    # inter-node probes 30% slower per extra node with nothing faulty: the contrast proposes
+    # every NIC and switch; their shape-matched claims blame none
+    from faultsense_pipelines.cover import plan_cover
+
+    cover = plan_cover(64, 8)
+    for seed in range(3):
+        rep = _Replica({}, 0.05, seed, gap=0.3)
+        lat = [rep.latency(tuple(p)) for p in cover.probes]
+        typical = float(np.median(lat))
+        raw = [math.log(x / typical) for x in lat]
+        phase1 = [(tuple(p), 0.0) for p in cover.probes]
+        proposed = shared_proposals(TOPO, LAYOUT, phase1, set(), raw=raw, contrast=math.log(1.2) / 2)
+        assert proposed, "the gap should look like a slow NIC to Phase 1"
+        res = sequential_drilldown(
+            64, 8, phase1, [], rep.round, sigma=0.05, budget=400, layout=LAYOUT, seed=seed, topology=TOPO, raw=raw
+        )
+        assert not [c for c in res.claims if c.status == "confirmed"]
+        assert res.probes <= 400
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_drilldown_names_a_slow_nic_and_a_slow_gpu_beside_it(seed: int) -> None:
+    from faultsense_pipelines.cover import plan_cover
+
+    cover = plan_cover(64, 8)
+    nic, gpu = TOPO.nic(3), gpu_component(60)
+    rep = _Replica({nic: 1.5, gpu: 1.8}, 0.02, seed)
+    lat = [float(np.median([rep.latency(tuple(p)) for _ in range(3)])) for p in cover.probes]
+    typical = float(np.median(lat))
+    raw = [math.log(x / typical) for x in lat]
+    fast = float(np.median(sorted(lat)[:8]))  # the rule's anchor: the fast cluster
+    phase1 = [(tuple(p), math.log(x / fast)) for p, x in zip(cover.probes, lat, strict=True)]
+    suspects = [i for i, (_, x) in enumerate(phase1) if x is not None and x > math.log(1.2)]
+    res = sequential_drilldown(
+        64, 8, phase1, suspects, rep.round, sigma=0.02, budget=400, repeats=3, layout=LAYOUT, seed=seed, topology=TOPO, raw=raw
+    )
+    confirmed = {(c.kind, c.gpu, c.shared) for c in res.claims if c.status == "confirmed"}
+    assert ("nic", None, nic) in confirmed
+    assert confirmed <= {("nic", None, nic), ("gpu", 60, None)}
