@@ -8,7 +8,10 @@ or ring; one where they agree) that the switch's own counts fit (:func:`cross_ch
 otherwise shares learned from the switch's past that never take in a deviation under test
 (:func:`detect.detect_switch_learned`); a leaf pools the learned shares of its ports from spines
 with identical live columns (:func:`model.symmetric_spines`, :func:`symmetric_classes`), which
-the spraying model makes equal whatever the traffic.
+the spraying model makes equal whatever the traffic. By the same symmetry a leaf's packets at the
+spines of one class are equal, so a spine's port from a leaf is judged against that leaf's ports
+at the class's other reporting spines in the same iteration (:func:`fanout_faults`): exact from
+iteration 0, with no traffic model and no learned reference.
 A port that never carried a packet is treated as down whatever the topology says. A flagged
 ingress port names the link it sits on (the switch, the port, the peer at the other end).
 
@@ -105,8 +108,10 @@ class ScanConfig:
         false_alarm_rate: expected false alarms per judged port and iteration, the budget the
             thresholds come from (1e-10: 0.004 in 10,000 iterations of 4,096 ports).
         threshold: a fixed CUSUM alarm level (log-likelihood ratio, > 0) instead of the budget's.
-        cross_check: with ``model="learned"``, use a traffic pattern's analytic shares where the
-            counts single them out (:func:`cross_checked_shares`); False: always learn.
+        cross_check: with ``model="learned"``, use exact references where they exist: a spine's
+            ports from leaves judged by the leaf's fan-out at the spine's symmetric classmates
+            (:func:`fanout_faults`), and a traffic pattern's analytic shares where the counts
+            single them out (:func:`cross_checked_shares`); False: always learn.
         echo_slack: iterations by which the deviation spans ([first, detected]) of a spine alarm
             and of a leaf alarm behind it may miss each other and still be one loss.
         pool: a leaf's learned references pool its ports from spines with identical live
