@@ -71,10 +71,12 @@ def symmetric_spines(live: np.ndarray) -> np.ndarray:
     spines live to both, so leaf b's ingress from spine s is sum_a T[a, b] live[a, s] live[b, s]
     / n(a, b) (:func:`spray_shares`). Two spines whose columns of ``live`` are equal enter every
     term alike, so leaf b's expected shares from them are equal for any traffic matrix T: the
-    temporal symmetry FlowPulse (HotNets '25; ../shared/PAPERS.md section 3) builds on, here
+    temporal symmetry FlowPulse (HotNets '25) builds on, here
     without a traffic model. A leaf's learned references of such ports can be pooled
     (:func:`faultsense_pipelines.flowpulse.detect.pooled_shares`). Spines have no such classes of
-    ports: a spine's share from leaf a follows leaf a's traffic, which the topology does not give.
+    ports: a spine's share from leaf a follows leaf a's traffic, which the topology does not give;
+    but leaf a's packets at the spines of one class are equal for the same reason, a reference
+    across spines (:func:`faultsense_pipelines.flowpulse.scan.fanout_faults`).
 
     Args:
         live: (L, S) bool, True where the leaf-spine link is up (and carries traffic).

@@ -8,7 +8,10 @@ or ring; one where they agree) that the switch's own counts fit (:func:`cross_ch
 otherwise shares learned from the switch's past that never take in a deviation under test
 (:func:`detect.detect_switch_learned`); a leaf pools the learned shares of its ports from spines
 with identical live columns (:func:`model.symmetric_spines`, :func:`symmetric_classes`), which
-the spraying model makes equal whatever the traffic.
+the spraying model makes equal whatever the traffic. By the same symmetry a leaf's packets at the
+spines of one class are equal, so a spine's port from a leaf is judged against that leaf's ports
+at the class's other reporting spines in the same iteration (:func:`fanout_faults`): exact from
+iteration 0, with no traffic model and no learned reference.
 A port that never carried a packet is treated as down whatever the topology says. A flagged
 ingress port names the link it sits on (the switch, the port, the peer at the other end).
 
@@ -64,6 +67,7 @@ __all__ = [
     "cross_spine_origin",
     "drop_echoes",
     "explain_traffic",
+    "fanout_faults",
     "judge_fabric",
     "live_links",
     "pair_faults",
@@ -104,8 +108,10 @@ class ScanConfig:
         false_alarm_rate: expected false alarms per judged port and iteration, the budget the
             thresholds come from (1e-10: 0.004 in 10,000 iterations of 4,096 ports).
         threshold: a fixed CUSUM alarm level (log-likelihood ratio, > 0) instead of the budget's.
-        cross_check: with ``model="learned"``, use a traffic pattern's analytic shares where the
-            counts single them out (:func:`cross_checked_shares`); False: always learn.
+        cross_check: with ``model="learned"``, use exact references where they exist: a spine's
+            ports from leaves judged by the leaf's fan-out at the spine's symmetric classmates
+            (:func:`fanout_faults`), and a traffic pattern's analytic shares where the counts
+            single them out (:func:`cross_checked_shares`); False: always learn.
         echo_slack: iterations by which the deviation spans ([first, detected]) of a spine alarm
             and of a leaf alarm behind it may miss each other and still be one loss.
         pool: a leaf's learned references pool its ports from spines with identical live
@@ -690,6 +696,91 @@ def pair_faults(pairs: LinkPairs, config: ScanConfig = ScanConfig()) -> tuple[li
     return faults, {(pairs.receivers[k], pairs.receiver_ports[k]) for k in map(int, ok)}
 
 
+def fanout_faults(
+    ingress: list[SwitchIngress],
+    spine_class: dict[str, int],
+    config: ScanConfig = ScanConfig(),
+    skip: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+) -> tuple[list[LinkFault], set[tuple[str, str]]]:
+    """Judge spines' ports by their leaves' fan-out: leaf a's packets at the reporting spines of one class.
+
+    Under per-packet spraying leaf a spreads each flow over the spines live to both ends, so the
+    spines of one class (identical live columns, :func:`model.symmetric_spines`) receive equal
+    shares of a's traffic whatever the traffic matrix (:func:`cross_spine_origin`). Given the G
+    counts from a at those spines in one iteration, each is Binomial(their sum, 1/G): an exact
+    reference from the same iteration, which needs neither a traffic model nor a healthy past.
+    So each (leaf, class) is judged as one switch with G ports and equal shares
+    (:func:`detect.detect_switch`, the jointly calibrated family and the same budget per port and
+    iteration), and a loss on a -> s present from the first iteration is flagged there, as an
+    exact analytic model would (a spine's own share model could only learn it). Only iterations
+    every spine of the class reported are used; a class with fewer than 2 reporting spines, or a
+    leaf with fewer than 2 live ports at them, is left to the spines' own share models.
+
+    Args:
+        ingress: per-switch ingress; the spines among them are judged.
+        spine_class: spine -> class label (:func:`model.symmetric_spines` of :func:`live_links`).
+        config: designs, budget, reference rows for the dispersion.
+        skip: (spine, port) already judged (by both ends' counters).
+
+    Returns:
+        ``(faults, judged)``: a :class:`LinkFault` per flagged spine port (the leaf as peer), and
+        every (spine, port) judged here.
+
+    Examples:
+        Three symmetric spines, 200,000 packets from each of two leaves at each an iteration;
+        l1's link into s0 drops 2% from iteration 0:
+
+        >>> def spine(name, l1):
+        ...     x = np.tile([200_000, l1], (6, 1))
+        ...     return SwitchIngress(name, np.arange(6), ("d0", "d1"), ("l0", "l1"), np.ones(2, bool), x)
+        >>> faults, judged = fanout_faults([spine("s0", 196_000), spine("s1", 200_000), spine("s2", 200_000)], {"s0": 0, "s1": 0, "s2": 0})
+        >>> [(f.switch, f.port, f.peer, f.first_iteration, f.detected_iteration) for f in faults], len(judged)
+        ([('s0', 'd1', 'l1', 0, 0)], 6)
+    """
+    classes: dict[int, list[SwitchIngress]] = {}
+    for ing in ingress:
+        if ing.switch in spine_class:
+            classes.setdefault(spine_class[ing.switch], []).append(ing)
+    faults: list[LinkFault] = []
+    judged: set[tuple[str, str]] = set()
+    for members in classes.values():
+        if len(members) < 2:
+            continue
+        common = members[0].iterations
+        for m in members[1:]:
+            common = np.intersect1d(common, m.iterations)
+        if common.size < 2:
+            continue
+        rows = [np.searchsorted(m.iterations, common) for m in members]
+        for leaf in sorted({p for m in members for p in m.peers}):
+            cols = [
+                (g, m.peers.index(leaf))
+                for g, m in enumerate(members)
+                if leaf in m.peers and m.up[m.peers.index(leaf)] and (m.switch, m.ports[m.peers.index(leaf)]) not in skip
+            ]
+            x = np.column_stack([np.asarray(members[g].packets)[rows[g], j] for g, j in cols]) if cols else np.zeros((0, 0))
+            live = [c for c, total in zip(cols, x.sum(axis=0), strict=True) if total > 0]
+            if len(live) < 2:
+                continue
+            x = x[:, x.sum(axis=0) > 0]
+            window = x[: max(2, config.reference)]
+            disp = learned_dispersion(window, learned_shares(window))
+            for a in detect_switch(x, np.full(len(live), 1.0 / len(live)), **_test_settings(config), dispersion=disp):
+                g, j = live[a.port]
+                faults.append(
+                    LinkFault(
+                        members[g].switch,
+                        members[g].ports[j],
+                        leaf,
+                        int(common[a.start]),
+                        int(common[a.alarm]),
+                        round(a.loss_estimate, 6),
+                    )
+                )
+            judged.update((members[g].switch, members[g].ports[j]) for g, j in live)
+    return sorted(faults, key=lambda f: (f.first_iteration, f.switch, f.port)), judged
+
+
 def conservation_faults(
     balance: SpineBalance,
     ingress: list[SwitchIngress],
@@ -909,9 +1000,13 @@ def judge_fabric(
 
     1. Every link direction whose sender's tx and receiver's rx are both present is judged by
        :func:`pair_faults` (a loss is what was sent and not received; no traffic model).
-    2. Every reporting switch judges its remaining ingress ports by its share model (analytic
+    2. With the default model (learned, cross-checked), every spine port whose leaf reaches at
+       least two reporting spines of the spine's class is judged by that leaf's fan-out
+       (:func:`fanout_faults`: equal shares at symmetric spines, exact whatever the traffic, so a
+       loss is seen from the first iteration without a learned reference).
+    3. Every reporting switch judges its remaining ingress ports by its share model (analytic
        where it fits every port, else learned; :func:`_judge`), echoes traced and dropped as before.
-    3. Share alarms that one spine's traffic explains (:func:`silent_links`,
+    4. Share alarms that one spine's traffic explains (:func:`silent_links`,
        :func:`explain_traffic`) are reported once as a :class:`TrafficChange`, not as losses.
 
     Args:
@@ -933,9 +1028,16 @@ def judge_fabric(
     balanced: set[str] = set()  # spines whose every link the leaves' balance judges (conservation_faults)
     if balance is not None and config.pairs:
         balanced = {sp for sp in balance.spines if sp not in two_ended_switches}
+    fanned: set[tuple[str, str]] = set()
+    if config.model == "learned" and config.cross_check:  # spines' ports by their leaves' fan-out: exact from iteration 0
+        share, fanned = fanout_faults(ingress, spine_class, config, skip=judged)
     for ing in ingress:
         exclude = np.array(
-            [(ing.switch, p) in judged or q in balanced for p, q in zip(ing.ports, ing.peers, strict=True)], dtype=bool
+            [
+                (ing.switch, p) in judged or (ing.switch, p) in fanned or q in balanced
+                for p, q in zip(ing.ports, ing.peers, strict=True)
+            ],
+            dtype=bool,
         )
         share += _judge(ing, config, analytic, _leaf_classes(ing, spine_class), exclude)
     if config.pool:  # pooled leaves can be quicker than their spines: trace their alarms upstream

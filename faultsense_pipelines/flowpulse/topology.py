@@ -95,10 +95,21 @@ class FabricTopology:
         hit = self._ports.get((switch, port))
         return bool(hit and hit[1])
 
+    @cached_property
+    def _fabric(self) -> dict[str, list[tuple[str, str, bool]]]:
+        """Switch -> its ports facing another switch, built once (O(links)) for :meth:`fabric_ports`."""
+        out: dict[str, list[tuple[str, str, bool]]] = {}
+        for (sw, port), (peer, up) in self._ports.items():
+            if peer in self.tiers:
+                out.setdefault(sw, []).append((port, peer, up))
+        return {sw: sorted(ports) for sw, ports in out.items()}
+
     def fabric_ports(self, switch: str) -> list[tuple[str, str, bool]]:
-        """``(port, peer switch, up)`` for every port of ``switch`` facing another switch, sorted by port."""
-        out = [(port, peer, up) for (sw, port), (peer, up) in self._ports.items() if sw == switch and peer in self.tiers]
-        return sorted(out)
+        """``(port, peer switch, up)`` for every port of ``switch`` facing another switch, sorted by port.
+
+        O(ports of the switch) after the first call (the index is built once per topology).
+        """
+        return list(self._fabric.get(switch, []))
 
     def live_matrix(self) -> np.ndarray:
         """Boolean (leaves x spines) matrix, True where the leaf-spine link exists and is up."""

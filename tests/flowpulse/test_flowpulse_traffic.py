@@ -84,6 +84,24 @@ def test_leaf_counters_alone_see_a_loss_into_a_spine_from_its_balance():
     )
 
 
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_spine_ingress_alone_flags_a_leaf_to_spine_loss_from_iteration_0_by_the_leaf_fan_out(seed):
+    """Share models only (no tx): spine03's port from leaf05 loses 2% from iteration 0 under multi-ring traffic.
+
+    No analytic share model fits random multi-ring traffic, and the spine's own past holds
+    nothing but the loss, so a learned reference never sees it; leaf05's packets at the other
+    spines of spine03's class (equal shares whatever the traffic) are an exact reference from
+    iteration 0. At ~120k packets a link, 7 spines in the class, a 2% loss moves the port by
+    ~6 standard deviations an iteration (2,400 (6/7) / sqrt(120k 6/7)): flagged within 2 iterations.
+    """
+    counters = tg.generate(40, ISSUE, (tg.Loss(5, 3, 0.02, "up", 0),), seed=seed)
+    (fault,) = _report(counters, config=ScanConfig(pairs=False)).faults
+    assert (fault.switch, fault.port, fault.peer, fault.first_iteration) == ("spine03", "down05", "leaf05", 0)
+    assert fault.detected_iteration <= 1
+    assert fault.loss_estimate == pytest.approx(0.02, rel=0.1)
+    assert _report(counters, config=ScanConfig(pairs=False, cross_check=False)).faults == []  # learned alone: never
+
+
 @pytest.mark.parametrize("pattern", ["multiring", "alltoall", "hotspot"])
 @pytest.mark.parametrize("down", [(), ((2, 1),), ((2, 1), (11, 5))])
 def test_healthy_traffic_patterns_with_unmarked_down_links_raise_no_alarm(pattern, down):
