@@ -121,7 +121,7 @@ class ReplicaSweep:
 
 
 def _outputs(result) -> set[str]:
-    """Names of the ops that yielded an output in ``result`` (Phase 2 yields none when skipped)."""
+    """Names of the ops that yielded an output in ``result`` (none after a step that failed)."""
     return {e.node_name for e in result.all_events if e.is_successful_output}
 
 
@@ -301,9 +301,12 @@ def _summarize(outcome: ReplicaSweep, result) -> ReplicaSweep:
     phase1 = result.output_for_node("phase1_probe_run")
     outcome.probes_phase1, outcome.suspects = len(phase1.records), len(phase1.suspect_probes)
     outcome.degraded = phase1.replica_degraded
+    from faultsense_pipelines.assets.sweep import drilldown_method_of, drills_down
+
     loc = result.output_for_node("phase2_drilldown") if "phase2_drilldown" in _outputs(result) else None
-    outcome.drilldown = loc is not None
-    if loc is not None:
+    # a binary drill-down without a suspect materializes an empty one: shown as skipped
+    outcome.drilldown = loc is not None and drills_down(phase1, drilldown_method_of(result.dagster_run.run_config))
+    if loc is not None and outcome.drilldown:
         from faultsense_pipelines.assets.report import component_of
 
         outcome.degraded = loc.replica_degraded
@@ -434,9 +437,8 @@ def run_sweep(
             ops[op]["repeats"] = repeats
     if not recheck:
         ops["phase2_drilldown"]["recheck"] = False
-    if drilldown is not None:  # both ops: Phase 1 commits a suspect-free sweep itself only for the binary ones
-        for op in ops:
-            ops[op]["drilldown_method"] = DrilldownMethod.parse(drilldown, "--drilldown").value
+    if drilldown is not None:  # Phase 2's alone: Phase 1 measures whatever drill-down follows
+        ops["phase2_drilldown"]["drilldown_method"] = DrilldownMethod.parse(drilldown, "--drilldown").value
     if any(ops.values()):
         config["ops"] = {op: {"config": values} for op, values in ops.items() if values}
     own = instance is None
