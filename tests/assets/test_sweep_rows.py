@@ -11,9 +11,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.ledger import SWEEPS, LedgerStore
+from faultsense_pipelines.sweeps import run_sweep
 from tests.assets.test_pipeline_degraded import DEGRADED_FLEET
 from tests.pipeline_helpers import HOUR, write_fleet
 
