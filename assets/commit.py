@@ -1,6 +1,7 @@
 """How a sweep changes its (replica, hour) partition of the ledger: in one commit, or not at all.
 
-A sweep writes nothing while it measures. Only when it completes does it *commit*: one
+A sweep writes nothing while it measures. Only when it completes does it *commit*
+(:func:`commit_sweep`, called by ``fault_ledger`` alone, :mod:`.ledger`): one
 Delta commit (:meth:`LedgerStore.commit`) replaces every row of the partition's batch
 ``faultsense-<replica>-hHH`` -- its Phase 1 and Phase 2 probe rows and its fault rows -- and
 of its failed attempt ``...-failed``, so re-running an hour replaces its rows, never adds to
@@ -14,7 +15,7 @@ leaves the completed sweep's rows alone -- an executor error is never evidence a
 so it must not erase faults an earlier sweep confirmed -- and records what it did measure,
 error rows included, and its ``failed`` sweep row, as the batch
 ``faultsense-<replica>-hHH-failed`` (replaced by the next failed attempt of the partition,
-removed by the next completed one).
+removed by the next completed one; :func:`record_failed_attempt`, called by the step that failed).
 
 An interrupted sweep (Ctrl-C, ``SIGINT``) writes nothing at all; a commit that has begun
 finishes before the interrupt is raised.

@@ -1,4 +1,10 @@
-"""``fault_ledger``: the sweep's localized faults as rows of the ledger's Delta table, and its checks.
+"""``fault_ledger``: the one asset that writes a sweep to the ledger's Delta table, and its checks.
+
+It commits every completed sweep (:func:`~.commit.commit_sweep`, one commit): both phases'
+probe rows, the fault rows and the ``sweeps`` row. A sweep whose binary drill-down had no
+suspect (:func:`~.sweep.drills_down`) commits its Phase 1 rows and an empty fault batch, or the
+one ``replica:<name>`` row of a sweep judged replica-wide degraded, with no ``drilldown`` in its
+``sweeps`` row. A failed sweep is recorded by the step that failed (:func:`~.commit.record_failed_attempt`).
 
 The checks judge what the run itself measured and committed, never the day or the ledger
 around it, so a check costs the same in the first hour of a ledger and in the last hour of a
@@ -29,7 +35,6 @@ import pyarrow as pa
 
 from faultsense_pipelines.ledger import FAULT_LEDGER, FAULT_SCHEMA
 from faultsense_pipelines.localize import Localization, Phase1Result, ProbeRecord
-from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN
 from faultsense_pipelines.resources.executors import redact_secrets
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
@@ -37,8 +42,8 @@ from faultsense_pipelines.resources.ledger import LedgerResource
 from .commit import commit_sweep, fault_batch, run_started_at
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import partition_metadata, verdicts_markdown
-from .rows import fault_rows, probe_rows, sweep_row
-from .sweep import phase1_probe_run
+from .rows import degraded_row, fault_rows, probe_rows, sweep_row
+from .sweep import drilldown_method_of, drills_down, phase1_probe_run
 
 __all__ = [
     "committed_version",
@@ -56,7 +61,7 @@ __all__ = [
     group_name="ledger",
     kinds={"parquet"},
     description="The sweep's verdicts as fault rows of the ledger's Delta table (dataset=fault_ledger), "
-    "committed in one commit with both phases' probe rows (replaced on re-run).",
+    "committed in one commit with both phases' probe rows and the sweeps row (replaced on re-run); the ledger's one sweep writer.",
 )
 def fault_ledger(
     context: dg.AssetExecutionContext, phase2_drilldown: Localization, fleet: FleetResource, ledger: LedgerResource
@@ -71,17 +76,25 @@ def fault_ledger(
         "executor": replica.executor.value,  # Dagster metadata takes plain strings, not enums
         "scrub": lambda text: redact_secrets(text, replica),
     }
-    rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))
+    method = drilldown_method_of(context.run.run_config)
+    drilled = drills_down(loc.phase1, method)
+    detected_at = datetime.now(UTC)
+    if drilled:
+        rows = fault_rows(loc, key=key, sweep_id=context.run.run_id, detected_at=detected_at)
+    elif loc.replica_degraded:  # no drill-down: no verdict, but a degraded sweep's one replica row
+        rows = [degraded_row(loc.phase1, key=key, sweep_id=context.run.run_id, detected_at=detected_at)]
+    else:
+        rows = []
     sweep = sweep_row(
         key=key, sweep_id=context.run.run_id, executor=replica.executor, started_at=run_started_at(context),
         finished_at=datetime.now(UTC), probes_phase1=loc.probes_phase1, probes_phase2=loc.probes_phase2,
-        drilldown=_drilldown_of(context), faults=rows,
+        drilldown=method if drilled else None, faults=rows,
     )  # fmt: skip
     written, path = commit_sweep(
         store,
         key,
         phase1=probe_rows(loc.phase1.records, **common),
-        phase2=probe_rows(loc.phase2_records, **common),
+        phase2=probe_rows(loc.phase2_records, **common) if drilled else None,
         faults=rows,
         sweep_id=context.run.run_id,
         sweep=sweep,
@@ -105,14 +118,6 @@ def fault_ledger(
             "ledger": store.display_uri,
         }
     )
-
-
-def _drilldown_of(context: dg.AssetExecutionContext) -> str:
-    """The run's Phase 2 method: ``ops.phase2_drilldown.config.drilldown_method``, else the default."""
-    run_config: dict[str, Any] = dict(context.run.run_config or {})
-    ops: dict[str, Any] = run_config.get("ops") or {}
-    config: dict[str, Any] = (ops.get("phase2_drilldown") or {}).get("config") or {}
-    return str(config.get("drilldown_method", DEFAULT_DRILLDOWN.value))
 
 
 def replica_day_rows(

@@ -1,13 +1,14 @@
 """The sweep of one replica for one hour: Phase 1 over the cover, then Phase 2.
 
-``phase1_probe_run`` runs every probe of the replica's cover through its executor.
-With the default evidence drill-down (and ``sequential``) ``phase2_drilldown`` always runs (it
-reads every Phase 1 sweep) and ``fault_ledger`` is the sweep's one commit. With ``adaptive`` or ``paper`` it
-materializes only when Phase 1 found suspects (``output_required=False``);
-otherwise it and ``fault_ledger`` are skipped, and Phase 1 itself commits the partition: its
-probe rows and its fault batch -- empty, or the one ``replica:<name>`` suspect row of a sweep
-judged replica-wide degraded -- so that re-running a formerly faulty hour clears its old rows.
-With a drill-down, ``fault_ledger`` commits both phases' rows and the verdicts.
+``phase1_probe_run`` measures: it runs every probe of the replica's cover through its
+executor and names the suspects; it writes nothing to the ledger. ``phase2_drilldown`` always
+materializes: the evidence drill-down (the default) and ``sequential`` read every Phase 1 sweep; ``adaptive`` and
+``paper`` drill down only when Phase 1 found suspects, and otherwise give an empty drill-down
+(0 probes, no verdict; its metadata says "no suspect: no drill-down"). ``fault_ledger``
+(:mod:`.ledger`) is the one asset that writes the ledger: it commits every completed sweep --
+both phases' probe rows, the fault rows and the ``sweeps`` row -- in one commit. A sweep
+without a drill-down commits an empty fault batch, or the one ``replica:<name>`` suspect row of
+a sweep judged replica-wide degraded, so that re-running a formerly faulty hour clears its old rows.
 
 Nothing is written before the commit (:mod:`.commit`): a replica whose executor fails (cannot
 start, unreachable server, crashed worker, timeout) keeps the partition's last completed
@@ -17,6 +18,7 @@ partition's ``-failed`` batch and a failed step naming the cause; an interrupted
 
 import hashlib
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,12 +35,22 @@ from faultsense_pipelines.resources.executors import ProbeExecutorResource, reda
 from faultsense_pipelines.resources.fleet import FleetResource
 from faultsense_pipelines.resources.ledger import LedgerResource
 
-from .commit import commit_sweep, failed_batch, fault_batch, record_failed_attempt, run_started_at
+from .commit import failed_batch, fault_batch, record_failed_attempt, run_started_at
 from .partitions import SWEEP_PARTITIONS, SweepKey, sweep_key
 from .report import latency_plot, partition_metadata, suspects_markdown, verdicts_markdown
-from .rows import degraded_row, error_rows, probe_counts, probe_rows, sweep_row
+from .rows import error_rows, probe_counts, probe_rows, sweep_row
 
-__all__ = ["DEFAULT_REPEATS", "SweepConfig", "fault_batch", "phase1_probe_run", "phase2_drilldown", "sweep_topology"]
+__all__ = [
+    "DEFAULT_REPEATS",
+    "NO_DRILLDOWN",
+    "SweepConfig",
+    "drilldown_method_of",
+    "drills_down",
+    "fault_batch",
+    "phase1_probe_run",
+    "phase2_drilldown",
+    "sweep_topology",
+]
 
 #: Measurements per probe when neither the run config nor the fleet file says otherwise.
 DEFAULT_REPEATS = 3
@@ -54,9 +66,9 @@ class SweepConfig(dg.Config):
         drilldown_method: ``evidence`` (default: paired, weighed tests with a posterior on
             every verdict), ``sequential`` (anytime-valid paired claims under one error budget
             a sweep, docs/verdicts.md), ``adaptive`` (halving; trusts each probe's pass or fail) or
-            ``paper`` (Algorithm 2). Both ops must have the same value (``phase1_probe_run``
-            commits a suspect-free sweep itself only for the binary ones); a run that gives
-            them different values is refused before any probe runs.
+            ``paper`` (Algorithm 2). Read from ``phase2_drilldown``'s config only
+            (:func:`drilldown_method_of`); ``phase1_probe_run`` shares this config class, so one
+            run config serves both ops, and ignores it.
         recheck: adaptive drill-down only: re-check the links hidden behind a slow GPU or
             link (exact, the default). False spends about (n-1)/(k-1) fewer Phase 2 probes
             per slow GPU but can miss a slow link hidden there; the Phase 2 metadata counts
@@ -76,28 +88,23 @@ def _replica(fleet: FleetResource, name: str) -> Replica:
         raise dg.Failure(description=str(exc).strip("'\"")) from None
 
 
-def _check_same_drilldown(context: dg.AssetExecutionContext, config: SweepConfig) -> None:
-    """Refuse a run whose two sweep ops name different drill-downs, before any probe runs.
+#: ``phase2_drilldown``'s metadata ``drilldown`` when a binary drill-down had no suspect to read.
+NO_DRILLDOWN = "no suspect: no drill-down"
 
-    ``phase1_probe_run`` commits a suspect-free sweep itself only for the binary drill-downs,
-    and ``phase2_drilldown`` skips only then; with different values a partition would be
-    committed twice, or not at all (left with its previous sweep).
 
-    Raises:
-        dagster.Failure: naming both run-config fields and their values (cut to 40 characters).
-    """
-    selection = context.run.asset_selection  # empty or None: the whole job
-    if selection and dg.AssetKey("phase2_drilldown") not in selection:
-        return
-    run_config: dict[str, Any] = dict(context.run.run_config or {})
-    ops: dict[str, Any] = run_config.get("ops") or {}
-    phase2: dict[str, Any] = (ops.get("phase2_drilldown") or {}).get("config") or {}
-    other = phase2.get("drilldown_method", DEFAULT_DRILLDOWN.value)
-    if other != config.drilldown_method:
-        raise dg.Failure(
-            description=f"ops.phase2_drilldown.config.drilldown_method {str(other)[:40]!r} differs from "
-            f"ops.phase1_probe_run.config.drilldown_method {config.drilldown_method[:40]!r}: give both ops the same value"
-        )
+def drilldown_method_of(run_config: Mapping[str, Any] | None) -> str:
+    """A sweep run's Phase 2 method: ``ops.phase2_drilldown.config.drilldown_method`` of its
+    run config, else the default (``evidence``). The one place the method is read from."""
+    ops: dict[str, Any] = dict(run_config or {}).get("ops") or {}
+    config: dict[str, Any] = (ops.get("phase2_drilldown") or {}).get("config") or {}
+    return str(config.get("drilldown_method", DEFAULT_DRILLDOWN.value))
+
+
+def drills_down(phase1: Phase1Result, method: str) -> bool:
+    """Whether a sweep's Phase 2 reads its Phase 1 with ``method``: always with ``evidence``
+    and ``sequential`` (:attr:`~faultsense_pipelines.replica.vocabulary.DrilldownMethod.reads_every_sweep`);
+    with the binary ones (``adaptive``, ``paper``) only when Phase 1 found suspects."""
+    return phase1.needs_drilldown or DrilldownMethod.parse(method, "drilldown_method").reads_every_sweep
 
 
 def _repeats(config: SweepConfig, replica: Replica) -> int:
@@ -159,7 +166,6 @@ def phase1_probe_run(
     probe_executors: ProbeExecutorResource,
     ledger: LedgerResource,
 ) -> dg.Output[Phase1Result]:
-    _check_same_drilldown(context, config)
     key = sweep_key(context)
     replica = _replica(fleet, key.replica)
     repeats = _repeats(config, replica)
@@ -185,39 +191,6 @@ def phase1_probe_run(
             context, store, key, 1, rows, result.errors, len(result.records), scrub(first or ""), executor=replica.executor
         )
 
-    written = None
-    if not result.needs_drilldown and not DrilldownMethod.parse(config.drilldown_method, "drilldown_method").reads_every_sweep:
-        # Final after Phase 1 (the binary drill-downs skip Phase 2 without a suspect; the
-        # evidence one always reads Phase 1, and fault_ledger is then the sweep's one commit):
-        # commit the probe rows and the partition's fault batch -- empty, or
-        # one replica-wide row when the sweep is degraded -- and clear a stale Phase 2 file.
-        faults = (
-            [degraded_row(result, key=key, sweep_id=context.run.run_id, detected_at=datetime.now(UTC))]
-            if result.replica_degraded
-            else []
-        )
-        sweep = sweep_row(
-            key=key, sweep_id=context.run.run_id, executor=replica.executor, started_at=run_started_at(context),
-            finished_at=datetime.now(UTC), probes_phase1=len(result.records), probes_phase2=0, drilldown=None, faults=faults,
-        )  # fmt: skip
-        written, path = commit_sweep(
-            store, key, phase1=rows, phase2=None, faults=faults, sweep_id=context.run.run_id, sweep=sweep
-        )
-        context.log_event(
-            dg.AssetMaterialization(
-                asset_key="fault_ledger",
-                partition=context.partition_key,
-                description="Replica-wide degradation: one replica row (Phase 2 skipped)."
-                if faults
-                else "Phase 1 found no suspect: no fault rows (Phase 2 skipped).",
-                metadata={"rows": len(faults), "path": dg.MetadataValue.path(path), "replica_degraded": result.replica_degraded},
-            )
-        )
-        if result.replica_degraded:
-            context.log.warning(
-                f"replica {replica.name}: most probes are slow (replica-wide degradation); one replica row, no component blamed"
-            )
-
     return dg.Output(
         result,
         metadata={
@@ -235,7 +208,7 @@ def phase1_probe_run(
             "latency_plot": latency_plot(
                 result.records, result.baseline_ms, result.threshold_ms, f"{replica.name} Phase 1, {key.hour}"
             ),
-            "probe_runs_file": dg.MetadataValue.path(written) if written else "written with the verdicts by fault_ledger",
+            "probe_runs_file": "written with the verdicts by fault_ledger",
             "ledger": store.display_uri,
         },
     )
@@ -243,11 +216,11 @@ def phase1_probe_run(
 
 @dg.asset(
     partitions_def=SWEEP_PARTITIONS,
-    output_required=False,
     group_name="sweep",
     kinds={"python", "parquet"},
-    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, "
-    "and sequential read every sweep; adaptive and paper run only when Phase 1 found suspects).",
+    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, and "
+    "sequential read every "
+    "sweep; adaptive and paper drill down only when Phase 1 found suspects, else an empty drill-down).",
 )
 def phase2_drilldown(
     context: dg.AssetExecutionContext,
@@ -256,15 +229,14 @@ def phase2_drilldown(
     fleet: FleetResource,
     probe_executors: ProbeExecutorResource,
     ledger: LedgerResource,
-):
+) -> dg.Output[Localization]:
     phase1 = phase1_probe_run
-    if not phase1.needs_drilldown and not DrilldownMethod.parse(config.drilldown_method, "drilldown_method").reads_every_sweep:
-        context.log.info("Phase 1 found no suspect: no drill-down (Phase 2 and the ledger step are skipped)")
-        return
     key = sweep_key(context)
+    store = ledger.store()
+    if not drills_down(phase1, config.drilldown_method):
+        return _no_drilldown(context, key, phase1, store.display_uri)
     replica = _replica(fleet, key.replica)
     repeats = _repeats(config, replica)
-    store = ledger.store()
     common = {"sweep_id": context.run.run_id, "replica": replica.name, "executor": replica.executor}
     scrub = lambda text: redact_secrets(text, replica)  # noqa: E731
     executor = probe_executors.executor_for(replica)
@@ -288,10 +260,11 @@ def phase2_drilldown(
             context, store, key, 2, rows, len(errors), len(loc.phase2_records), scrub(errors[0].error or ""),
             executor=replica.executor, drilldown=config.drilldown_method,
         )  # fmt: skip
-    yield dg.Output(
+    return dg.Output(
         loc,
         metadata={
             **partition_metadata("phase2_drilldown", key.hour, replica.name, str(context.partition_key)),
+            "drilldown": config.drilldown_method,
             "probes_used": loc.probes_phase1 + loc.probes_phase2,
             "probes_phase1": loc.probes_phase1,
             "probes_phase2": loc.probes_phase2,
@@ -303,6 +276,30 @@ def phase2_drilldown(
                 loc.phase2_records, phase1.baseline_ms, phase1.threshold_ms, f"{replica.name} Phase 2, {key.hour}"
             ),
             "ledger": store.display_uri,
+        },
+    )
+
+
+def _no_drilldown(context: dg.AssetExecutionContext, key: SweepKey, phase1: Phase1Result, ledger: str) -> dg.Output[Localization]:
+    """The empty drill-down of a binary drill-down without a suspect: no probe, no verdict;
+    ``fault_ledger`` commits the sweep's Phase 1 rows and its fault batch (empty, or the
+    ``replica:<name>`` row of a degraded sweep)."""
+    context.log.info(f"Phase 1 found no suspect: {NO_DRILLDOWN}")
+    if phase1.replica_degraded:
+        context.log.warning(
+            f"replica {key.replica}: most probes are slow (replica-wide degradation); one replica row, no component blamed"
+        )
+    loc = Localization(phase1, (), ())
+    return dg.Output(
+        loc,
+        metadata={
+            **partition_metadata("phase2_drilldown", key.hour, key.replica, str(context.partition_key)),
+            "drilldown": NO_DRILLDOWN,
+            "probes_used": loc.probes_phase1,
+            "probes_phase1": loc.probes_phase1,
+            "probes_phase2": 0,
+            "replica_degraded": phase1.replica_degraded,
+            "ledger": ledger,
         },
     )
 

@@ -17,8 +17,8 @@ One package per stage, in the order a probe's latency travels through them:
 Beside them, two passive detectors write to the same ledger (:mod:`~faultsense_pipelines.minder`
 for machine metrics, :mod:`~faultsense_pipelines.flowpulse` for switch-port counters). On top,
 the Dagster layer schedules all of it (``resources``, ``assets``, wired in
-:mod:`faultsense_pipelines.definitions`) and :mod:`~faultsense_pipelines.cli` is the
-``faultsense`` command. :mod:`~faultsense_pipelines.validation`, :mod:`~faultsense_pipelines.textfile`
+:mod:`faultsense_pipelines.definitions`), :mod:`~faultsense_pipelines.sweeps` sweeps a fleet
+now through it, and :mod:`~faultsense_pipelines.cli` is the ``faultsense`` command. :mod:`~faultsense_pipelines.validation`, :mod:`~faultsense_pipelines.textfile`
 and :mod:`~faultsense_pipelines.redaction` read user input with one-line errors and keep secrets
 out of them. ``tests/test_import_contract.py`` holds the layers to this order.
 """

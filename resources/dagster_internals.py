@@ -33,5 +33,5 @@ NOOP_COMPUTE_LOGS = {"module": "dagster._core.storage.noop_compute_log_manager",
 # - UnresolvedAssetJobDefinition, UnresolvedPartitionedAssetScheduleDefinition: the types
 #   ``dg.define_asset_job`` and ``dg.build_schedule_from_partitioned_job`` return (annotations of
 #   assets/automation.py);
-# - ErrorSource: tells a run stopped by Ctrl-C from a failed one (cli/sweep_cmd.py);
-# - InstanceRef: opens the persistent instance with the CLI's overrides (cli/home.py).
+# - ErrorSource: tells a run stopped by Ctrl-C from a failed one (sweeps/signals.py);
+# - InstanceRef: opens the persistent instance with the CLI's overrides (sweeps/home.py).

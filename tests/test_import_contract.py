@@ -2,7 +2,7 @@
 
 The package is a stack of layers in the order a probe's latency travels (:data:`LAYERS`): the
 replica, the cover, measuring, localizing, then the simulator, the executors, the fleet file,
-the ledger, the passive detectors, and on top the Dagster layer and the CLI. The graph is read
+the ledger, the passive detectors, and on top the Dagster layer, the sweep orchestrator and the CLI. The graph is read
 with :mod:`ast` from the source folders that ``pyproject.toml`` maps into the one installed
 namespace (``assets/`` installs as ``faultsense_pipelines.assets``, and so on), so a lazy import
 inside a function counts as much as one at the top of a module.
@@ -12,7 +12,8 @@ Rules:
 1. Every module belongs to a layer, and imports only from its own layer or the ones below.
 2. The core algorithms (:data:`CORE`) import no Dagster, torch, Ray or httpx, no executor, no
    ledger, no CLI, directly or through another module of the package.
-3. Only the Dagster layer (resources, assets, definitions) and the CLI import ``dagster``.
+3. Only the Dagster layer (resources, assets, definitions), the sweep orchestrator and the CLI
+   import ``dagster``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("resources", (f"{_P}.resources",)),
     ("assets", (f"{_P}.assets",)),
     ("definitions", (f"{_P}.definitions", f"{_P}.old_paths")),
+    ("sweeps", (f"{_P}.sweeps",)),  # sweeping a fleet now through the Dagster job: what `faultsense sweep` runs
     ("cli", (f"{_P}.cli", f"{_P}.console")),
 )
 #: The core algorithms: pure functions over numbers and files, no I/O framework.
@@ -73,7 +75,7 @@ CORE_FORBIDDEN = (
     f"{_P}.cli",
 )
 #: The layers that may import ``dagster`` itself.
-DAGSTER_USERS = ("resources", "assets", "definitions", "cli")
+DAGSTER_USERS = ("resources", "assets", "definitions", "sweeps", "cli")
 
 
 def _within(module: str, prefixes: Iterable[str]) -> bool:
@@ -237,7 +239,7 @@ def test_every_layer_names_an_existing_module_or_package() -> None:
             [
                 "algorithm faultsense_pipelines.flowpulse.scan reaches faultsense_pipelines.ledger.store:"
                 " faultsense_pipelines.ledger.store <- faultsense_pipelines.flowpulse.scan",
-                "faultsense_pipelines.ledger.store imports dagster (only resources, assets, definitions, cli may)",
+                "faultsense_pipelines.ledger.store imports dagster (only resources, assets, definitions, sweeps, cli may)",
                 "faultsense_pipelines.scratch is in no layer (add it to LAYERS)",
             ],
         ),

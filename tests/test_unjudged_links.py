@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from bench.bench_recheck_bound import hidden_links
 from faultsense_pipelines.assets.analytics import DAILY_HEALTH_SQL, run_sql
 from faultsense_pipelines.cli import app
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.ledger import LedgerStore
 from faultsense_pipelines.localize import localize as _localize
@@ -25,6 +24,7 @@ from faultsense_pipelines.localize.verdicts import Localization, Phase1Result, P
 from faultsense_pipelines.replica.faults import GpuFault
 from faultsense_pipelines.replica.vocabulary import DrilldownMethod
 from faultsense_pipelines.sim.simulator import SimulatedReplica
+from faultsense_pipelines.sweeps import run_sweep
 from tests.pipeline_helpers import HOUR, write_fleet
 
 #: these tests are of the adaptive drill-down (exact on noise-free probes), not the default one

@@ -176,7 +176,8 @@ def register(app: typer.Typer) -> None:
         for r in shown.to_dict("records"):
             code = r["exit_code"]
             table.add_row(
-                *(escape(str(r[c])) for c in ("hour", "replica", "action", "trigger", "component")),
+                escape(hour_cell(r["hour"])),
+                *(escape(str(r[c])) for c in ("replica", "action", "trigger", "component")),
                 escape(r["node"]) if isinstance(r["node"], str) else "-",
                 escape(str(r["decision"])),
                 "-" if pd.isna(code) else str(int(code)),
@@ -225,6 +226,20 @@ def swept_hour(day: object, batch: object) -> str:
     m = _SWEPT_HOUR.search(str(batch))
     text = str(day)
     return f"{text} {m.group(1)}:00" if m and m.end() == len(str(batch)) else text
+
+
+def hour_cell(hour: object) -> str:
+    """An ``actions`` row's ``hour`` (the sweep partition ``YYYY-MM-DD-HH:00``) as ``ledger show``
+    prints a swept hour (:func:`swept_hour`): ``"YYYY-MM-DD HH:00"``; any other text as it is.
+
+    >>> hour_cell("2026-12-04-13:00"), hour_cell("odd")
+    ('2026-12-04 13:00', 'odd')
+    """
+    text = str(hour)
+    return f"{text[:10]} {text[11:]}" if _HOUR_KEY.fullmatch(text) else text
+
+
+_HOUR_KEY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}-(?:[01][0-9]|2[0-3]):00")
 
 
 def _open_store(ledger: str | None, fleet: Path | None) -> LedgerStore:

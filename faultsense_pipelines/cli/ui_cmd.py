@@ -1,4 +1,4 @@
-"""``faultsense ui``: the Dagster UI (``dagster dev``) on the persistent instance of :mod:`.home`.
+"""``faultsense ui``: the Dagster UI (``dagster dev``) on the persistent instance of :mod:`faultsense_pipelines.sweeps.home`.
 
 It sets ``DAGSTER_HOME`` (creating the folder and its ``dagster.yaml`` on first use), restores
 the default ``SIGINT`` and ``SIGTERM`` handlers -- a process started with ``&`` from a
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER, else the fleet's)."),
     ) -> None:
         """Start the Dagster UI on the persistent instance (.faultsense/dagster or $DAGSTER_HOME); SIGTERM stops it."""
-        from .home import ensure_home, open_instance
+        from faultsense_pipelines.sweeps.home import ensure_home, open_instance
 
         try:
             home = ensure_home()

@@ -30,22 +30,22 @@ Batch names may hold only ``[A-Za-z0-9_-]`` (they appear in predicates and metad
 Ledgers written before the Delta table (hive-partitioned Parquet files under
 ``fault_ledger/`` and ``probe_runs/``) are converted by :meth:`LedgerStore.convert_legacy`
 (``faultsense ledger convert``).
+
+:class:`LedgerStore` is the one public class, assembled from parts that each do one job: this
+module commits and reads; :mod:`.maintenance` compacts, vacuums and names stray files;
+:mod:`.legacy` converts a pre-Delta ledger and bulk-loads Arrow tables; :mod:`.delta` locates
+and opens the table for all of them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import re
-import threading
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
+from datetime import UTC, date, datetime
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 import pandas as pd
 import pyarrow as pa
@@ -53,17 +53,31 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .delta import (
+    _DATA_FILE_RE,
+    _LOADED,  # noqa: F401  (the per-thread table cache: tests reset it through this module)
+    _PARTITION_BY,
+    _SCHEMAS,
+    COMPACT_EVERY,
+    DELTA_SCHEMES,
+    TABLE_DIR,
+    TABLE_SCHEMA,
+    LedgerError,
+    WriteResult,
+    _check_batch,
+    _file_why,
+    _log,
+    _to_table,
+    _why,
+    as_day,
+)
+from .legacy import LedgerBulkLoads
+from .maintenance import COMPACT_TARGET_BYTES, LedgerMaintenance
 from .rows import ActionRow, FaultRow, ProbeRunRow, SweepRow, action_table, fault_table, probe_run_table, sweep_table
 from .schema import (
-    ACTION_SCHEMA,
     ACTIONS,
-    ADDED_IN_VERSION_2,
-    ADDED_IN_VERSION_3,
     FAULT_LEDGER,
-    FAULT_SCHEMA,
-    PROBE_RUN_SCHEMA,
     PROBE_RUNS,
-    SWEEP_SCHEMA,
     SWEEPS,
     make_fault_id,
 )
@@ -82,155 +96,10 @@ __all__ = [
     "as_day",
 ]
 
-#: The Delta table's folder under the ledger URI.
-TABLE_DIR = "delta"
-#: URI schemes the Delta table can live on (``deltalake``'s object stores).
-DELTA_SCHEMES = ("file", "s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "hdfs", "viewfs", "lakefs")
-_BATCH_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,199}")
-_SCHEMAS = {FAULT_LEDGER: FAULT_SCHEMA, PROBE_RUNS: PROBE_RUN_SCHEMA, SWEEPS: SWEEP_SCHEMA, ACTIONS: ACTION_SCHEMA}
-_LEGACY = (FAULT_LEDGER, PROBE_RUNS)  # the datasets a pre-Delta ledger can hold
-_PARTITION_BY = ["dataset", "date"]
-_KEYS = ("dataset", "date", "batch")
 _COMMIT_RETRIES = 20
-#: A data file's path inside the table, as deltalake and Arrow quote it in their errors.
-_DATA_FILE_RE = re.compile(r"dataset=[^/\s'\"]+/date=[^/\s'\"]+/[^/\s'\":]+\.parquet")
-_QUOTED_FILE_RE = re.compile(r"(Could not open Parquet input source |for file )?'?[^\s']*dataset=[^\s']+\.parquet'?:?")
-_COMMIT_ENTRY_RE = re.compile(r"\d{20}\.json")
-#: How Delta writers (delta-rs, Spark) name data files.
-_DELTA_FILE_RE = re.compile(r"part-\d{5}-[0-9a-f-]{36}[-.]c\d{3}(\.[a-z0-9]+)?\.parquet")
-_log = logging.getLogger(__name__)
-
-#: Every this many table versions, :meth:`LedgerStore.commit` also compacts the day it wrote
-#: (:meth:`LedgerStore.compact_day`). At 200 replicas swept hourly that is about every 15
-#: minutes, and a day's partitions hold at most ~50 sweeps' small files besides the merged ones.
-COMPACT_EVERY = 50
-#: The size (bytes of input) up to which :meth:`LedgerStore.compact_day` merges a day's small
-#: files; a file above it is never rewritten again by it, so one compaction rewrites at most
-#: about this much besides the new small files.
-COMPACT_TARGET_BYTES = 4 * 2**20
 
 
-#: Per thread, the Delta tables loaded so far (by table URI): a later :meth:`LedgerStore._open`
-#: of the same table brings it up to date with ``update_incremental`` (the new log entries
-#: only) instead of loading its whole log again -- a full load costs per active file (~90 ms
-#: CPU at 5,000 files), and one sweep run opens the table several times (checks, commit).
-_LOADED = threading.local()
-
-
-def _table_schema() -> pa.Schema:
-    fields: dict[str, pa.Field] = {
-        "dataset": pa.field("dataset", pa.string(), nullable=False),
-        "date": pa.field("date", pa.string(), nullable=False),
-        "batch": pa.field("batch", pa.string(), nullable=False),
-    }
-    for schema in (FAULT_SCHEMA, PROBE_RUN_SCHEMA, SWEEP_SCHEMA, ACTION_SCHEMA):
-        for f in schema:
-            if f.name not in fields:
-                keep = f.name in ("sweep_id", "replica")
-                fields[f.name] = pa.field(f.name, f.type, nullable=not keep)
-    return pa.schema(list(fields.values()))
-
-
-#: The Delta table's columns: ``dataset``, ``date``, ``batch``, then every column of
-#: :data:`.schema.FAULT_SCHEMA`, :data:`.schema.PROBE_RUN_SCHEMA`, :data:`.schema.SWEEP_SCHEMA`
-#: and :data:`.schema.ACTION_SCHEMA` (shared ones once; a row of one dataset has the others'
-#: columns null).
-TABLE_SCHEMA = _table_schema()
-
-
-class LedgerError(ValueError):
-    """The ledger cannot be read or written as asked (one line naming the place)."""
-
-
-def _why(exc: BaseException, limit: int = 160) -> str:
-    """What went wrong, in one line: the first line of ``exc``'s message (deltalake appends a
-    Rust backtrace on the next ones), whitespace collapsed, cut to ``limit`` characters."""
-    lines = str(exc).strip().splitlines()
-    text = " ".join(lines[0].split()) if lines else ""
-    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _file_why(exc: BaseException, limit: int = 160) -> str:
-    """:func:`_why` of an error about one data file, without the file's path (the line names it
-    already): ``ArrowInvalid: Parquet magic bytes not found in footer. ...``."""
-    text = _QUOTED_FILE_RE.sub("", _why(exc, 10_000))
-    text = " ".join(text.replace(" :", ":").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """One commit: the table's ``path`` (as the store shows it), the ``rows`` it wrote, the
-    table ``version`` it created and the ``batch`` (or comma-joined batches) it replaced."""
-
-    path: str
-    rows: int
-    version: int = -1
-    batch: str = ""
-
-
-def as_day(day: date | str) -> date:
-    """A partition day from a ``date`` or an ISO ``"YYYY-MM-DD"`` string.
-
-    Raises:
-        ValueError: naming the value when it is not a date.
-    """
-    if isinstance(day, date):
-        return day if type(day) is date else date(day.year, day.month, day.day)
-    try:
-        return date.fromisoformat(str(day))
-    except ValueError:
-        raise ValueError(f"day must be a date or 'YYYY-MM-DD', got {str(day)[:80]!r}") from None
-
-
-def _check_batch(batch: str) -> str:
-    if not isinstance(batch, str) or not _BATCH_RE.fullmatch(batch):
-        raise ValueError(f"batch must be 1-200 of A-Z, a-z, 0-9, '_' and '-' (starting alphanumeric), got {str(batch)[:80]!r}")
-    return batch
-
-
-def _redact(uri: str) -> str:
-    """The URI without any user:password part, safe to log and show in the UI."""
-    parts = urlsplit(uri)
-    if parts.scheme and "@" in parts.netloc:
-        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-    return uri
-
-
-def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem and root path of ``uri``: pyarrow's own first, then fsspec's."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
-    try:
-        fs, root = pafs.FileSystem.from_uri(uri)
-        return fs, root.rstrip("/")
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        import fsspec
-
-        fs, root = fsspec.core.url_to_fs(uri)
-        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), root.rstrip("/")
-
-
-def _to_table(table: pa.Table, dataset: str, day: str, batch: str) -> pa.Table:
-    """``table`` (one dataset's schema) as rows of :data:`TABLE_SCHEMA`."""
-    n = table.num_rows
-    columns = []
-    for f in TABLE_SCHEMA:
-        if f.name == "dataset":
-            columns.append(pa.array([dataset] * n, pa.string()))
-        elif f.name == "date":
-            columns.append(pa.array([day] * n, pa.string()))
-        elif f.name == "batch":
-            columns.append(pa.array([batch] * n, pa.string()))
-        elif f.name in table.column_names:
-            columns.append(table.column(f.name).cast(f.type))
-        else:
-            columns.append(pa.nulls(n, f.type))
-    return pa.Table.from_arrays(columns, schema=TABLE_SCHEMA)
-
-
-class LedgerStore:
+class LedgerStore(LedgerMaintenance, LedgerBulkLoads):
     """The fault ledger under one URI (one Delta table, see the module docstring).
 
     Args:
@@ -243,147 +112,6 @@ class LedgerStore:
         ValueError: if ``uri`` is empty, has surrounding whitespace, or no filesystem
             understands it; ``compact_every`` is negative.
     """
-
-    def __init__(self, uri: str, *, compact_every: int = COMPACT_EVERY) -> None:
-        if not isinstance(uri, str) or not uri.strip():
-            raise ValueError(f"ledger URI must be a non-empty string, got {str(uri)[:80]!r}")
-        if uri != uri.strip() or any(ord(c) < 32 for c in uri):
-            raise ValueError(f"ledger URI must not have surrounding whitespace or control characters, got {_redact(uri)[:80]!r}")
-        scheme = urlsplit(uri).scheme.lower() if "://" in uri else ""
-        if scheme and scheme not in DELTA_SCHEMES:
-            raise ValueError(
-                f"ledger URI scheme {scheme}:// is not supported by the ledger's Delta table "
-                f"(use a local path or one of {', '.join(s + '://' for s in DELTA_SCHEMES)}), got {_redact(uri)[:80]!r}"
-            )
-        try:
-            self._fs, self._root = _resolve(uri)
-        except (ValueError, ImportError, OSError) as exc:
-            raise ValueError(f"cannot open ledger {_redact(uri)[:80]!r}: {str(exc)[:120]}") from None
-        if isinstance(compact_every, bool) or not isinstance(compact_every, int) or compact_every < 0:
-            raise ValueError(f"compact_every must be an integer >= 0, got {str(compact_every)[:80]!r}")
-        self.uri = uri
-        self.compact_every = compact_every
-        #: Commit conflicts this store met and retried (:meth:`commit`), each also logged at INFO.
-        self.commit_retries = 0
-        #: Day compactions this store's commits ran (:meth:`compact_day`), and files they merged.
-        self.compactions = 0
-        self.files_compacted = 0
-        self._table_uri = f"{self._root}/{TABLE_DIR}" if "://" not in uri else f"{uri.rstrip('/')}/{TABLE_DIR}"
-
-    def __repr__(self) -> str:
-        return f"LedgerStore({self.display_uri!r})"
-
-    @property
-    def display_uri(self) -> str:
-        """The ledger location without credentials (what logs and the UI show)."""
-        return self._root if "://" not in self.uri else _redact(self.uri)
-
-    @property
-    def table_uri(self) -> str:
-        """The Delta table's location without credentials (``<ledger>/delta``)."""
-        return f"{self.display_uri.rstrip('/')}/{TABLE_DIR}"
-
-    def root_kind(self) -> str:
-        """What the ledger URI points at: ``"directory"``, ``"file"`` or ``"missing"``.
-
-        An object store has no real directories: a bucket prefix with nothing under it reads
-        as ``"missing"``.
-
-        Raises:
-            LedgerError: the location cannot even be looked at (a name over 255 bytes, no
-                permission); one line naming it, cut to 200 characters.
-        """
-        try:
-            kind = self._fs.get_file_info(self._root).type
-        except OSError as exc:
-            where = self.display_uri if len(self.display_uri) <= 200 else self.display_uri[:200] + "..."
-            text = str(exc)
-            reason = text.rsplit("Detail: ", 1)[1] if "Detail: " in text else (exc.strerror or text)[:120]
-            raise LedgerError(f"ledger {where} cannot be looked at: {reason}") from None
-        if kind == pafs.FileType.Directory:
-            return "directory"
-        return "missing" if kind == pafs.FileType.NotFound else "file"
-
-    # -- the Delta table -----------------------------------------------------------------------
-
-    def _open(self, version: int | None = None) -> Any:
-        """The Delta table (at ``version``, default the latest), or None when there is none yet."""
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
-        cache: dict[str, Any] = _LOADED.__dict__.setdefault("tables", {})
-        try:
-            if version is None and (known := cache.get(self._table_uri)) is not None:
-                try:
-                    known.update_incremental()  # only the commits since: milliseconds, not a full load
-                    return known
-                except Exception:  # the table was replaced or its log cleaned under us: load it afresh
-                    cache.pop(self._table_uri, None)
-            table = DeltaTable(self._table_uri, version=version)
-        except TableNotFoundError:
-            return None
-        except Exception as exc:  # a corrupt log, a foreign folder: one line naming the table (and the entry)
-            where = self._bad_log_entry()
-            why = f"{where}; no Delta reader or writer gets past it (restore it from a backup)" if where else _why(exc)
-            raise LedgerError(f"ledger table {self.table_uri} cannot be read: {why}") from None
-        if version is None:
-            cache[self._table_uri] = table
-        return table
-
-    def _bad_log_entry(self) -> str | None:
-        """The first commit entry of ``_delta_log`` that is not JSON lines of action objects, as
-        ``"log entry _delta_log/<version>.json line 3 is not valid JSON (...)"``; None when every
-        entry parses (the table is broken some other way). Only the entries after the last
-        checkpoint are read (those a reader replays); called on the error path only.
-        """
-        log = f"{self._root}/{TABLE_DIR}/_delta_log"
-        try:
-            infos = self._fs.get_file_info(pafs.FileSelector(log, allow_not_found=True))
-        except OSError:
-            return None
-        after = -1
-        try:
-            with self._fs.open_input_stream(f"{log}/_last_checkpoint") as f:
-                after = int(json.loads(f.read())["version"])
-        except Exception:  # no checkpoint (or an unreadable pointer): replay from the start
-            after = -1
-        entries = sorted(
-            (i for i in infos if _COMMIT_ENTRY_RE.fullmatch(i.base_name) and int(i.base_name[:20]) > after),
-            key=lambda i: i.base_name,
-        )
-        for info in entries:
-            name = f"log entry _delta_log/{info.base_name}"
-            try:
-                with self._fs.open_input_stream(info.path) as f:
-                    text = f.read().decode("utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                return f"{name} cannot be read ({_why(exc, 100)})"
-            if not text.strip():
-                return f"{name} is empty"
-            for number, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    action = json.loads(line)
-                except ValueError as exc:
-                    return f"{name} line {number} is not valid JSON ({_why(exc, 100)})"
-                if not isinstance(action, dict):
-                    return f"{name} line {number} is not a JSON object"
-        return None
-
-    def _create(self) -> None:
-        from deltalake import DeltaTable
-
-        try:
-            DeltaTable.create(self._table_uri, schema=TABLE_SCHEMA, partition_by=_PARTITION_BY, mode="ignore")
-        except Exception:
-            if self._open() is None:  # a concurrent creator won: fine; anything else: raise
-                raise
-
-    def version(self) -> int | None:
-        """The table's current version, or None when nothing was written yet."""
-        table = self._open()
-        return None if table is None else int(table.version())
 
     def commit(
         self,
@@ -480,58 +208,6 @@ class LedgerStore:
         if self.compact_every and version % self.compact_every == 0:
             self.compact_day(iso)
         return WriteResult(path=self.table_uri, rows=data.num_rows, version=version, batch=",".join(batches))
-
-    def compact_day(self, day: date | str, *, target_bytes: int = COMPACT_TARGET_BYTES) -> int:
-        """Merge the small files of ``day`` (both datasets) into files of about ``target_bytes``, in one commit.
-
-        Delta's ``optimize.compact`` over the day's partitions: files below ``target_bytes``
-        are bin-packed in commit order (rows keep their order; statistics are recomputed), files
-        above it are left alone, so each call rewrites at most about ``target_bytes`` per
-        dataset besides the small files written since the last one. The data does not change
-        (``dataChange: false``): readers of any version see the same rows, and the replaced
-        files stay on disk for time travel until :meth:`maintain` vacuums them. A concurrent
-        writer that wins the race makes it give up (logged at INFO, nothing changed); the next
-        due compaction merges what this one left.
-
-        Args:
-            day: the ``date`` partition.
-            target_bytes: the merged files' approximate size (input bytes), >= 1 MiB.
-
-        Returns:
-            The number of files merged away (0 when nothing was due or it gave up).
-
-        Raises:
-            ValueError: ``target_bytes`` below 1 MiB.
-        """
-        from deltalake import CommitProperties
-        from deltalake.exceptions import CommitFailedError, DeltaError
-
-        if isinstance(target_bytes, bool) or not isinstance(target_bytes, int) or target_bytes < 2**20:
-            raise ValueError(f"target_bytes must be an integer >= 1 MiB, got {str(target_bytes)[:80]!r}")
-        iso = as_day(day).isoformat()
-        table = self._open()
-        if table is None:
-            return 0
-        try:
-            metrics = table.optimize.compact(
-                partition_filters=[("date", "=", iso)],
-                target_size=target_bytes,
-                commit_properties=CommitProperties(
-                    custom_metadata={"faultsense.operation": "compact-day", "faultsense.date": iso}
-                ),
-            )
-        except (CommitFailedError, DeltaError) as exc:  # a concurrent writer won: leave it to the next compaction
-            _log.info("ledger %s: compaction of %s gave up (%s)", self.table_uri, iso, _why(exc, 120))
-            self._forget()
-            return 0
-        merged = int(metrics.get("numFilesRemoved", 0))
-        self.compactions += 1
-        self.files_compacted += merged
-        return merged
-
-    def _forget(self) -> None:
-        """Drop this table from the per-thread cache (the next :meth:`_open` loads it afresh)."""
-        getattr(_LOADED, "tables", {}).pop(self._table_uri, None)
 
     def added_files(self, version: int, dataset: str) -> list[str]:
         """The data files of ``dataset`` that the commit ``version`` added, as paths relative
@@ -650,8 +326,6 @@ class LedgerStore:
         iso, batch = as_day(day).isoformat(), _check_batch(batch)
         metrics = table.delete(f"dataset = '{dataset}' AND date = '{iso}' AND batch = '{batch}'")
         return bool(metrics.get("num_deleted_rows", 0))
-
-    # -- reading -----------------------------------------------------------------------------
 
     def files(self, dataset: str) -> list[str]:
         """The data files of ``dataset`` in the table's current version, sorted (empty without a table)."""
@@ -902,228 +576,6 @@ class LedgerStore:
         table = self.read_table(ACTIONS, files=files, since=first, skipped=skipped)
         df = table.to_pandas(types_mapper=_nullable_ints)
         return df.sort_values(["decided_at", "replica", "action", "component"], kind="stable").reset_index(drop=True)
-
-    def stray_files(self, days: Collection[date | str]) -> list[str]:
-        """Files in the table's partition folders of ``days`` that no Delta writer made: not named
-        ``part-<n>-<uuid>-c<n>...parquet`` (a file dropped there by hand, a foreign or pre-Delta
-        Parquet file). No Delta reader sees them (the log names the table's files), ours included;
-        listed so that they can be named. One folder listing per dataset and day.
-        """
-        out = []
-        for dataset in _SCHEMAS:
-            for day in sorted({as_day(d).isoformat() for d in days}):
-                folder = f"{self._root}/{TABLE_DIR}/dataset={dataset}/date={day}"
-                try:
-                    infos = self._fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
-                except OSError:
-                    continue
-                out += [
-                    i.path
-                    for i in infos
-                    if i.type == pafs.FileType.File
-                    and not i.base_name.startswith((".", "_"))
-                    and not _DELTA_FILE_RE.fullmatch(i.base_name)
-                ]
-        return sorted(out)
-
-    # -- legacy Parquet ledgers -----------------------------------------------------------------
-
-    def legacy_files(self) -> list[str]:
-        """Parquet files of a pre-Delta ledger (``fault_ledger/`` and ``probe_runs/`` hive folders)."""
-        out = []
-        for dataset in _LEGACY:
-            selector = pafs.FileSelector(f"{self._root}/{dataset}", recursive=True, allow_not_found=True)
-            out += [
-                i.path
-                for i in self._fs.get_file_info(selector)
-                if i.type == pafs.FileType.File and i.base_name.endswith(".parquet") and not i.base_name.startswith((".", "_"))
-            ]
-        return sorted(out)
-
-    def convert_legacy(self, *, move_aside: bool = True) -> tuple[int, list[str]]:
-        """Copy a pre-Delta Parquet ledger into the Delta table, one commit per day.
-
-        Batch names follow the files: a sweep's ``<replica>-hHH-phase1/-phase2`` probe files
-        and its ``faultsense-<replica>-hHH`` fault file become batch
-        ``faultsense-<replica>-hHH``, ``<replica>-hHH-failed`` becomes
-        ``faultsense-<replica>-hHH-failed``, any other file keeps its name. Re-running
-        replaces, never duplicates. With ``move_aside`` the old folders are renamed to
-        ``legacy-parquet/<dataset>`` afterwards, so nothing reads them twice.
-
-        Returns:
-            The rows converted and the files skipped, each as ``"<path>: <why>"`` (a corrupt
-            or foreign file is named and skipped; it never stops the others).
-        """
-        by_day: dict[str, dict[str, dict[str, list[pa.Table]]]] = {}
-        skipped: list[str] = []
-        for path in self.legacy_files():
-            dataset = next(d for d in _LEGACY if f"/{d}/" in path)
-            folder, name = path.rsplit("/", 2)[-2:]
-            if not folder.startswith("date="):
-                skipped.append(f"{path}: not under a date= folder")
-                continue
-            try:
-                day = as_day(folder[len("date=") :]).isoformat()
-                table = pq.read_table(path, filesystem=self._fs)
-                expected = _SCHEMAS[dataset]
-                missing = [f.name for f in expected if f.name not in table.column_names]
-                for name in [m for m in missing if m in ADDED_IN_VERSION_2 + ADDED_IN_VERSION_3]:  # a version-1 or -2 file
-                    table = table.append_column(expected.field(name), pa.nulls(table.num_rows, expected.field(name).type))
-                    missing.remove(name)
-                if missing:
-                    raise ValueError(f"not a {dataset} file (missing columns {', '.join(missing[:4])})")
-                table = table.select([f.name for f in expected]).cast(expected)
-            except (OSError, ValueError, pa.ArrowException) as exc:
-                skipped.append(f"{path}: {' '.join(str(exc).split())[:120]}")
-                continue
-            batch = _legacy_batch(dataset, name[: -len(".parquet")])
-            by_day.setdefault(day, {}).setdefault(batch, {}).setdefault(dataset, []).append(table)
-        converted = 0
-        for day, batches in sorted(by_day.items()):
-            parts = [
-                _to_table(t, dataset, day, batch)
-                for batch, datasets in batches.items()
-                for dataset, tables in datasets.items()
-                for t in tables
-            ]
-            converted += sum(p.num_rows for p in parts)
-            self.commit_tables(day, sorted(batches), pa.concat_tables(parts), operation="convert-legacy")
-        if move_aside and by_day:
-            for dataset in _LEGACY:
-                src = f"{self._root}/{dataset}"
-                if self._fs.get_file_info(src).type == pafs.FileType.Directory:
-                    self._fs.create_dir(f"{self._root}/legacy-parquet", recursive=True)
-                    self._fs.move(src, f"{self._root}/legacy-parquet/{dataset}")
-        return converted, skipped
-
-    def commit_tables(self, day: date | str, batches: Collection[str], data: pa.Table, *, operation: str = "bulk") -> int:
-        """Replace the batches ``batches`` of ``day`` (both datasets) with ``data``, in one commit.
-
-        The bulk form of :meth:`commit` for rows that are already Arrow tables of
-        :data:`TABLE_SCHEMA` (a converted legacy ledger, a generated benchmark ledger): no
-        per-row validation, any number of batches in one commit.
-
-        Args:
-            day: the ``date`` partition; every row of ``data`` must carry it.
-            batches: the batches replaced (and written: ``data``'s ``batch`` values).
-            data: rows of :data:`TABLE_SCHEMA` (``dataset``, ``date``, ``batch`` set).
-            operation: recorded in the commit's metadata as ``faultsense.operation``.
-
-        Returns:
-            The new table version.
-
-        Raises:
-            ValueError: a bad batch name, or ``data`` not of :data:`TABLE_SCHEMA`.
-        """
-        from deltalake import CommitProperties, write_deltalake
-
-        if not data.schema.equals(TABLE_SCHEMA):
-            raise ValueError("data must have exactly the ledger's TABLE_SCHEMA")
-        table = self._open()
-        if table is None:
-            self._create()
-            table = self._open()
-        names = ", ".join(f"'{_check_batch(b)}'" for b in sorted(batches))
-        write_deltalake(
-            table,
-            data,
-            mode="overwrite",
-            predicate=f"date = '{as_day(day).isoformat()}' AND batch IN ({names})",
-            partition_by=_PARTITION_BY,
-            schema_mode="merge",
-            commit_properties=CommitProperties(custom_metadata={"faultsense.operation": operation}),
-        )
-        return int(table.version())
-
-    # -- maintenance -------------------------------------------------------------------------
-
-    def maintain(
-        self,
-        *,
-        retain_days: int | None = None,
-        vacuum_hours: float = 168.0,
-        compact: bool = True,
-        z_order: Sequence[str] = ("replica",),
-        today: date | None = None,
-    ) -> dict[str, int]:
-        """Compaction and retention: drop old days, merge small files, delete unreferenced files
-        and expired log entries.
-
-        Only days before ``today`` are compacted (today's partitions still take one commit per
-        sweep; compacting them would race the sweeps), and of those only the partitions that
-        still hold more than one file, so a daily run rewrites yesterday's files, not the year.
-
-        Args:
-            retain_days: keep only ``date`` partitions within this many days before ``today``
-                (None: keep everything).
-            vacuum_hours: delete data files no version newer than this many hours needs --
-                files a replaced sweep, a compaction or a killed write left (time travel stays
-                possible that far back).
-            compact: merge each finished day's files into few large ones (one commit; readers
-                unaffected).
-            z_order: columns the merged rows are clustered by (Delta's Z-order; a sort for one
-                column), so a day's row groups -- and its files, once there are several -- have
-                narrow min/max statistics for them and readers filtering on them skip the rest;
-                empty: plain compaction, rows in commit order.
-            today: the reference day (default: today, UTC).
-
-        Returns:
-            ``rows_deleted``, ``partitions_compacted``, ``files_compacted`` (removed by
-            compaction), ``files_vacuumed``, ``log_files_removed`` and the final ``version``.
-
-        Raises:
-            LedgerError: there is no ledger table here.
-            ValueError: ``retain_days`` is not an integer in 0..100000.
-        """
-        table = self._open()
-        if table is None:
-            raise LedgerError(f"no ledger table at {self.table_uri}")
-        today = today or datetime.now(UTC).date()
-        out = {"rows_deleted": 0, "partitions_compacted": 0, "files_compacted": 0, "files_vacuumed": 0}
-        if retain_days is not None:
-            if isinstance(retain_days, bool) or not isinstance(retain_days, int) or not 0 <= retain_days <= 100_000:
-                raise ValueError(f"retain_days must be an integer in 0..100000, got {str(retain_days)[:80]!r}")
-            cutoff = (today - timedelta(days=retain_days)).isoformat()
-            out["rows_deleted"] = int(table.delete(f"date < '{cutoff}'").get("num_deleted_rows", 0))
-        if compact and (days := self._days_to_compact(table, today.isoformat())):
-            where = [("date", "in", days)]
-            if z_order:
-                metrics = table.optimize.z_order(list(z_order), partition_filters=where)
-            else:
-                metrics = table.optimize.compact(partition_filters=where)
-            out["files_compacted"] = int(metrics.get("numFilesRemoved", 0))
-            out["partitions_compacted"] = len(days)
-        vacuumed = table.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
-        out["files_vacuumed"] = len(vacuumed)
-        # a checkpoint, then the log entries older than the table's log retention (30 days by
-        # default) go: a year of hourly sweeps is otherwise millions of small log files
-        table.create_checkpoint()
-        log = f"{self._root}/{TABLE_DIR}/_delta_log"
-        before = len(self._fs.get_file_info(pafs.FileSelector(log)))
-        table.cleanup_metadata()
-        out["log_files_removed"] = before - len(self._fs.get_file_info(pafs.FileSelector(log)))
-        out["version"] = int(table.version())
-        return out
-
-    @staticmethod
-    def _days_to_compact(table: Any, before: str) -> list[str]:
-        """``date`` values before ``before`` whose partition (either dataset) holds several files."""
-        actions = pa.table(table.get_add_actions(flatten=True))
-        counts: dict[tuple[str, str], int] = {}
-        for dataset, day in zip(
-            actions.column("partition.dataset").to_pylist(), actions.column("partition.date").to_pylist(), strict=True
-        ):
-            counts[(dataset, day)] = counts.get((dataset, day), 0) + 1
-        return sorted({day for (_, day), n in counts.items() if n > 1 and day < before})
-
-
-def _legacy_batch(dataset: str, name: str) -> str:
-    """The Delta batch of a pre-Delta file name (see :meth:`LedgerStore.convert_legacy`)."""
-    if dataset == PROBE_RUNS:
-        m = re.fullmatch(r"(.+-h\d\d)-(phase1|phase2|failed)", name)
-        if m:
-            return f"faultsense-{m.group(1)}" + ("-failed" if m.group(2) == "failed" else "")
-    return _check_batch(name)
 
 
 def _days(days: Collection[date | str] | None) -> list[str] | None:

@@ -17,8 +17,8 @@ import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
-from faultsense_pipelines.cli.sweep_cmd import HOST_TAG, PID_TAG, fail_orphaned_runs
 from faultsense_pipelines.definitions import SWEEP_JOB, build_definitions
+from faultsense_pipelines.sweeps import HOST_TAG, PID_TAG, fail_orphaned_runs
 from tests.pipeline_helpers import HOUR, write_fleet
 
 pytestmark = [

@@ -67,31 +67,63 @@ def test_a_faulty_replica_is_drilled_down_and_its_injected_faults_land_in_the_le
     assert checks == {"probe_latencies_valid": True, "fault_ledger_schema": True, "fault_ledger_unique_rows": True}
 
 
-def test_a_healthy_replica_skips_phase2_and_writes_an_empty_fault_batch(tmp_path: Path, instance) -> None:
+def test_a_healthy_replica_gets_an_empty_drilldown_and_fault_ledger_commits_an_empty_fault_batch(
+    tmp_path: Path, instance
+) -> None:
     defs, ledger = new_defs(tmp_path)
     add_replicas(instance, defs)
+    store = LedgerStore(str(ledger))
+    assert sweep(defs, instance, "sim-faulty").success  # a first commit: the healthy sweep's is one more
+    before = store.version()
     result = sweep(defs, instance, "sim-healthy", drilldown_method="adaptive")  # the default evidence one always reads Phase 1
     assert result.success
-    assert result.asset_materializations_for_node("phase2_drilldown") == []  # ran, yielded nothing
-    assert "fault_ledger" in skipped_steps(result)
-    store = LedgerStore(str(ledger))
-    assert store.read_faults().empty
-    assert set(store.read_table("probe_runs").column("batch").to_pylist()) == {"faultsense-sim-healthy-h08"}
-    assert set(store.read_probe_runs()["phase"]) == {1}
+    assert skipped_steps(result) == set()  # fault_ledger and fault_actions run after every completed sweep
+    (phase2,) = result.asset_materializations_for_node("phase2_drilldown")
+    assert phase2.metadata["drilldown"].value == "no suspect: no drill-down"
+    assert phase2.metadata["probes_phase2"].value == 0
+    loc = result.output_for_node("phase2_drilldown")
+    assert (loc.phase2_records, loc.verdicts) == ((), ()) and loc.phase1 == result.output_for_node("phase1_probe_run")
+    assert store.version() == before + 1  # fault_ledger's one commit
+    assert store.read_faults(replica="sim-healthy").empty
+    runs = store.read_table("probe_runs", files={"replica": "sim-healthy"}).to_pandas()
+    assert set(runs["batch"]) == {"faultsense-sim-healthy-h08"} and set(runs["phase"]) == {1}
+    assert len(runs) == len(plan_cover(16, 4).probes) * 3
+    (row,) = [r for r in store.read_table("sweeps").to_pylist() if r["replica"] == "sim-healthy"]
+    assert (row["status"], row["drilldown"], row["probes_phase2"]) == ("healthy", None, 0)
     ledger_event = instance.get_latest_materialization_event(dg.AssetKey("fault_ledger"))
     assert ledger_event.asset_materialization.partition == dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"})
     assert ledger_event.asset_materialization.metadata["rows"].value == 0
+    assert ledger_event.run_id == result.run_id  # written by the fault_ledger step, not by Phase 1
 
 
-@pytest.mark.parametrize(("phase1", "phase2"), [("evidence", "adaptive"), ("adaptive", None)])
-def test_a_run_whose_two_ops_name_different_drilldowns_is_refused_before_any_probe(
-    tmp_path: Path, instance, phase1, phase2
-) -> None:
-    """Phase 1 commits a suspect-free sweep itself only for the binary drill-downs and Phase 2
-    skips only then: with different values (here also one left at the default, evidence) a
-    healthy partition would be committed twice or not at all."""
+def test_phase1_alone_measures_and_writes_nothing(tmp_path: Path, instance) -> None:
+    """``fault_ledger`` is the ledger's one sweep writer: Phase 1 materialized alone (an asset
+    selection of it only) leaves the ledger without a table, whatever the drill-down."""
     defs, ledger = new_defs(tmp_path)
     add_replicas(instance, defs)
+    for method in ("adaptive", "evidence"):
+        result = defs.resolve_job_def(SWEEP_JOB).execute_in_process(
+            instance=instance,
+            partition_key=dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"}),
+            run_config={"ops": {"phase1_probe_run": {"config": {"drilldown_method": method}}}},
+            asset_selection=[dg.AssetKey("phase1_probe_run")],
+        )
+        assert result.success and not result.output_for_node("phase1_probe_run").needs_drilldown
+        assert LedgerStore(str(ledger)).version() is None
+    assert instance.get_latest_materialization_event(dg.AssetKey("fault_ledger")) is None
+
+
+@pytest.mark.parametrize(("phase1", "phase2", "expected"), [("evidence", "adaptive", None), ("adaptive", None, "evidence")])
+def test_only_phase2_s_drilldown_method_decides_the_drilldown(
+    tmp_path: Path, instance, phase1: str, phase2: str | None, expected: str | None
+) -> None:
+    """Phase 1 measures whatever drill-down follows, so a run whose two ops name different
+    drill-downs (here also one left at the default, evidence) runs Phase 2's, committed once."""
+    defs, ledger = new_defs(tmp_path)
+    add_replicas(instance, defs)
+    store = LedgerStore(str(ledger))
+    assert sweep(defs, instance, "sim-faulty").success
+    before = store.version()
     ops = {"phase1_probe_run": {"config": {"drilldown_method": phase1}}}
     if phase2 is not None:
         ops["phase2_drilldown"] = {"config": {"drilldown_method": phase2}}
@@ -99,17 +131,11 @@ def test_a_run_whose_two_ops_name_different_drilldowns_is_refused_before_any_pro
         instance=instance,
         partition_key=dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"}),
         run_config={"ops": ops},
-        raise_on_error=False,
     )
-    assert not result.success
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "phase1_probe_run"
-    message = failure.step_failure_data.user_failure_data.description
-    assert message == (
-        f"ops.phase2_drilldown.config.drilldown_method {phase2 or 'evidence'!r} differs from "
-        f"ops.phase1_probe_run.config.drilldown_method {phase1!r}: give both ops the same value"
-    )
-    assert LedgerStore(str(ledger)).version() is None or LedgerStore(str(ledger)).read_probe_runs().empty
+    assert result.success
+    assert store.version() == before + 1  # one commit
+    (row,) = [r for r in store.read_table("sweeps").to_pylist() if r["replica"] == "sim-healthy"]
+    assert (row["status"], row["drilldown"]) == ("healthy", expected)
 
 
 def test_with_the_default_drilldown_a_healthy_replica_writes_no_fault_row_in_one_commit(tmp_path: Path, instance) -> None:

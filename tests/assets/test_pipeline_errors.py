@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.definitions import build_definitions
 from faultsense_pipelines.fleet import FleetError
 from faultsense_pipelines.ledger import LedgerStore
+from faultsense_pipelines.sweeps import run_sweep
 from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
 
 pytestmark = pytest.mark.integration  # real in-process Dagster runs
@@ -158,7 +158,7 @@ def test_a_ledger_path_that_is_a_file_is_refused_before_any_run(tmp_path: Path) 
 
 
 def test_a_failed_step_reports_its_innermost_cause() -> None:
-    from faultsense_pipelines.cli.sweep_cmd import _failure_message
+    from faultsense_pipelines.sweeps.outcome import failure_message
 
     @dg.op
     def boom() -> None:
@@ -172,7 +172,7 @@ def test_a_failed_step_reports_its_innermost_cause() -> None:
         boom()
 
     result = fails.execute_in_process(raise_on_error=False)
-    message = _failure_message(result)
+    message = failure_message(result)
     assert message.startswith('dagster._core.errors.DagsterExecutionStepExecutionError: Error occurred while executing op "boom"')
     assert message.endswith("KeyError: 'the innermost cause'"), message
 

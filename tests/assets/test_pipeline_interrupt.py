@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.ledger import FaultRow, LedgerStore, ProbeRunRow, make_fault_id
+from faultsense_pipelines.sweeps import run_sweep
 from tests.assets.test_pipeline_errors import closed_loopback_port
 from tests.pipeline_helpers import HOUR, write_fleet
 
@@ -288,12 +288,12 @@ def test_ctrl_c_while_local_workers_start_stops_the_sweep_and_leaves_the_ledger_
 def test_a_ctrl_c_that_another_handler_swallows_still_stops_the_sweep() -> None:
     # Dagster may turn a SIGINT into a plain run failure (one landing while the executor's
     # workers shut down); the sweep notices it through the signal wakeup fd all the same
-    from faultsense_pipelines.cli.sweep_cmd import _SigintWatch
+    from faultsense_pipelines.sweeps.signals import SigintWatch
 
     swallowed: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signo, _frame: swallowed.append(signo))
     try:
-        with _SigintWatch() as watch:
+        with SigintWatch() as watch:
             assert not watch.fired()
             signal.raise_signal(signal.SIGINT)
             assert swallowed == [signal.SIGINT]
@@ -352,7 +352,7 @@ def test_a_sigkilled_sweep_leaves_no_run_started_for_good(tmp_path: Path, fails_
     run is older than the instance's ``max_runtime_seconds`` (3 hours)."""
     from dagster._core.instance.ref import InstanceRef
 
-    from faultsense_pipelines.cli.sweep_cmd import PID_TAG, fail_orphaned_runs
+    from faultsense_pipelines.sweeps import PID_TAG, fail_orphaned_runs
 
     fleet, _ = write_fleet(tmp_path, LOCAL_FIRST)
     scratch = tmp_path / "scratch"

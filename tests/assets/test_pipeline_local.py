@@ -8,9 +8,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH, load_fleet
 from faultsense_pipelines.ledger import LedgerStore
+from faultsense_pipelines.sweeps import run_sweep
 
 pytestmark = pytest.mark.integration  # a Dagster sweep of real local worker processes
 

@@ -1,7 +1,7 @@
 """Slow tier: a fleet sweep launched as separate runs through Dagster's run queue.
 
 A real persistent instance (a temporary ``DAGSTER_HOME`` holding the product's ``dagster.yaml``
-of :mod:`faultsense_pipelines.cli.home`: at most 4 runs at once, one per
+of :mod:`faultsense_pipelines.sweeps.home`: at most 4 runs at once, one per
 ``dagster/partition/replica`` tag), the default run launcher (one subprocess per run), runs
 submitted by the documented command (``dagster job backfill``, docs/operations.md) and
 dequeued by a real ``dagster-daemon run``. Two replicas times two hours: the queue starts the
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from faultsense_pipelines.cli.home import ensure_home, open_instance
+from faultsense_pipelines.sweeps.home import ensure_home, open_instance
 from tests.pipeline_helpers import stop_process_group, write_fleet
 
 pytestmark = pytest.mark.slow

@@ -1,5 +1,5 @@
-"""Every sweep path writes its one ``sweeps`` row in its own commit: Phase 1's own commit (binary
-drill-downs, nothing suspect), ``fault_ledger``'s (after Phase 2), a degraded sweep's, a failed
+"""Every sweep path writes its one ``sweeps`` row in its own commit: ``fault_ledger``'s (after a
+drill-down or an empty one: binary drill-downs, nothing suspect), a degraded sweep's, a failed
 attempt's. Real in-process Dagster runs on simulated replicas."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.ledger import SWEEPS, LedgerStore
+from faultsense_pipelines.sweeps import run_sweep
 from tests.assets.test_pipeline_degraded import DEGRADED_FLEET
 from tests.pipeline_helpers import HOUR, write_fleet
 
@@ -71,7 +71,7 @@ def test_each_replica_s_sweep_writes_one_row_with_what_the_sweep_did(tmp_path: P
 
     healthy = rows["sim-healthy"]
     assert (healthy["status"], healthy["confirmed"], healthy["failed_probes"]) == ("healthy", 0, 0)
-    # adaptive skips Phase 2 without a suspect (Phase 1 commits); evidence always reads Phase 1
+    # adaptive has no drill-down without a suspect (an empty one, no method); evidence always reads Phase 1
     assert healthy["drilldown"] == (None if drilldown == "adaptive" else "evidence")
     assert healthy["probes_phase2"] == by["sim-healthy"].probes_phase2
 
@@ -84,8 +84,15 @@ def test_each_replica_s_sweep_writes_one_row_with_what_the_sweep_did(tmp_path: P
         assert before.replace(microsecond=0) <= row["started_at"] <= row["finished_at"] <= after
 
 
-def test_a_degraded_sweep_s_row_says_degraded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("drilldown", ["evidence", "adaptive"])
+def test_a_degraded_sweep_s_row_says_degraded(tmp_path: Path, drilldown: str) -> None:
     fleet, ledger = write_fleet(tmp_path, DEGRADED_FLEET)
     with dg.DagsterInstance.ephemeral() as instance:
-        run_sweep(fleet, hour=HOUR, instance=instance)
-    assert sweep_rows(ledger)["sim-degraded"]["status"] == "degraded"
+        (outcome,), _ = run_sweep(fleet, hour=HOUR, drilldown=drilldown, instance=instance)
+    row = sweep_rows(ledger)["sim-degraded"]
+    assert (row["status"], row["probes_phase1"], row["probes_phase2"]) == ("degraded", len(plan_cover(8, 4).probes), 0)
+    # the evidence drill-down reads the degraded sweep (and blames nothing); adaptive has none
+    assert row["drilldown"] == (None if drilldown == "adaptive" else "evidence")
+    assert outcome.degraded and outcome.drilldown == (drilldown == "evidence")
+    faults = LedgerStore(str(ledger)).read_faults()
+    assert list(faults["component"]) == ["replica:sim-degraded"] and list(faults["status"]) == ["suspect"]

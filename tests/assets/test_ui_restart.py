@@ -132,7 +132,7 @@ def test_a_newcomer_sees_yesterdays_runs_after_a_ui_restart_and_the_fleet_view(t
     )
     assert swept.returncode == 0, swept.stdout[-2000:] + swept.stderr[-2000:]
 
-    from faultsense_pipelines.cli.home import open_instance
+    from faultsense_pipelines.sweeps.home import open_instance
 
     with open_instance(home) as instance:
         sweeps = [r for r in instance.get_runs() if r.job_name == "faultsense_sweep"]

@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from faultsense_pipelines.cli import app
-from faultsense_pipelines.cli.home import MAX_CONCURRENT_RUNS, MAX_RUNTIME_S, ensure_home, open_instance
+from faultsense_pipelines.sweeps.home import MAX_CONCURRENT_RUNS, MAX_RUNTIME_S, ensure_home, open_instance
 from tests.pipeline_helpers import HOUR, write_fleet
 
 _RUNS_OF_NEW_PROCESS = """
@@ -133,7 +133,7 @@ def test_faultsense_ui_started_in_the_background_stops_with_its_children_on_sigt
 _OPEN_AT_ONCE = """
 import sys, time
 from pathlib import Path
-from faultsense_pipelines.cli.home import open_instance
+from faultsense_pipelines.sweeps.home import open_instance
 start = float(sys.argv[2])
 time.sleep(max(0.0, start - time.time()))  # all children open at the same wall-clock instant
 with open_instance(Path(sys.argv[1])) as instance:

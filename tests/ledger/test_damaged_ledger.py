@@ -159,7 +159,7 @@ replicas:
 
 @pytest.mark.integration  # real Dagster sweeps, checks and analytics
 def test_real_sweeps_beside_a_damaged_file_land_and_the_damaged_replica_fails_naming_it(tmp_path: Path) -> None:
-    from faultsense_pipelines.cli.sweep_cmd import run_sweep
+    from faultsense_pipelines.sweeps import run_sweep
     from tests.pipeline_helpers import HOUR, write_fleet
 
     fleet, path = write_fleet(tmp_path, FLEET)

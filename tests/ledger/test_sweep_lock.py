@@ -12,9 +12,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.ledger import LedgerStore
 from faultsense_pipelines.ledger.lock import ReplicaLocked, lock_path, replica_lock
+from faultsense_pipelines.sweeps import run_sweep
 from tests.pipeline_helpers import HOUR, write_fleet
 
 pytestmark = pytest.mark.integration  # a second process holds the lock; real Dagster sweeps

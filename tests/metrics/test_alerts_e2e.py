@@ -28,7 +28,7 @@ import httpx
 import pytest
 import yaml
 
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
+from faultsense_pipelines.sweeps import run_sweep
 from tests.pipeline_helpers import write_fleet
 
 pytestmark = pytest.mark.slow

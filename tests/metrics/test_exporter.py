@@ -14,11 +14,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from faultsense_pipelines.assets.commit import commit_sweep
 from faultsense_pipelines.assets.partitions import SweepKey
-from faultsense_pipelines.cli.sweep_cmd import run_sweep
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow, SweepRow
 from faultsense_pipelines.metrics import FleetCollector
 from faultsense_pipelines.replica.topology import ReplicaTopology
+from faultsense_pipelines.sweeps import run_sweep
 from tests.pipeline_helpers import HOURS, write_fleet
 
 NOON = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # the tests' "now": the day of HOURS

@@ -108,9 +108,9 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 def test_a_sweep_spreads_actors_over_two_nodes_and_a_lost_node_gives_error_rows_not_faults(
     tmp_path: Path, cluster: Cluster
 ) -> None:
-    from faultsense_pipelines.cli.home import open_instance
-    from faultsense_pipelines.cli.sweep_cmd import run_sweep
     from faultsense_pipelines.ledger.store import LedgerStore
+    from faultsense_pipelines.sweeps import run_sweep
+    from faultsense_pipelines.sweeps.home import open_instance
 
     ledger = tmp_path / "ledger"
     fleet = tmp_path / "fleet.yaml"
