@@ -289,19 +289,9 @@ def sequential_drilldown(
     passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
     unreached: list[tuple[int, ...]] = []
-    for i in order:
-        unit = tuple(phase1[i][0])
-        rest = tuple(g for g in unit if g not in faulty)
-        if covered(rest) or len(rest) < 2:
-            continue
-        hidden = rest != unit  # a confirmed GPU explains the probe; the paths among the rest
-        # were only ever probed beside it and are searched without it (its slowness told
-        # nothing about them)
-        if probes.left < per_claim:
-            if not hidden and (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: unexamined
-                unreached.append(unit)
-            continue
-        unit = rest
+
+    def search(unit: tuple[int, ...]) -> None:
+        """Search ``unit`` with quick reads and claim what the search proposes."""
         # references from trusted GPUs outside the probe under search where the replica has
         # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
         # first maps a node onto itself
@@ -309,8 +299,7 @@ def sequential_drilldown(
         pool = [g for g in healthy if g not in avoid and g not in unit]
         if len(pool) < 2 * k:
             pool = [g for g in healthy if g not in avoid]
-        quick_reads = _QuickReads(ctx, pool, quick, threshold)
-        found = adaptive_drilldown(n, k, passed, [unit], quick_reads, recheck_explained=False)
+        found = adaptive_drilldown(n, k, passed, [unit], _QuickReads(ctx, pool, quick, threshold), recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
         for f in proposals:
@@ -323,6 +312,29 @@ def sequential_drilldown(
                 claim(ComponentKind.GPU, f.gpu, None, {x for x in linked if x is not None})
             elif f.peer_gpu is not None and not (f.gpu in faulty or f.peer_gpu in faulty):
                 claim(ComponentKind.LINK, f.gpu, f.peer_gpu)
+
+    hidden: list[tuple[int, ...]] = []
+    for i in order:
+        unit = tuple(phase1[i][0])
+        if covered(unit):
+            rest = tuple(g for g in unit if g not in faulty)
+            if rest != unit and len(rest) >= 2:
+                hidden.append(rest)  # explained by a confirmed GPU alone: see below
+            continue
+        if probes.left < per_claim:
+            if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
+                unreached.append(unit)
+            continue
+        search(unit)
+
+    # 2d. with the budget left, the paths of suspect probes that a confirmed GPU explains: they
+    # were only ever probed beside it (its slowness told nothing about them), so each probe's
+    # other GPUs are searched without it -- a slow link hidden behind a slow GPU
+    for rest in hidden:
+        if probes.left < per_claim:
+            break
+        if not covered(rest):
+            search(rest)
 
     # suspect probes at least min_slowdown slow that the budget did not reach: their GPUs are
     # inconclusive, never silently healthy (slighter ones, often noise, count among the links
