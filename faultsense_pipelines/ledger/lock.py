@@ -5,7 +5,7 @@ local ledger, ``$XDG_CACHE_HOME/faultsense/locks/<hash of the URI>-<replica>.loc
 machine only) for an object-store ledger. The kernel drops it when its process dies, however
 it dies, so a killed sweep never leaves a stale lock. The file holds the holder's pid, for
 the message a refused second sweep prints. (Dagster runs of the UI and the schedules are
-serialized per replica by the run queue's tag limit, see ``INSTANCE_YAML`` in ``cli/home.py``.)
+serialized per replica by the run queue's tag limit, see ``INSTANCE_YAML`` in ``sweeps/home.py``.)
 """
 
 from __future__ import annotations
