@@ -9,11 +9,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.instance.ref import InstanceRef
 from typer.testing import CliRunner
 
 from faultsense_pipelines.assets.automation import NIGHTLY_REPEATS
 from faultsense_pipelines.cli import app
+from faultsense_pipelines.sweeps.home import ensure_home, open_instance
 from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
 
 pytestmark = pytest.mark.integration  # Dagster schedules, sensors and runs; `dagster definitions validate` in a subprocess
@@ -85,8 +85,10 @@ def test_the_sensor_adds_and_removes_replica_partitions_as_the_fleet_file_change
         assert isinstance(broken, dg.SkipReason) and "fleet file is invalid" in broken.skip_message
 
 
-def test_the_repository_instance_config_allows_one_run_per_replica_at_a_time(tmp_path: Path) -> None:
-    with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path), config_dir=str(REPO))) as instance:
+def test_the_instance_faultsense_creates_allows_one_run_per_replica_at_a_time(tmp_path: Path) -> None:
+    # the instance folder that `faultsense sweep` and `faultsense ui` create (the repository
+    # root holds no dagster.yaml of its own)
+    with open_instance(ensure_home(tmp_path / "home")) as instance:
         limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
     assert {"key": "dagster/partition/replica", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
 
