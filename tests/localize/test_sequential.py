@@ -29,6 +29,7 @@ from faultsense_pipelines.localize.sequential import (
 from faultsense_pipelines.localize.sequential.drilldown import shared_read_cost
 from faultsense_pipelines.localize.sequential.eprocess import STRATEGIES, mann_whitney_null, round_factors
 from faultsense_pipelines.sim.scenario import parse_scenario
+from tests.localize.rounds import shuffled_round
 
 
 @pytest.mark.parametrize("r", [1, 2, 3, 4])
@@ -166,12 +167,7 @@ class _Replica:
         return 10.0 * s * math.exp(self.sigma * self.rng.standard_t(3)) * stall
 
     def round(self, test: tuple[int, ...], ref: tuple[int, ...], r: int = 1) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        order = [0] * r + [1] * r
-        self.order.shuffle(order)
-        got: tuple[list[float], list[float]] = ([], [])
-        for side in order:
-            got[side].append(self.latency(test if side == 0 else ref))
-        return tuple(got[0]), tuple(got[1])
+        return shuffled_round(self.latency, self.order, test, ref, r)
 
 
 def _phase1(rep: _Replica, n: int, k: int) -> list[tuple[tuple[int, ...], float | None]]:

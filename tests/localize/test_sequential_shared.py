@@ -22,6 +22,7 @@ from faultsense_pipelines.localize.sequential.drilldown import shared_proposals
 from faultsense_pipelines.localize.sequential.pairing import shape
 from faultsense_pipelines.localize.sequential.wiring import layout_of
 from faultsense_pipelines.replica.topology import Component, ReplicaTopology, gpu_component
+from tests.localize.rounds import shuffled_round
 
 TOPO = ReplicaTopology(64, gpus_per_node=8, nodes_per_switch=2)
 LAYOUT = layout_of(64, TOPO)
@@ -41,12 +42,7 @@ class _Replica:
         return 10.0 * s * (1 + self.gap) ** (spans - 1) * math.exp(self.sigma * self.rng.standard_t(3))
 
     def round(self, test: tuple[int, ...], ref: tuple[int, ...], r: int = 3) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        order = [0] * r + [1] * r
-        self.order.shuffle(order)
-        got: tuple[list[float], list[float]] = ([], [])
-        for side in order:
-            got[side].append(self.latency(test if side == 0 else ref))
-        return tuple(got[0]), tuple(got[1])
+        return shuffled_round(self.latency, self.order, test, ref, r)
 
 
 def _ctx(rep: _Replica, seed: int, budget: int = 400, k: int = 8) -> _Context:
