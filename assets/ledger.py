@@ -46,6 +46,7 @@ from .rows import degraded_row, fault_rows, probe_rows, sweep_row
 from .sweep import drilldown_method_of, drills_down, phase1_probe_run
 
 __all__ = [
+    "build_probe_latencies_check",
     "committed_version",
     "fault_ledger",
     "fault_ledger_schema",
@@ -230,13 +231,22 @@ def _probe_latencies_valid(context: dg.AssetCheckExecutionContext, phase1_probe_
     )
 
 
-with warnings.catch_warnings():
-    # partitioned checks are a Dagster preview: the check loads this run's Phase 1 partition
-    warnings.simplefilter("ignore", dg.PreviewWarning)
-    probe_latencies_valid = dg.asset_check(
-        asset=phase1_probe_run,
-        name="probe_latencies_valid",
-        partitions_def=SWEEP_PARTITIONS,
-        blocking=True,
-        description="This sweep's Phase 1 latencies: every measured latency is finite and >= 0; error rows carry none.",
-    )(_probe_latencies_valid)
+def build_probe_latencies_check(phase1: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    """``probe_latencies_valid`` on ``phase1`` (``phase1_probe_run``, as the definitions
+    partition it: its hour dimension starts where the fleet's sweeps start), with that asset's
+    own partitions (Dagster refuses a partitioned check whose partitions differ from its
+    asset's)."""
+    with warnings.catch_warnings():
+        # partitioned checks are a Dagster preview: the check loads this run's Phase 1 partition
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return dg.asset_check(
+            asset=phase1,
+            name="probe_latencies_valid",
+            partitions_def=phase1.partitions_def,
+            blocking=True,
+            description="This sweep's Phase 1 latencies: every measured latency is finite and >= 0; error rows carry none.",
+        )(_probe_latencies_valid)
+
+
+#: The check on the module's ``phase1_probe_run`` (partitions from :data:`SWEEP_PARTITIONS`).
+probe_latencies_valid = build_probe_latencies_check(phase1_probe_run)

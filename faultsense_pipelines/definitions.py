@@ -35,7 +35,12 @@ from faultsense_pipelines.assets.automation import (
 from faultsense_pipelines.assets.cover import build_cover_asset
 from faultsense_pipelines.assets.fleet_view import first_swept_hour, fleet_health
 from faultsense_pipelines.assets.flowpulse import flowpulse_faults
-from faultsense_pipelines.assets.ledger import fault_ledger, fault_ledger_schema, fault_ledger_unique_rows, probe_latencies_valid
+from faultsense_pipelines.assets.ledger import (
+    build_probe_latencies_check,
+    fault_ledger,
+    fault_ledger_schema,
+    fault_ledger_unique_rows,
+)
 from faultsense_pipelines.assets.maintenance import build_maintenance_schedule, ledger_maintenance
 from faultsense_pipelines.assets.minder import minder_faults
 from faultsense_pipelines.assets.partitions import first_sweep_hour, with_start
@@ -132,7 +137,7 @@ def build_definitions(
             flowpulse_faults,
             minder_faults,
         ],
-        asset_checks=[probe_latencies_valid, fault_ledger_schema, fault_ledger_unique_rows],
+        asset_checks=[build_probe_latencies_check(phase1), fault_ledger_schema, fault_ledger_unique_rows],
         jobs=[sweep_job, cover_job, analytics_job, fleet_view_job, ledger_maintenance],
         schedules=[
             build_hourly_schedule(sweep_job, fleet.schedules.hourly),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 
 from faultsense_pipelines.assets.automation import NIGHTLY_REPEATS
 from faultsense_pipelines.cli import app
+from faultsense_pipelines.fleet import DEFAULT_FLEET_PATH
 from faultsense_pipelines.sweeps.home import ensure_home, open_instance
 from tests.pipeline_helpers import HOUR, add_replicas, new_defs, sweep, write_fleet
 
@@ -93,10 +95,26 @@ def test_the_instance_faultsense_creates_allows_one_run_per_replica_at_a_time(tm
     assert {"key": "dagster/partition/replica", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
 
 
-def test_dagster_definitions_validate_passes_on_the_workspace() -> None:
+@pytest.mark.parametrize("since", [None, "2026-12-05-06:00"])
+def test_dagster_definitions_validate_passes_on_the_workspace(tmp_path: Path, since: str | None) -> None:
+    # the sweep partitions start where the fleet's sweeps start (here `since:`), and so must
+    # the partitioned Phase 1 check; a fresh ledger, not the developer's, so the result is
+    # this test's own
+    fleet = (DEFAULT_FLEET_PATH.read_text() + (f"since: '{since}'\n" if since else "")).replace(
+        "ledger: .faultsense/ledger", f"ledger: {tmp_path / 'ledger'}"
+    )
+    (tmp_path / "fleet.yaml").write_text(fleet)
+    env = {**os.environ, "FAULTSENSE_FLEET": str(tmp_path / "fleet.yaml"), "DAGSTER_HOME": str(tmp_path / "home")}
+    env.pop("FAULTSENSE_LEDGER", None)
+    (tmp_path / "home").mkdir()
     dagster = Path(sys.executable).parent / "dagster"
     proc = subprocess.run(
-        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO, capture_output=True, text=True, timeout=300
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "All code locations passed validation" in proc.stdout + proc.stderr
