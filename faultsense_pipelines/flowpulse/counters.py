@@ -183,7 +183,7 @@ def load_counters(path: str | Path) -> pd.DataFrame:
     """Read a ``.parquet`` or ``.csv`` counters file and validate it (:func:`validate_counters`).
 
     Raises:
-        ValueError: unknown suffix, unreadable file, or any contract violation.
+        ValueError: unknown suffix, unreadable file, a file without rows, or any contract violation.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -198,6 +198,8 @@ def load_counters(path: str | Path) -> pd.DataFrame:
             frame = pd.read_csv(path, dtype={"switch": str, "port": str, "peer": str, "direction": str})
     except Exception as exc:  # pyarrow / parser errors have many types; report the message
         raise ValueError(f"cannot read counters file {path}: {str(exc).splitlines()[0]}") from None
+    if frame.empty:  # a header alone: nothing to judge, which must not read as "no loss"
+        raise ValueError(f"counters file {path} has no rows")
     return validate_counters(frame)
 
 

@@ -24,6 +24,7 @@ is reported at the leaf port where it was seen (the spine is right, the leaf sid
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
@@ -152,8 +153,8 @@ class ScanConfig:
             raise ValueError(f"designs must be >= 1 with every design loss below 1, got {self.designs}")
         if not 0 < self.false_alarm_rate < 1:
             raise ValueError(f"false_alarm_rate must be in (0, 1), got {self.false_alarm_rate}")
-        if self.threshold is not None and self.threshold <= 0:
-            raise ValueError(f"threshold must be > 0, got {self.threshold}")
+        if self.threshold is not None and not (math.isfinite(self.threshold) and self.threshold > 0):
+            raise ValueError(f"threshold must be a finite number > 0, got {self.threshold}")
         if not 0 <= self.pair_floor < self.design_loss:
             raise ValueError(f"pair_floor must be in [0, design_loss), got {self.pair_floor}")
 

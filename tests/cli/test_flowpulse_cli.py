@@ -81,6 +81,25 @@ def test_scan_of_malformed_counters_fails_with_one_line_and_exit_2(tmp_path):
     assert result.stderr.strip() == "error: counters: column 'direction' must be 'rx' or 'tx', got 'ingress' (row 5)"
 
 
+@pytest.mark.parametrize("threshold", ["nan", "inf", "-inf"])
+def test_scan_refuses_a_threshold_that_is_not_a_finite_number(tmp_path, threshold):
+    # a NaN or infinite CUSUM level would never alarm: "0 lossy links" from a lossy run
+    counters, topology = _simulate(tmp_path, "--loss", "0.02", "--lossy-leaf", "1", "--lossy-spine", "2", "--start", "20")
+    args = ["flowpulse", "scan", "--counters", str(counters), "--topology", str(topology), "--threshold", threshold]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith("error: threshold must be a finite number > 0, got ")
+
+
+def test_scan_refuses_counters_with_a_header_and_no_rows(tmp_path):
+    counters, topology = _simulate(tmp_path, "--loss", "0")
+    empty = tmp_path / "header.csv"
+    pd.read_parquet(counters).head(0).to_csv(empty, index=False)
+    result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(empty), "--topology", str(topology)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: counters file {empty} has no rows"
+
+
 def test_scan_with_a_missing_topology_file_fails_with_exit_2(tmp_path):
     counters, _ = _simulate(tmp_path, "--loss", "0")
     result = runner.invoke(app, ["flowpulse", "scan", "--counters", str(counters), "--topology", str(tmp_path / "no.yaml")])
