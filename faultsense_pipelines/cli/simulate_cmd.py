@@ -81,9 +81,12 @@ def simulate(
         fail(f"--scenario {scenario}: {exc}")
     try:
         sc = parse_scenario(obj)
+    except ValueError as exc:
+        fail(f"scenario {scenario}: {exc}")
+    try:
         rule = default_rule() if alpha is None else MedianRatioRule(alpha)
     except ValueError as exc:
-        fail(f"{'--alpha' if 'alpha' in str(exc) else f'scenario {scenario}'}: {exc}")
+        fail(f"--alpha: {exc}")
     for flag, value in (("--error-budget", error_budget), ("--phase2-budget", phase2_budget), ("--min-slowdown", min_slowdown)):
         if value is not None and method != DrilldownMethod.SEQUENTIAL:
             fail(f"{flag} is an option of --drilldown sequential, got --drilldown {method}")

@@ -110,6 +110,15 @@ def test_bad_scenarios_exit_2_with_one_line_naming_the_field(tmp_path, scenario,
     assert len(lines) == 1 and field in lines[0], result.stderr
 
 
+def test_a_scenario_s_error_budget_out_of_range_names_the_scenario_not_the_rule_s_flag(tmp_path):
+    # the scenario's "alpha" is the sequential drill-down's error budget; --alpha is the
+    # paper's suspect rule (a ratio above 1): an error in one must not name the other
+    result = _simulate(tmp_path, {**SCENARIO, "alpha": 2}, "--json")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: scenario {tmp_path / 'scenario.json'}: ") and "--alpha" not in line
+
+
 @pytest.mark.parametrize(
     "flags, name",
     [
@@ -119,7 +128,7 @@ def test_bad_scenarios_exit_2_with_one_line_naming_the_field(tmp_path, scenario,
         (("--repeats", "101"), "--repeats must be an integer in 1..100, got '101'"),
         (("--repeats", "abc"), "--repeats must be an integer in 1..100, got 'abc'"),
         (("--repeats", "2.5"), "--repeats must be an integer in 1..100, got '2.5'"),
-        (("--alpha", "0.9"), "alpha"),
+        (("--alpha", "0.9"), "--alpha: "),
         (("--drilldown", "sequential", "--error-budget", "0"), "--error-budget must be a finite number in (0, 0.5], got 0.0"),
         (("--drilldown", "sequential", "--error-budget", "nan"), "--error-budget must be a finite number in (0, 0.5], got nan"),
         (("--drilldown", "sequential", "--min-slowdown", "1.0"), "--min-slowdown must be a finite number in (1, 100], got 1.0"),
