@@ -203,11 +203,31 @@ def serve(
     if dry_run:
         typer.echo(plan.shell())
         return
+    if problem := _vllm_missing(plan.argv[0]):
+        fail(problem)
     if not reuse:
         from faultsense_pipelines.probe.checkpoint import write_checkpoint
 
         write_checkpoint(checkpoint, gpus, probe_size, variant)
     os.execvpe(plan.argv[0], list(plan.argv), {**os.environ, **plan.env})
+
+
+def _vllm_missing(python: str) -> str | None:
+    """Why ``python`` cannot serve (it does not run, or has no ``vllm`` module), in one line
+    naming ``--python``; ``None`` when it can. Asks the interpreter itself, without importing vLLM."""
+    import subprocess
+
+    probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 3)"
+    try:
+        done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"--python {python}: cannot run it ({type(exc).__name__})"
+    if done.returncode == 0:
+        return None
+    return (
+        f"--python {python}: no vllm module in that Python; install it (scripts/setup-vllm-cpu.sh on a CPU machine) "
+        "or pass --python with the vLLM environment's interpreter"
+    )
 
 
 def _layout_line(plan: ServePlan, gpus: int, *, auto: bool) -> str:

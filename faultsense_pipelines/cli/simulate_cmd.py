@@ -132,7 +132,8 @@ def _table(result: Localization, method: DrilldownMethod) -> Table:
     notes = any(v.reason for v in result.verdicts)
     if notes:
         table.add_column("why inconclusive")
-    for v in sorted(result.verdicts, key=lambda v: (v.shared is None, v.component_kind, v.component)):
+    order = lambda v: (v.shared is None, v.component_kind, -1 if v.gpu is None else v.gpu, v.peer_gpu or -1, v.component)  # noqa: E731
+    for v in sorted(result.verdicts, key=order):  # GPU 2 before GPU 10
         name = v.component if v.shared is not None else f"GPU {v.gpu}" if v.peer_gpu is None else f"link {v.gpu}-{v.peer_gpu}"
         slowdown = "" if v.slowdown is None else f"{v.slowdown:.2f}x"
         confidence = "-" if v.confidence is None else ">0.999" if v.confidence > 0.999 else f"{v.confidence:.3f}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,19 @@ def test_the_test_server_helper_passes_the_key_by_environment_with_the_same_cpu_
     env = server.environment()
     assert env["VLLM_API_KEY"] == "k-9f3e-secret"
     assert (env["LD_PRELOAD"], env["VLLM_CPU_KVCACHE_SPACE"]) == (str(venv / "lib" / "libiomp5.so"), "1")
+
+
+def test_probe_serve_with_a_python_without_vllm_fails_with_one_line_naming_python(tmp_path):
+    # this test environment's interpreter has no vllm (the CPU build lives in .venv-vllm);
+    # the command must say so in one line before it builds or starts anything
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("this environment has vllm")
+    ckpt = tmp_path / "ckpt"
+    args = ["probe", "serve", "--gpus", "4", "--probe-size", "2", "--python", sys.executable, "--checkpoint", str(ckpt)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: --python {sys.executable}: no vllm module in that Python")
+    assert not ckpt.exists()

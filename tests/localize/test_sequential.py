@@ -363,3 +363,13 @@ def test_a_tiny_replica_names_two_slow_links_at_one_gpu(seed: int) -> None:
     loc = localize(sc.replica(), plan_cover(8, 4), repeats=3, method="sequential", seed=seed)
     assert {v.component for v in loc.verdicts if v.status == "confirmed"} == {"link:0-3", "link:0-6"}
     assert loc.probes_phase2 <= 3 * 28
+
+
+def test_a_gpu_no_claim_tested_is_inconclusive_without_a_confidence() -> None:
+    # a Phase 2 budget of 0: the gate names the GPUs of the suspect probes inconclusive, and a
+    # verdict no test stood behind states no confidence (not 0.0)
+    sc = parse_scenario({"gpus": 32, "probe_size": 4, "faults": [{"gpu": 9, "slowdown": 2.0}], "noise": {"sigma": 0.02}})
+    loc = localize(sc.replica(), plan_cover(32, 4), repeats=3, method="sequential", phase2_budget=0)
+    assert loc.probes_phase2 == 0 and loc.verdicts
+    assert {v.status for v in loc.verdicts} == {"inconclusive"} and {v.confidence for v in loc.verdicts} == {None}
+    assert any(v.component == "gpu:9" for v in loc.verdicts)

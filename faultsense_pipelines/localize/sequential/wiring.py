@@ -201,7 +201,7 @@ def run_sequential_phase2(
             c.slowdown,
             2,
             2 * c.rounds,
-            c.confidence if c.status is not Status.MASKED else None,
+            None if c.status is Status.MASKED or c.level == 0.0 else c.confidence,  # untested: no confidence
             c.reason,
             shared=c.shared,
             name=topology.name(c.shared) if c.shared is not None and topology is not None else None,
