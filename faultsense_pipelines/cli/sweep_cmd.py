@@ -193,9 +193,9 @@ def register(app: typer.Typer) -> None:
                 progress.advance(task)
 
             def on_wait(name: str, holder: str, wait_s: float) -> None:
+                wait = f"waiting up to {wait_s:g} s" if wait_s > 0 else "not waiting (--lock-wait 0)"
                 progress.console.print(
-                    f"  {name}: another sweep (pid {holder}) holds its lock on this ledger; waiting up to {wait_s:g} s",
-                    highlight=False,
+                    f"  {name}: another sweep (pid {holder}) holds its lock on this ledger; {wait}", highlight=False
                 )
 
             try:

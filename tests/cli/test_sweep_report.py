@@ -105,6 +105,23 @@ def test_a_sweep_waiting_for_a_lock_says_so_once_and_for_how_long(tmp_path: Path
     assert float(done.group(1)) > 0
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="flock")
+def test_a_sweep_that_may_not_wait_says_it_does_not_wait(tmp_path: Path) -> None:
+    # --lock-wait 0: the held lock fails the sweep at once; its line must not promise a wait
+    fleet, ledger = write_fleet(tmp_path, NOISY)
+    with replica_lock(str(ledger), "sim-calm"):
+        done = subprocess.run(
+            _sweep_argv(fleet, "--replica", "sim-calm", "--lock-wait", "0"),
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    held = [line.strip() for line in done.stderr.splitlines() if "holds its lock" in line]
+    assert held == [f"sim-calm: another sweep (pid {os.getpid()}) holds its lock on this ledger; not waiting (--lock-wait 0)"]
+    assert done.returncode != 0
+
+
 def test_the_sweep_table_names_the_node_of_each_confirmed_component(tmp_path: Path) -> None:
     from tests.assets.test_fleet_view import TOPOLOGY_FLEET
 
