@@ -254,12 +254,9 @@ class ReplicaTopology:
             return self.component_node(gpu_component(gpu))
         if kind == ComponentKind.LINK and gpu is not None and peer_gpu is not None and len(inside) == 2 and gpu != peer_gpu:
             return self.component_node(link_component(gpu, peer_gpu))
-        if kind in (ComponentKind.NIC, ComponentKind.NVSWITCH):
+        if kind in (ComponentKind.NIC, ComponentKind.NVSWITCH):  # the node it names, if this topology has it
             name = component.partition(":")[2].split("/", 1)[0]
-            names = [self.node_name(v) for v in range(self.nodes)]
-            if name in names:
-                v = names.index(name)
-                return self.component_node(Component(ComponentKind(kind), (v,), frozenset(self.node_gpus(v))))
+            return name if any(self.node_name(v) == name for v in range(self.nodes)) else None
         return None
 
     def named_by_hosts(self, hosts: Sequence[str]) -> tuple[ReplicaTopology, str | None]:

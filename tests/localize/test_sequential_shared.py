@@ -129,7 +129,7 @@ def test_a_large_healthy_node_gap_proposes_and_blames_no_shared_component() -> N
         proposed = shared_proposals(TOPO, LAYOUT, phase1, set(), raw=raw, contrast=math.log(1.2) / 2)
         assert proposed, "the gap should look like a slow NIC to Phase 1"
         res = sequential_drilldown(
-            64, 8, phase1, [], rep.round, sigma=0.05, budget=400, layout=LAYOUT, seed=seed, topology=TOPO, raw=raw
+            64, 8, phase1, [], rep.round, sigma=0.05, budget=400, layout=LAYOUT, seed=seed, topology=TOPO, shared=proposed
         )
         assert not [c for c in res.claims if c.status == "confirmed"]
         assert res.probes <= 400
@@ -148,8 +148,20 @@ def test_the_drilldown_names_a_slow_nic_and_a_slow_gpu_beside_it(seed: int) -> N
     fast = float(np.median(sorted(lat)[:8]))  # the rule's anchor: the fast cluster
     phase1 = [(tuple(p), math.log(x / fast)) for p, x in zip(cover.probes, lat, strict=True)]
     suspects = [i for i, (_, x) in enumerate(phase1) if x is not None and x > math.log(1.2)]
+    shared = shared_proposals(TOPO, LAYOUT, phase1, set(suspects), raw=raw, contrast=math.log(1.2) / 2)
     res = sequential_drilldown(
-        64, 8, phase1, suspects, rep.round, sigma=0.02, budget=400, repeats=3, layout=LAYOUT, seed=seed, topology=TOPO, raw=raw
+        64,
+        8,
+        phase1,
+        suspects,
+        rep.round,
+        sigma=0.02,
+        budget=400,
+        repeats=3,
+        layout=LAYOUT,
+        seed=seed,
+        topology=TOPO,
+        shared=shared,
     )
     confirmed = {(c.kind, c.gpu, c.shared) for c in res.claims if c.status == "confirmed"}
     assert ("nic", None, nic) in confirmed

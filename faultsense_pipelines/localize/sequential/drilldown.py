@@ -127,8 +127,7 @@ def sequential_drilldown(
     claim_rounds: int = 64,
     quick_rounds: int | None = None,
     topology: ReplicaTopology | None = None,
-    flagged: Sequence[int] = (),
-    raw: Sequence[float | None] = (),
+    shared: Sequence[Component] = (),
 ) -> SequentialResult:
     """Localize the faults behind Phase 1's suspect probes with anytime-valid claims.
 
@@ -150,22 +149,20 @@ def sequential_drilldown(
         seed: seed of every draw (partners, references, halves).
         claim_rounds: rounds one claim may take, at most.
         quick_rounds: rounds of one search read (default :func:`read_rounds`).
-        topology: the replica's shared components (:func:`shared_proposals`); none claimed
-            when ``None``. Must agree with ``layout``.
-        flagged: indices into ``phase1`` of the probes the suspect rule called slow (a
-            shared component's candidacy reads them beside ``suspects``: a slow NIC held by
-            most probes moves the baseline, and only the rule's view against the fast few
-            shows it).
-        raw: per ``phase1`` probe, its log latency before shape correction (the shared
-            components' contrast, :func:`shared_proposals`); none when empty.
+        topology: where the GPUs sit (which probes a confirmed shared component explains);
+            must agree with ``layout``. Needed with ``shared``.
+        shared: the shared components to read and claim, in order (:func:`shared_proposals`
+            of this Phase 1); none when empty.
 
     Returns:
         A :class:`SequentialResult`.
 
     Raises:
         ValueError: ``k > n``, ``min_slowdown <= 1``, ``alpha`` outside (0, 1), a negative
-            budget, or a GPU id outside ``0..n-1``.
+            budget, a GPU id outside ``0..n-1``, or ``shared`` without ``topology``.
     """
+    if shared and topology is None:
+        raise ValueError("shared components to claim need the replica's topology")
     if not 1 <= k <= n:
         raise ValueError(f"probe size k must be in 1..{n}, got {k}")
     if not (math.isfinite(min_slowdown) and min_slowdown > 1):
@@ -177,7 +174,7 @@ def sequential_drilldown(
     for gpus, _ in phase1:
         if gpus and (min(gpus) < 0 or max(gpus) >= n):
             raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")
-    if not units and not (topology is not None and (flagged or raw)):
+    if not units and not shared:
         return SequentialResult((), 0, None, alpha)
     theta0 = math.log(min_slowdown)
     rng = random.Random(seed)
@@ -239,11 +236,11 @@ def sequential_drilldown(
     # read is slow; a confirmed one explains the candidates under it
     quick = quick_rounds if quick_rounds is not None else read_rounds(theta0, sigma, repeats)
     threshold = read_threshold(theta0, sigma, quick * repeats)
-    if topology is not None:
+    if shared:
         # references and pads from the most trusted three quarters: a slow GPU among the pads
         # would slow both sides alike and hide the component (power only, never validity)
         pool = list(healthy[: max(2 * k, (3 * n) // 4)])
-        for c in shared_proposals(topology, layout, phase1, suspect_set | set(flagged), raw=raw, contrast=theta0 / 2):
+        for c in shared:
             if any(c.members <= e.members for e in explained):
                 continue
             if probes.left < per_claim + shared_read_cost(quick):

@@ -165,16 +165,15 @@ def run_sequential_phase2(
         return (tuple(got[0]), tuple(got[1])) if ok else None
 
     phase1_probes: Sequence[tuple[Sequence[int], float | None]] = [(r.gpus, x) for r, x in zip(p1, excess, strict=True)]
-    shared = topology if topology is not None and topology.gpus_per_node is not None else None
+    # the shared components Phase 1 points at (its suspects and the rule's, and the probes
+    # holding one slower than the rest before shape correction): a slow NIC held by every
+    # cross-node probe moves Phase 1's baseline, and only Phase 2 reads tell the NICs apart
+    placed = topology if topology is not None and topology.gpus_per_node is not None else None
+    flagged = set(units) | set(phase1.suspect_probes)
+    shared = shared_proposals(placed, layout, phase1_probes, flagged, raw=raw, contrast=effect / 2) if placed else []
     if budget is None:
-        # as many probes as Phase 1 (at least four minimal claims), plus one quick read of
-        # each shared component Phase 1 points at: a slow NIC held by every cross-node probe
-        # moves Phase 1's baseline, and only Phase 2 reads tell the NICs apart
-        budget = default_budget(len(p1), alpha, repeats)
-        if shared is not None:
-            flagged = set(units) | set(phase1.suspect_probes)
-            candidates = shared_proposals(shared, layout, phase1_probes, flagged, raw=raw, contrast=effect / 2)
-            budget += len(candidates) * shared_read_cost(read_rounds(effect, sigma, repeats))
+        # as many probes as Phase 1 (at least four minimal claims), plus one quick read of each
+        budget = default_budget(len(p1), alpha, repeats) + len(shared) * shared_read_cost(read_rounds(effect, sigma, repeats))
     result = sequential_drilldown(
         phase1.gpus,
         phase1.probe_size,
@@ -188,9 +187,8 @@ def run_sequential_phase2(
         repeats=repeats,
         layout=layout,
         seed=seed,
-        topology=shared,
-        flagged=phase1.suspect_probes,
-        raw=raw,
+        topology=placed,
+        shared=shared,
     )
     verdicts = tuple(
         Verdict(
