@@ -20,7 +20,7 @@ the Dagster layer schedules all of it (``resources``, ``assets``, wired in
 :mod:`faultsense_pipelines.definitions`), :mod:`~faultsense_pipelines.sweeps` sweeps a fleet
 now through it, and :mod:`~faultsense_pipelines.cli` is the ``faultsense`` command. :mod:`~faultsense_pipelines.validation`, :mod:`~faultsense_pipelines.textfile`
 and :mod:`~faultsense_pipelines.redaction` read user input with one-line errors and keep secrets
-out of them. ``tests/test_import_contract.py`` holds the layers to this order.
+out of them; ``_utils`` holds the few helpers no stage owns. ``tests/test_import_contract.py`` holds the layers to this order.
 """
 
 __version__ = "0.1.0"

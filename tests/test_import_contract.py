@@ -1,8 +1,9 @@
 """The import-layer contract: data flows one way, and the algorithms stay free of I/O frameworks.
 
-The package is a stack of layers in the order a probe's latency travels (:data:`LAYERS`): the
-replica, the cover, measuring, localizing, then the simulator, the executors, the fleet file,
-the ledger, the passive detectors, and on top the Dagster layer, the sweep orchestrator and the CLI. The graph is read
+The package is a stack of layers in the order a probe's latency travels (:data:`LAYERS`): at the
+bottom the private utilities (``_utils``) and the input readers, then the replica, the cover,
+measuring, localizing, then the simulator, the executors, the fleet file, the ledger, the passive
+detectors, and on top the Dagster layer, the sweep orchestrator and the CLI. The graph is read
 with :mod:`ast` from the source folders that ``pyproject.toml`` maps into the one installed
 namespace (``assets/`` installs as ``faultsense_pipelines.assets``, and so on), so a lazy import
 inside a function counts as much as one at the top of a module.
@@ -32,6 +33,7 @@ _P = "faultsense_pipelines"
 
 #: Bottom to top: a module may import its own layer and the layers before it, never a later one.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("utilities", (f"{_P}._utils",)),  # small helpers no stage owns (standard library only)
     # reading user input with one-line errors, secrets kept out of messages; the package's docstring
     ("input", (_P, f"{_P}.validation", f"{_P}.textfile", f"{_P}.redaction")),
     ("replica", (f"{_P}.replica",)),
@@ -53,6 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 #: The core algorithms: pure functions over numbers and files, no I/O framework.
 CORE = (
+    f"{_P}._utils",
     f"{_P}.validation",
     f"{_P}.textfile",
     f"{_P}.replica",

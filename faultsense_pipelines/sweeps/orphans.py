@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 
+from .._utils import pid_alive
+
 __all__ = ["HOST_TAG", "PID_TAG", "cli_tags", "fail_orphaned_fleet_runs", "fail_orphaned_runs"]
 
 
@@ -56,17 +58,7 @@ def _fail_dead_cli_runs(instance, tags: dict[str, str], which) -> int:
     failed = 0
     for run in runs:
         pid = run.tags.get(PID_TAG, "")
-        if which(run) and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if which(run) and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             instance.report_run_failed(run, f"its faultsense sweep process (pid {pid}) is gone: killed before the run ended")
             failed += 1
     return failed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True

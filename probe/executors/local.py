@@ -39,6 +39,7 @@ from typing import Any
 
 import torch
 
+from faultsense_pipelines._utils import pid_alive
 from faultsense_pipelines.replica.executor import ExecutorError
 from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.replica.vocabulary import Engine
@@ -72,22 +73,11 @@ def remove_stale_store_dirs(tmp: str | None = None) -> list[str]:
             m = _STORE_RE.fullmatch(entry.name)
             if m is None or not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
                 continue
-            if not _pid_alive(int(m.group(1))):
+            if not pid_alive(int(m.group(1))):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 if not os.path.exists(entry.path):
                     removed.append(entry.path)
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (someone else's counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
 
 
 def _exit_when_orphaned(driver_pid: int) -> None:

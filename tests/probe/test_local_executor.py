@@ -215,6 +215,25 @@ def test_bad_constructor_arguments_fail_before_any_process_starts():
         LocalExecutor(2, 2, backend="nccl")
 
 
+def test_only_the_rendezvous_folders_of_dead_drivers_are_removed(tmp_path: Path) -> None:
+    """A folder named after a reaped process goes; one of this (live) process, one of an
+    impossible pid (cannot tell: kept) and one of another name stay."""
+    from faultsense_pipelines.probe.executors.local import STORE_PREFIX, remove_stale_store_dirs
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    dead, live, huge, other = (
+        tmp_path / f"{STORE_PREFIX}{child.pid}-a1",
+        tmp_path / f"{STORE_PREFIX}{os.getpid()}-b2",
+        tmp_path / f"{STORE_PREFIX}{2**80}-c3",
+        tmp_path / "faultsense-other-1-d4",
+    )
+    for folder in (dead, live, huge, other):
+        folder.mkdir()
+    assert remove_stale_store_dirs(str(tmp_path)) == [str(dead)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (live, huge, other))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
