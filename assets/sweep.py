@@ -29,6 +29,7 @@ from faultsense_pipelines.fleet import MAX_REPEATS, FleetError, Replica
 from faultsense_pipelines.ledger import LedgerStore, ProbeRunRow
 from faultsense_pipelines.localize import Localization, Phase1Result, run_phase1, run_phase2
 from faultsense_pipelines.localize.suspects import MedianRatioRule, RobustRule, SuspectRule, default_rule
+from faultsense_pipelines.replica.executor import HostedExecutor, ProbeExecutor
 from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome
 from faultsense_pipelines.resources.executors import ProbeExecutorResource, redact_secrets
@@ -304,15 +305,16 @@ def _no_drilldown(context: dg.AssetExecutionContext, key: SweepKey, phase1: Phas
     )
 
 
-def sweep_topology(replica: Replica, executor: object, log: logging.Logger) -> ReplicaTopology:
+def sweep_topology(replica: Replica, executor: ProbeExecutor, log: logging.Logger) -> ReplicaTopology:
     """The replica's topology for a sweep's verdicts: the fleet file's, with its nodes named
-    after the hosts the executor's workers run on (``executor.hosts``, one per GPU: the ``ray``
-    executor reads them from its actors) where the file names none
+    after the hosts the executor's workers run on where it is a
+    :class:`~faultsense_pipelines.replica.executor.HostedExecutor` (``executor.hosts``, one per
+    GPU: the ``ray`` executor reads them from its actors) and the file names none
     (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.named_by_hosts`). Where
     those hosts do not fit ``gpus_per_node`` the nodes keep their ``node<v>`` names and ``log``
     gets one warning line saying why."""
     topology = replica.replica_topology
-    hosts = getattr(executor, "hosts", None) or ()
+    hosts = executor.hosts if isinstance(executor, HostedExecutor) else ()
     if not hosts:
         return topology
     named, why = topology.named_by_hosts(list(hosts))

@@ -5,7 +5,9 @@ replica and reports the end-to-end latency of each repeat in milliseconds. Simul
 local torch.distributed, Ray and vLLM executors all implement :class:`ProbeExecutor`;
 the localization code depends on nothing else. An executor that can measure many probes in
 one call says so by implementing :class:`BatchExecutor` (and, for rows of a GPU-id array,
-:class:`ArrayExecutor`); ``faultsense_pipelines.measure.batched`` adapts any other one.
+:class:`ArrayExecutor`); ``faultsense_pipelines.measure.batched`` adapts any other one. An
+executor that knows which host each GPU's worker runs on (``ray``) says so by implementing
+:class:`HostedExecutor`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ArrayExecutor", "BatchExecutor", "ExecutorError", "ProbeExecutor", "ProbeMeasurement"]
+__all__ = ["ArrayExecutor", "BatchExecutor", "ExecutorError", "HostedExecutor", "ProbeExecutor", "ProbeMeasurement"]
 
 
 class ExecutorError(RuntimeError):
@@ -112,3 +114,17 @@ class ArrayExecutor(BatchExecutor, Protocol):
             ValueError: for rows that are not ascending, distinct GPU ids of the replica.
         """
         ...
+
+
+@runtime_checkable
+class HostedExecutor(ProbeExecutor, Protocol):
+    """A :class:`ProbeExecutor` whose workers run on named hosts (the ``ray`` executor reads
+    them from its actors): a sweep names the replica's nodes after them where the fleet file
+    does not (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.named_by_hosts`).
+
+    Attributes:
+        hosts: the host GPU ``g``'s worker runs on, ``hosts[g]``, one per GPU; empty until the
+            workers have started.
+    """
+
+    hosts: tuple[str, ...]

@@ -18,7 +18,7 @@ from faultsense_pipelines.probe.encoding import probe_embeddings
 from faultsense_pipelines.probe.executors import make_executor
 from faultsense_pipelines.probe.executors.local import LocalExecutor
 from faultsense_pipelines.probe.executors.moe_worker import LayerShape, expert_weights
-from faultsense_pipelines.replica.executor import ProbeExecutor
+from faultsense_pipelines.replica.executor import HostedExecutor, ProbeExecutor
 
 pytestmark = pytest.mark.integration  # real Ray actors and worker processes
 
@@ -111,7 +111,7 @@ def test_each_actor_reports_its_host_and_a_sweep_names_the_nodes_after_them(exec
 
     _, ray_ex = executors
     here = socket.gethostname()
-    assert ray_ex.hosts == (here,) * N
+    assert isinstance(ray_ex, HostedExecutor) and ray_ex.hosts == (here,) * N
 
     def replica(topology: dict) -> object:
         spec = {"name": "r", "gpus": N, "probe_size": K, "executor": "ray", "topology": topology}
