@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from faultsense_pipelines.fleet.hours import check_hour_key
+from faultsense_pipelines.fleet.hours import check_hour_key, display_hour
 
 NOW = datetime(2026, 12, 3, 7, 30, tzinfo=UTC)
 
@@ -32,3 +32,11 @@ def test_a_huge_value_is_cut_to_80_characters() -> None:
         check_hour_key("x" * 100_000, NOW)
     shown = str(err.value).split("got ", 1)[1]
     assert len(shown) == 80 and shown.endswith("…")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("2026-12-05-11:00", "2026-12-05 11:00"), ("2026-12-05-24:00", "2026-12-05-24:00"), ("2026-12-05", "2026-12-05")],
+)
+def test_an_hour_key_is_shown_with_a_space_and_anything_else_as_it_is(value: str, shown: str) -> None:
+    assert display_hour(value) == shown

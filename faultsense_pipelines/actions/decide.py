@@ -9,8 +9,9 @@ the first that trips makes the decision ``skipped`` with the guard's name in ``r
    (this one included);
 3. ``max_attempts`` -- this action already attempted the component that often within the
    history read (``history_days``);
-4. ``cooldown_hours`` -- an attempt on the component less than that many hours (of sweep
-   partitions, either side) from this one;
+4. ``cooldown_hours`` -- an attempt on the component at this sweep's hour or less than that
+   many hours (of sweep partitions) before it; an attempt at a later hour does not hold back a
+   backfill of an earlier one;
 5. ``max_per_replica`` / ``max_per_fleet`` -- acting would make more distinct targets (the
    component's node where known, else the component) acted on by this action within
    ``window_hours`` (either side) than allowed; a target already acted on in the window does
@@ -27,7 +28,8 @@ about it is newer than that confirmed sweep. ``kinds`` and ``min_confidence`` ap
 confirmed verdict; no other guard holds a ``resolved`` action back (none ever blocks it).
 
 A decision whose key (:func:`~faultsense_pipelines.ledger.make_action_key`) was already
-attempted is ``keep``: never decided or run again.
+attempted is ``keep``: never decided or run again. A ``reason`` names an hour as the
+``ledger actions`` table prints it (:func:`~faultsense_pipelines.fleet.hours.display_hour`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..fleet.actions import ActionSpec
+from ..fleet.hours import display_hour
 from ..ledger import make_action_key
 from .history import FaultInfo, SweepRecord, hour_start
 
@@ -94,7 +97,12 @@ class Decision:
 
 
 def _hours_apart(a: str, b: str) -> float:
-    return abs((hour_start(a) - hour_start(b)).total_seconds()) / 3600.0
+    return abs(_hours_before(a, b))
+
+
+def _hours_before(a: str, b: str) -> float:
+    """How many hours hour key ``a`` is before hour key ``b`` (negative: after it)."""
+    return (hour_start(b) - hour_start(a)).total_seconds() / 3600.0
 
 
 def _target(replica: str, component: str, node: str | None) -> tuple[str, str]:
@@ -167,9 +175,9 @@ def decide(
         elif len(mine) >= action.max_attempts:
             reason = f"max_attempts: {len(mine)} attempts on {component} within {action.history_days} days"
         elif action.cooldown_hours and (
-            near := sorted(r.hour for r in mine if _hours_apart(r.hour, current.hour) < action.cooldown_hours)
+            near := sorted(r.hour for r in mine if 0 <= _hours_before(r.hour, current.hour) < action.cooldown_hours)
         ):
-            reason = f"cooldown_hours: attempted at {near[-1]}, within {action.cooldown_hours} h"
+            reason = f"cooldown_hours: attempted at {display_hour(near[-1])}, within {action.cooldown_hours} h"
         elif (
             action.max_per_replica is not None
             and target not in replica_targets
@@ -229,7 +237,7 @@ def _resolved(
             sweep_id=current.sweep_id, trigger="resolved", confidence=info.confidence, slowdown=info.slowdown,
             gpu=info.gpu, peer_gpu=info.peer_gpu, node=node_of(component, info),
         )  # fmt: skip
-        why = f"healthy in {clean} sweeps since it was confirmed at {since}"
+        why = f"healthy in {clean} sweeps since it was confirmed at {display_hour(since)}"
         if key in done:
             out.append(Decision(action, verdict, key, "keep", "already attempted for this verdict"))
         elif action.dry_run:

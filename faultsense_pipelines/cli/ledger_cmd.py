@@ -152,6 +152,7 @@ def register(app: typer.Typer) -> None:
         timed_out), by the hour of the verdict, newest last."""
         import pandas as pd
 
+        from faultsense_pipelines.fleet.hours import display_hour
         from faultsense_pipelines.ledger import ACTION_DECISIONS, LedgerError
 
         day = _since_day(since)
@@ -176,7 +177,7 @@ def register(app: typer.Typer) -> None:
         for r in shown.to_dict("records"):
             code = r["exit_code"]
             table.add_row(
-                escape(hour_cell(r["hour"])),
+                escape(display_hour(r["hour"])),
                 *(escape(str(r[c])) for c in ("replica", "action", "trigger", "component")),
                 escape(r["node"]) if isinstance(r["node"], str) else "-",
                 escape(str(r["decision"])),
@@ -217,7 +218,8 @@ _SWEPT_HOUR = re.compile(r"-h([01][0-9]|2[0-3])(-failed)?")
 
 def swept_hour(day: object, batch: object) -> str:
     """The hour (UTC) a ledger row is about: its ``date`` partition and, for a sweep's rows
-    (batch ``faultsense-<replica>-hHH``), the hour, ``"YYYY-MM-DD HH:00"``; the day alone for
+    (batch ``faultsense-<replica>-hHH``), the hour, ``"YYYY-MM-DD HH:00"`` (as
+    :func:`~faultsense_pipelines.fleet.hours.display_hour` prints an hour key); the day alone for
     rows of other writers (a passive scan's batch names no hour).
 
     >>> swept_hour("2026-12-04", "faultsense-sim-64-h13"), swept_hour("2026-11-30", "minder-scan-1")
@@ -226,20 +228,6 @@ def swept_hour(day: object, batch: object) -> str:
     m = _SWEPT_HOUR.search(str(batch))
     text = str(day)
     return f"{text} {m.group(1)}:00" if m and m.end() == len(str(batch)) else text
-
-
-def hour_cell(hour: object) -> str:
-    """An ``actions`` row's ``hour`` (the sweep partition ``YYYY-MM-DD-HH:00``) as ``ledger show``
-    prints a swept hour (:func:`swept_hour`): ``"YYYY-MM-DD HH:00"``; any other text as it is.
-
-    >>> hour_cell("2026-12-04-13:00"), hour_cell("odd")
-    ('2026-12-04 13:00', 'odd')
-    """
-    text = str(hour)
-    return f"{text[:10]} {text[11:]}" if _HOUR_KEY.fullmatch(text) else text
-
-
-_HOUR_KEY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}-(?:[01][0-9]|2[0-3]):00")
 
 
 def _open_store(ledger: str | None, fleet: Path | None) -> LedgerStore:

@@ -100,7 +100,8 @@ class ActionSpec(StrictModel):
         max_per_replica, max_per_fleet: the most nodes (components where the node is unknown)
             this action acts on within ``window_hours``, per replica and in the whole fleet.
         window_hours: the blast-radius window (hours of sweep partitions, 1..720).
-        cooldown_hours: no second attempt on a component within this many hours (0: none).
+        cooldown_hours: no second attempt on a component within this many hours after an
+            attempt at the same or an earlier hour (0: none).
         max_attempts: the most attempts on one component within ``history_days``.
         resolve_after: ``on: resolved``: healthy in this many later sweeps (K >= 1).
         timeout_s: the command or webhook is stopped after this many seconds (0.1..3600).

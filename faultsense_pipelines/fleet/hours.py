@@ -1,4 +1,5 @@
-"""Sweep hour keys, ``"YYYY-MM-DD-HH:00"`` (UTC): the hour dimension of the sweep partitions.
+"""Sweep hour keys, ``"YYYY-MM-DD-HH:00"`` (UTC): the hour dimension of the sweep partitions,
+and the one way tables and messages print them (:func:`display_hour`, ``"YYYY-MM-DD HH:00"``).
 
 Plain Python, no Dagster: the CLI checks ``--hour`` with it before it imports the Dagster
 layer; :mod:`faultsense_pipelines.assets.partitions` builds its partitions from
@@ -7,14 +8,17 @@ layer; :mod:`faultsense_pipelines.assets.partitions` builds its partitions from
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from ..validation import shown
 
-__all__ = ["SWEEPS_START", "check_hour_key", "current_hour_key"]
+__all__ = ["SWEEPS_START", "check_hour_key", "current_hour_key", "display_hour"]
 
 #: First hour a sweep can be backfilled for.
 SWEEPS_START = "2026-11-01-00:00"
+
+_HOUR_KEY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}-(?:[01][0-9]|2[0-3]):00")
 
 
 def current_hour_key(now: datetime | None = None) -> str:
@@ -41,3 +45,14 @@ def check_hour_key(hour: str, now: datetime | None = None) -> str:
     if not SWEEPS_START <= hour <= last:
         raise ValueError(f"hour {hour} is outside the sweep partitions {SWEEPS_START} .. {last} (UTC)")
     return hour
+
+
+def display_hour(hour: object) -> str:
+    """A sweep hour key as ``faultsense ledger show`` and ``ledger actions`` print an hour, and
+    as an action's ``reason`` names one: ``"YYYY-MM-DD HH:00"``; any other text as it is.
+
+    >>> display_hour("2026-12-04-13:00"), display_hour("odd")
+    ('2026-12-04 13:00', 'odd')
+    """
+    text = str(hour)
+    return f"{text[:10]} {text[11:]}" if _HOUR_KEY.fullmatch(text) else text

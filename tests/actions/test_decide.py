@@ -99,12 +99,38 @@ def test_cooldown_and_attempt_cap() -> None:
         return PriorRow("cordon", "r", "gpu:0", None, hour, "failed", make_action_key("cordon", "r", "gpu:0", hour, "confirmed"))
 
     (d,) = decide(_action(cooldown_hours=24), "r", history, [row(_h(3))])
-    assert d.what == "skipped" and d.reason == f"cooldown_hours: attempted at {_h(3)}, within 24 h"
+    assert d.what == "skipped" and d.reason == "cooldown_hours: attempted at 2026-12-01 03:00, within 24 h"
     three = [row(_h(h)) for h in (1, 2, 3)]
     (d,) = decide(_action(cooldown_hours=0, max_attempts=3), "r", history, three)
     assert d.what == "skipped" and d.reason.startswith("max_attempts: 3 attempts")
     (d,) = decide(_action(cooldown_hours=0, max_attempts=4), "r", history, three)
     assert d.what == "run"
+
+
+def test_cooldown_looks_back_only_so_a_later_attempt_never_holds_back_a_backfill() -> None:
+    """cooldown_hours 24, one acted attempt on gpu:0 at 2026-12-05 06:00, gpu:0 confirmed in
+    every sweep. Worked by hand, hour of the sweep decided -> attempt's distance -> decision:
+
+    - 2026-12-05 03:00 (a backfill run after 06:00's attempt): the attempt is 3 h *later*,
+      not before it -> run;
+    - 2026-12-05 06:00 again (a re-run of that hour): the same verdict's key -> keep;
+    - 2026-12-05 11:00: 5 h before -> skipped, naming 06:00 as the table prints it;
+    - 2026-12-06 05:00: 23 h before -> skipped; 2026-12-06 06:00: 24 h, not less -> run.
+    """
+    attempt = PriorRow(
+        "cordon", "r", "gpu:0", None, _h(6, 5), "acted", make_action_key("cordon", "r", "gpu:0", _h(6, 5), "confirmed")
+    )
+    a = _action(cooldown_hours=24, max_attempts=10)
+
+    def decided(hour: str) -> tuple[str, str]:
+        (d,) = decide(a, "r", [_sweep(hour, {"gpu:0": _gpu(0)})], [attempt])
+        return d.what, d.reason
+
+    assert decided(_h(3, 5)) == ("run", "guards passed")
+    assert decided(_h(6, 5)) == ("keep", "already attempted for this verdict")
+    assert decided(_h(11, 5)) == ("skipped", "cooldown_hours: attempted at 2026-12-05 06:00, within 24 h")
+    assert decided(_h(5, 6)) == ("skipped", "cooldown_hours: attempted at 2026-12-05 06:00, within 24 h")
+    assert decided(_h(6, 6)) == ("run", "guards passed")
 
 
 def test_dry_runs_count_for_a_dry_run_only() -> None:

@@ -62,3 +62,23 @@ def test_ledger_show_and_ledger_actions_print_a_sweep_s_hour_alike(tmp_path: Pat
     (fault,) = [ln for ln in shown.stdout.splitlines() if "gpu:3" in ln]
     (action,) = [ln for ln in decided.stdout.splitlines() if "gpu:3" in ln]
     assert fault.split()[:2] == action.split()[:2] == ["2026-12-01", "13:00"]
+
+
+def test_a_reason_names_an_hour_as_the_hour_column_prints_it(tmp_path: Path) -> None:
+    """drain (cooldown 24 h) acts on gpu:3 at 08:00; the 10:00 sweep confirms it again and is
+    skipped by the cooldown. The skipped row's reason names 08:00 exactly as the table's hour
+    column prints the acted row's hour: ``2026-12-01 08:00`` (the stored key is
+    ``2026-12-01-08:00``)."""
+    ledger = tmp_path / "ledger"
+    store = LedgerStore(str(ledger))
+    fleet = fleet_with(ledger, [{"name": "drain", "on": "confirmed", "command": ["/bin/true"], "dry_run": False}])
+    for hour in ("2026-12-01-08:00", "2026-12-01-10:00"):
+        commit_sweep(store, "r", hour, [3])
+        apply_actions(store, fleet, "r", hour, f"run-{hour}")
+    result = runner.invoke(app, ["ledger", "actions", "--ledger", str(ledger), "--since", "2026-12-01"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert re.search(r"2026-12-01 08:00 +r +drain +confirmed +gpu:3 +node3 +acted", result.stdout)
+    assert re.search(
+        r"2026-12-01 10:00 +r +drain +confirmed +gpu:3 +node3 +skipped +- +cooldown_hours: attempted at 2026-12-01 08:00, within 24 h",
+        result.stdout,
+    )
