@@ -24,6 +24,7 @@ from rich.table import Table
 
 from ..validation import shown as shown_value
 from .errors import fail
+from .options import FleetOption, LedgerOption, LimitOption, ReplicaFilterOption, SinceOption
 
 if TYPE_CHECKING:
     from faultsense_pipelines.ledger import LedgerStore
@@ -59,19 +60,13 @@ def register(app: typer.Typer) -> None:
 
     @ledger_app.command("show")
     def show(
-        since: str = typer.Option(
-            None, "--since", help="First swept day to show, YYYY-MM-DD (the hour column's day; default: 7 days ago)."
-        ),
-        replica: str = typer.Option(None, "--replica", help="Only this replica."),
+        since: SinceOption = None,
+        replica: ReplicaFilterOption = None,
         detector: str = typer.Option(None, "--detector", help=f"Only this detector ({', '.join(KNOWN_DETECTORS)})."),
         status: str = typer.Option(None, "--status", help="Only this status (confirmed, suspect, masked, inconclusive)."),
-        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
-        fleet: Path = typer.Option(
-            None,
-            "--fleet",
-            help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml).",
-        ),
-        limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
+        ledger: LedgerOption = None,
+        fleet: FleetOption = None,
+        limit: LimitOption = 50,
         ids: bool = typer.Option(False, "--ids", help="Also show each row's fault_id."),
     ) -> None:
         """Print recent faults by the hour they are about (a sweep's hour), newest last; the
@@ -136,17 +131,13 @@ def register(app: typer.Typer) -> None:
 
     @ledger_app.command("actions")
     def actions(
-        since: str = typer.Option(None, "--since", help="First day to show, YYYY-MM-DD (default: 7 days ago)."),
-        replica: str = typer.Option(None, "--replica", help="Only this replica."),
+        since: SinceOption = None,
+        replica: ReplicaFilterOption = None,
         action: str = typer.Option(None, "--action", help="Only this action (its name in the fleet file)."),
         decision: str = typer.Option(None, "--decision", help="Only this decision (acted, dry_run, skipped, failed, ...)."),
-        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
-        fleet: Path = typer.Option(
-            None,
-            "--fleet",
-            help="Fleet YAML whose ledger to read (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml).",
-        ),
-        limit: int = typer.Option(50, "--limit", min=1, help="Show at most this many (most recent) rows."),
+        ledger: LedgerOption = None,
+        fleet: FleetOption = None,
+        limit: LimitOption = 50,
     ) -> None:
         """Print the recent decisions of the fleet file's actions (acted, dry_run, skipped, failed,
         timed_out), by the hour of the verdict, newest last."""
@@ -253,8 +244,8 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
 
     @ledger_app.command("convert")
     def convert(
-        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
-        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to convert."),
+        ledger: LedgerOption = None,
+        fleet: FleetOption = None,
         keep: bool = typer.Option(
             False, "--keep-parquet", help="Leave the old Parquet folders in place (default: move them to legacy-parquet/)."
         ),
@@ -275,8 +266,8 @@ def register_maintenance(ledger_app: typer.Typer) -> None:
 
     @ledger_app.command("maintain")
     def maintain(
-        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER or the fleet's)."),
-        fleet: Path = typer.Option(None, "--fleet", help="Fleet YAML whose ledger to maintain."),
+        ledger: LedgerOption = None,
+        fleet: FleetOption = None,
         retain_days: str = typer.Option(
             None,
             "--retain-days",

@@ -19,6 +19,7 @@ import typer
 
 from ..validation import shown
 from .errors import fail
+from .options import FleetOption, HostOption, LedgerOption, PortOption
 
 __all__ = ["register"]
 
@@ -54,12 +55,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("metrics")
     def metrics(
-        fleet: Path = typer.Option(
-            None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."
-        ),
-        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER, else the fleet's)."),
-        port: int = typer.Option(9464, "--port", min=1, max=65535, help="Port of /metrics."),
-        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
+        fleet: FleetOption = None,
+        ledger: LedgerOption = None,
+        port: PortOption = 9464,
+        host: HostOption = "127.0.0.1",
         window_days: int = typer.Option(
             DEFAULT_WINDOW_DAYS, "--window-days", min=1, max=90, help="Days of ledger partitions read (by swept hour)."
         ),

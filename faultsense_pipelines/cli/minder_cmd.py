@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ..validation import shown
 from .errors import MAX_SEED, check_int_option, fail, writing_to
+from .options import MetricsOption
 
 __all__ = ["register"]
 
@@ -67,9 +68,7 @@ def register(app: typer.Typer) -> None:
 
     @minder_app.command("train")
     def train(
-        metrics: Path = typer.Option(
-            ..., "--metrics", help="Long-format metrics (Parquet or CSV): timestamp, machine, metric, value."
-        ),
+        metrics: MetricsOption,
         out: Path = typer.Option(..., "--out", help="Model directory to write (minder.safetensors + minder.json)."),
         labels: Path = typer.Option(
             None, "--labels", help="Known faults (CSV: machine, start[, end]) to learn the metric priority from."
@@ -107,9 +106,7 @@ def register(app: typer.Typer) -> None:
 
     @minder_app.command("scan")
     def scan(
-        metrics: Path = typer.Option(
-            ..., "--metrics", help="Long-format metrics (Parquet or CSV): timestamp, machine, metric, value."
-        ),
+        metrics: MetricsOption,
         model_dir: Path = typer.Option(
             None, "--model", help="Model directory from 'minder train' (default: train on this file first)."
         ),

@@ -12,6 +12,7 @@ from rich.table import Table
 from ..cover import Cover, CoverMethod, plan_cover
 from ..validation import shown
 from .errors import check_cover_args, fail
+from .options import JsonOption
 
 __all__ = ["plan", "register"]
 
@@ -24,7 +25,7 @@ def plan(
     method: Annotated[
         str, typer.Option("--method", help=f"Cover method: {CoverMethod.BEST} | {CoverMethod.GREEDY}.")
     ] = CoverMethod.BEST.value,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Plan the Phase 1 cover: size-k probes containing every GPU and every GPU pair, in rounds."""
     n = _integer("--gpus", gpus)

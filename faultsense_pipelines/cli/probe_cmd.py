@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..validation import shown
 from .errors import MAX_SEED, check_cover_args, check_int_option, fail, writing_to
+from .options import GpusOption, ProbeSizeOption, VariantOption
 
 if TYPE_CHECKING:
     from faultsense_pipelines.probe.serve import ServePlan
@@ -29,10 +30,10 @@ probe_app = typer.Typer(
 
 @probe_app.command("build")
 def build(
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica (expert-parallel degree).")],
-    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
+    gpus: GpusOption,
+    probe_size: ProbeSizeOption,
     out: Annotated[Path, typer.Option("--out", help="Checkpoint folder to write.")],
-    variant: Annotated[str, typer.Option("--variant", help="slim (default) | paper.")] = "slim",
+    variant: VariantOption = "slim",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
 ) -> None:
     """Write a Hugging Face checkpoint of the probe model that transformers and vLLM load."""
@@ -63,8 +64,8 @@ def build(
 
 @probe_app.command("memory")
 def memory(
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica (expert-parallel degree).")],
-    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
+    gpus: GpusOption,
+    probe_size: ProbeSizeOption,
 ) -> None:
     """Print the probe model's weights per GPU (bf16) for both variants."""
     from faultsense_pipelines.probe.memory import bytes_per_gpu
@@ -95,8 +96,8 @@ def memory(
 
 @probe_app.command("serve")
 def serve(
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the replica: the engine's expert-parallel world size.")],
-    probe_size: Annotated[int, typer.Option("--probe-size", help="GPUs per probe k (router top-k), 2 <= k <= --gpus.")],
+    gpus: GpusOption,
+    probe_size: ProbeSizeOption,
     device: Annotated[
         str, typer.Option("--device", help="cuda | cpu | auto (default: cuda when nvidia-smi lists a GPU, else cpu).")
     ] = "auto",
@@ -116,7 +117,7 @@ def serve(
     checkpoint: Annotated[Path, typer.Option("--checkpoint", help="Probe checkpoint folder, built if absent.")] = Path(
         "probe-ckpt"
     ),
-    variant: Annotated[str, typer.Option("--variant", help="slim (default) | paper.")] = "slim",
+    variant: VariantOption = "slim",
     gpu_memory_utilization: Annotated[
         float, typer.Option("--gpu-memory-utilization", help="Share of each GPU vLLM may take (cuda).")
     ] = 0.05,

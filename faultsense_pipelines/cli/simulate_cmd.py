@@ -19,17 +19,16 @@ from ..sim.scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..textfile import TextFileError, load_json, read_text
 from ..validation import shown
 from .errors import check_drilldown_option, check_repeats_option, cover_too_large, fail
+from .options import DrilldownOption, JsonOption, RecheckOption
 
 __all__ = ["register", "simulate"]
 
 
 def simulate(
     scenario: Annotated[Path, typer.Option("--scenario", help="Scenario JSON file.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
     cover: Annotated[str, typer.Option("--cover", help="Phase 1 cover: greedy | best.")] = "best",
-    drilldown: Annotated[
-        str, typer.Option("--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}.")
-    ] = DEFAULT_DRILLDOWN.value,
+    drilldown: DrilldownOption = DEFAULT_DRILLDOWN.value,
     repeats: Annotated[
         str | None,
         typer.Option("--repeats", metavar="INTEGER", help="Measurements per probe (median); default: the scenario's, else 1."),
@@ -60,15 +59,7 @@ def simulate(
             help="Sequential drill-down: Phase 2 probes, at most (>= 0); default: the scenario's, else about Phase 1's.",
         ),
     ] = None,
-    recheck: Annotated[
-        bool,
-        typer.Option(
-            "--recheck/--no-recheck",
-            help="Adaptive drill-down: re-check the links hidden behind a slow GPU or link (exact). "
-            "--no-recheck spends ~(n-1)/(k-1) fewer probes per slow GPU but can miss a slow link "
-            "hidden there; the output counts what it left unjudged (unjudged_links).",
-        ),
-    ] = True,
+    recheck: RecheckOption = True,
 ) -> None:
     """Localize the faults of a simulated replica (FaultSense Phase 1 + Phase 2)."""
     if cover not in COVER_METHODS:

@@ -11,7 +11,6 @@ import os
 import re
 import sys
 from collections import Counter
-from pathlib import Path
 
 import typer
 from rich import box
@@ -21,12 +20,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from faultsense_pipelines.redaction import scrub
-from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
+from faultsense_pipelines.replica.vocabulary import DEFAULT_DRILLDOWN
 from faultsense_pipelines.sweeps.outcome import ReplicaSweep
 from faultsense_pipelines.sweeps.run import DEFAULT_LOCK_WAIT_S, MAX_LOCK_WAIT_S, run_sweep
 
 from ..validation import shown
 from .errors import check_drilldown_option, check_repeats_option, fail
+from .options import DrilldownOption, FleetOption, LedgerOption, RecheckOption
 
 __all__ = ["actions_cell", "register", "result_cell"]
 
@@ -125,13 +125,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep(
-        fleet: Path = typer.Option(
-            None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."
-        ),
+        fleet: FleetOption = None,
         replica: list[str] = typer.Option(None, "--replica", help="Replica to sweep (repeatable; default: all)."),
-        ledger: str = typer.Option(
-            None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER, else the fleet file's ledger:)."
-        ),
+        ledger: LedgerOption = None,
         repeats: str = typer.Option(
             None,
             "--repeats",
@@ -140,15 +136,8 @@ def register(app: typer.Typer) -> None:
             help="Measurements per probe, >= 1 (default: the fleet's, else 3).",
         ),
         hour: str = typer.Option(None, "--hour", help="Hour partition YYYY-MM-DD-HH:00 (default: now, UTC)."),
-        recheck: bool = typer.Option(
-            True,
-            "--recheck/--no-recheck",
-            help="Adaptive drill-down: re-check the links hidden behind a slow GPU or link (exact). --no-recheck is cheaper, "
-            "can miss a slow link there, and prints how many links it left unjudged.",
-        ),
-        drilldown: str = typer.Option(
-            DEFAULT_DRILLDOWN.value, "--drilldown", help=f"Phase 2: {' | '.join(DrilldownMethod.values())}."
-        ),
+        recheck: RecheckOption = True,
+        drilldown: DrilldownOption = DEFAULT_DRILLDOWN.value,
         lock_wait: str = typer.Option(
             None,
             "--lock-wait",

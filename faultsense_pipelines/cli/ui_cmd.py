@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from .errors import fail
+from .options import FleetOption, HostOption, LedgerOption, PortOption
 
 __all__ = ["SUPERSEDED_WARNING", "dagster_dev_argv", "dev_environment", "register"]
 
@@ -49,12 +50,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("ui")
     def ui(
-        port: int = typer.Option(3000, "--port", min=1, max=65535, help="Port of the UI."),
-        host: str = typer.Option("127.0.0.1", "--host", help="Address the UI listens on."),
-        fleet: Path = typer.Option(
-            None, "--fleet", help="Fleet YAML (default: $FAULTSENSE_FLEET or faultsense_pipelines/data/fleet.yaml)."
-        ),
-        ledger: str = typer.Option(None, "--ledger", help="Ledger path or URI (default: $FAULTSENSE_LEDGER, else the fleet's)."),
+        port: PortOption = 3000,
+        host: HostOption = "127.0.0.1",
+        fleet: FleetOption = None,
+        ledger: LedgerOption = None,
     ) -> None:
         """Start the Dagster UI on the persistent instance (.faultsense/dagster or $DAGSTER_HOME); SIGTERM stops it."""
         from faultsense_pipelines.sweeps.home import ensure_home, open_instance
