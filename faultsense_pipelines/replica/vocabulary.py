@@ -10,8 +10,8 @@ those of the tables below; code compares against the members instead of bare lit
 * :class:`ComponentKind` -- what a ledger row names: ``gpu``, ``link``, ``nvswitch``, ``nic``,
   ``switch``, ``replica`` (FaultSense),
   ``machine`` (Minder), ``fabric_link`` (FlowPulse).
-* :class:`DrilldownMethod` -- Phase 2: ``evidence`` (default, :data:`DEFAULT_DRILLDOWN`),
-  ``sequential``, ``adaptive``, ``paper`` (Algorithm 2).
+* :class:`DrilldownMethod` -- Phase 2: ``sequential`` (default, :data:`DEFAULT_DRILLDOWN`),
+  ``evidence``, ``adaptive``, ``paper`` (Algorithm 2).
 * :class:`ExecutorKind` -- how a replica's probes run: ``simulated``, ``local``, ``ray``, ``vllm``
   (how each is built: :data:`faultsense_pipelines.probe.executors.EXECUTOR_BUILDERS`).
 * :class:`Engine` -- which ranks of a ``local`` or ``ray`` pool join a probe's forward:
@@ -113,8 +113,9 @@ class DrilldownMethod(Vocabulary):
 
 
 #: The drill-down of ``simulate``, ``sweep`` and the Dagster sweep unless told otherwise: the
-#: evidence-weighted one, which weighs noisy measurements instead of trusting any one probe.
-DEFAULT_DRILLDOWN = DrilldownMethod.EVIDENCE
+#: sequential one, whose expected healthy blames per sweep are at most its error budget under
+#: any noise that treats the two sides of a paired test alike (docs/verdicts.md).
+DEFAULT_DRILLDOWN = DrilldownMethod.SEQUENTIAL
 
 
 class ExecutorKind(Vocabulary):

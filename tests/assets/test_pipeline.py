@@ -75,7 +75,7 @@ def test_a_healthy_replica_gets_an_empty_drilldown_and_fault_ledger_commits_an_e
     store = LedgerStore(str(ledger))
     assert sweep(defs, instance, "sim-faulty").success  # a first commit: the healthy sweep's is one more
     before = store.version()
-    result = sweep(defs, instance, "sim-healthy", drilldown_method="adaptive")  # the default evidence one always reads Phase 1
+    result = sweep(defs, instance, "sim-healthy", drilldown_method="adaptive")  # the default sequential one always reads Phase 1
     assert result.success
     assert skipped_steps(result) == set()  # fault_ledger and fault_actions run after every completed sweep
     (phase2,) = result.asset_materializations_for_node("phase2_drilldown")
@@ -101,7 +101,7 @@ def test_phase1_alone_measures_and_writes_nothing(tmp_path: Path, instance) -> N
     selection of it only) leaves the ledger without a table, whatever the drill-down."""
     defs, ledger = new_defs(tmp_path)
     add_replicas(instance, defs)
-    for method in ("adaptive", "evidence"):
+    for method in ("adaptive", "sequential"):
         result = defs.resolve_job_def(SWEEP_JOB).execute_in_process(
             instance=instance,
             partition_key=dg.MultiPartitionKey({"hour": HOUR, "replica": "sim-healthy"}),
@@ -113,12 +113,12 @@ def test_phase1_alone_measures_and_writes_nothing(tmp_path: Path, instance) -> N
     assert instance.get_latest_materialization_event(dg.AssetKey("fault_ledger")) is None
 
 
-@pytest.mark.parametrize(("phase1", "phase2", "expected"), [("evidence", "adaptive", None), ("adaptive", None, "evidence")])
+@pytest.mark.parametrize(("phase1", "phase2", "expected"), [("sequential", "adaptive", None), ("adaptive", None, "sequential")])
 def test_only_phase2_s_drilldown_method_decides_the_drilldown(
     tmp_path: Path, instance, phase1: str, phase2: str | None, expected: str | None
 ) -> None:
     """Phase 1 measures whatever drill-down follows, so a run whose two ops name different
-    drill-downs (here also one left at the default, evidence) runs Phase 2's, committed once."""
+    drill-downs (here also one left at the default, sequential) runs Phase 2's, committed once."""
     defs, ledger = new_defs(tmp_path)
     add_replicas(instance, defs)
     store = LedgerStore(str(ledger))
@@ -139,7 +139,7 @@ def test_only_phase2_s_drilldown_method_decides_the_drilldown(
 
 
 def test_with_the_default_drilldown_a_healthy_replica_writes_no_fault_row_in_one_commit(tmp_path: Path, instance) -> None:
-    """The evidence drill-down reads every Phase 1 sweep, so Phase 1 must not commit the
+    """The default drill-down reads every Phase 1 sweep, so Phase 1 must not commit the
     partition itself: a kill between two commits would leave a Phase-1-only sweep in place of
     the last completed one (found by a newcomer's SIGKILL)."""
     defs, ledger = new_defs(tmp_path)

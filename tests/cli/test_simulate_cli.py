@@ -133,12 +133,15 @@ def test_a_scenario_s_error_budget_out_of_range_names_the_scenario_not_the_rule_
         (("--drilldown", "sequential", "--error-budget", "nan"), "--error-budget must be a finite number in (0, 0.5], got nan"),
         (("--drilldown", "sequential", "--min-slowdown", "1.0"), "--min-slowdown must be a finite number in (1, 100], got 1.0"),
         (("--drilldown", "sequential", "--phase2-budget", "-3"), "--phase2-budget must be an integer in [0, 10000000], got -3"),
-        (("--error-budget", "0.05"), "--error-budget is an option of --drilldown sequential, got --drilldown evidence"),
+        (
+            ("--drilldown", "paper", "--error-budget", "0.05"),
+            "--error-budget is an option of --drilldown sequential, got --drilldown paper",
+        ),
         (
             ("--drilldown", "adaptive", "--phase2-budget", "9"),
             "--phase2-budget is an option of --drilldown sequential, got --drilldown adaptive",
         ),
-        (("--no-recheck",), "--no-recheck is an option of --drilldown adaptive, got --drilldown evidence"),
+        (("--no-recheck",), "--no-recheck is an option of --drilldown adaptive, got --drilldown sequential"),
         (("--drilldown", "paper", "--no-recheck"), "--no-recheck is an option of --drilldown adaptive, got --drilldown paper"),
     ],
 )
@@ -222,10 +225,30 @@ def test_a_scenario_path_that_is_not_a_regular_file_is_refused_before_reading(pa
     "flags, message",
     [
         (["--drilldown", "nope"], "--drilldown"),
-        (["--no-recheck"], "--no-recheck is an option of --drilldown adaptive, got --drilldown evidence"),
+        (["--no-recheck"], "--no-recheck is an option of --drilldown adaptive, got --drilldown sequential"),
     ],
 )
 def test_sweep_refuses_a_bad_drilldown_in_one_line_before_any_run(tmp_path, flags, message):
     result = runner.invoke(app, ["sweep", "--ledger", str(tmp_path / "ledger"), *flags])
     assert result.exit_code == 2 and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "ledger").exists()
+
+
+def test_simulate_json_lists_every_verdict_with_what_its_test_guarantees(tmp_path: Path) -> None:
+    """The default drill-down is the sequential one: each confirmed verdict's confidence is at
+    least 1 - alpha (the sweep's error budget, 0.01 by default: docs/verdicts.md), its slowdown
+    near the injected one; the binary drill-downs state no confidence."""
+    scenario = tmp_path / "s.json"
+    faults = [{"gpu": 17, "slowdown": 1.5}, {"link": [3, 40], "slowdown": 2.0}]
+    scenario.write_text(json.dumps({"gpus": 64, "probe_size": 8, "faults": faults, "noise": {"sigma": 0.02}, "seed": 1}))
+    got = json.loads(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json"]).stdout)
+    named = json.loads(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--drilldown", "sequential"]).stdout)
+    assert named == got
+    assert got["faulty_gpus"] == [17] and got["faulty_links"] == [[3, 40]]
+    verdicts = {v["component"]: v for v in got["verdicts"]}
+    assert set(verdicts) == {"gpu:17", "link:3-40"}
+    assert all(v["status"] == "confirmed" and 0.99 <= v["confidence"] <= 1 for v in verdicts.values())
+    assert verdicts["gpu:17"]["slowdown"] == pytest.approx(1.5, rel=0.05)
+    assert verdicts["link:3-40"]["slowdown"] == pytest.approx(2.0, rel=0.05)
+    plain = runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--drilldown", "adaptive"]).stdout
+    assert [v["confidence"] for v in json.loads(plain)["verdicts"]] == [None, None]

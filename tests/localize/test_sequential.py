@@ -283,6 +283,28 @@ def test_a_node_gap_in_healthy_latency_blames_nothing_and_hides_no_fault(seed: i
     assert loc.probes_phase2 <= default_budget(loc.probes_phase1, 0.01, 3) + reads
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_link_hidden_behind_a_slow_gpu_is_found_when_a_read_fills_a_whole_node(seed: int) -> None:
+    # 4 nodes of 4 GPUs; GPU 5 (node 1) 2x slow and link 1-9 (nodes 0 and 2) 1.8x. Phase 1's
+    # only probe holding link 1-9 also holds GPU 5, so the link is searched after GPU 5 is
+    # confirmed, in GPUs 1, 9, 13; padding them fills node 0 (0, 1, 2, 3), whose reference
+    # must be a whole other node, and node 1 holds GPU 5, nodes 2 and 3 the GPUs under
+    # search: the reference comes from the whole trusted pool (the search reads, the claims
+    # decide). The truth is the injection.
+    sc = parse_scenario(
+        {
+            "gpus": 16,
+            "probe_size": 4,
+            "faults": [{"gpu": 5, "slowdown": 2.0}, {"link": [1, 9], "slowdown": 1.8}],
+            "noise": {"sigma": 0.01},
+            "topology": {"gpus_per_node": 4},
+            "seed": seed,
+        }
+    )
+    loc = localize(sc.replica(), plan_cover(16, 4), repeats=3, method="sequential", topology=sc.topology, seed=seed)
+    assert {v.component: v.status for v in loc.verdicts} == {"gpu:5": "confirmed", "link:1-9": "confirmed"}
+
+
 def test_a_shaped_reference_moves_a_whole_node_when_single_swaps_cannot() -> None:
     # 4 nodes of 8 GPUs; the test holds 5 GPUs of node 0 (only 3 left there) and one GPU of
     # nodes 1, 2, 3: swapping GPU by GPU fails, moving node 0's five to a free node works

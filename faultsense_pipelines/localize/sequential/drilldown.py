@@ -292,11 +292,12 @@ def sequential_drilldown(
         # references from trusted GPUs outside the probe under search where the replica has
         # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
         # first maps a node onto itself
+        # (the whole trusted pool where the narrower one holds no probe of a read's shape)
         avoid = faulty | {g for c in explained for g in c.members}
-        pool = [g for g in healthy if g not in avoid and g not in unit]
-        if len(pool) < 2 * k:
-            pool = [g for g in healthy if g not in avoid]
-        found = adaptive_drilldown(n, k, passed, [unit], _QuickReads(ctx, pool, quick, threshold), recheck_explained=False)
+        wide = [g for g in healthy if g not in avoid]
+        narrow = [g for g in wide if g not in unit]
+        pools = [narrow, wide] if len(narrow) >= 2 * k else [wide]
+        found = adaptive_drilldown(n, k, passed, [unit], _QuickReads(ctx, pools, quick, threshold), recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
         for f in proposals:
@@ -465,8 +466,8 @@ class _QuickReads:
     exceeds ``threshold`` (:func:`read_threshold`). Spends the probe budget; ``None`` when
     it is spent."""
 
-    def __init__(self, ctx: _Context, healthy: list[int], rounds: int, threshold: float) -> None:
-        self.ctx, self.healthy, self.rounds, self.threshold = ctx, healthy, rounds, threshold
+    def __init__(self, ctx: _Context, pools: Sequence[list[int]], rounds: int, threshold: float) -> None:
+        self.ctx, self.pools, self.rounds, self.threshold = ctx, pools, rounds, threshold
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
         ctx = self.ctx
@@ -485,8 +486,13 @@ class _QuickReads:
         return None if est is None else math.log(est) > self.threshold
 
     def _reference(self, test: tuple[int, ...]) -> tuple[int, ...] | None:
-        """A probe of ``test``'s shape from the most trusted GPUs outside it."""
-        return shaped_reference(test, self.healthy, self.ctx.layout, self.ctx.rng)
+        """A probe of ``test``'s shape from the most trusted GPUs outside it: from the first
+        pool that holds one."""
+        for pool in self.pools:
+            ref = shaped_reference(test, pool, self.ctx.layout, self.ctx.rng)
+            if ref is not None:
+                return ref
+        return None
 
 
 def shared_read_cost(quick_rounds: int) -> int:

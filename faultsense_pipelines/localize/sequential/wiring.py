@@ -107,8 +107,9 @@ def run_sequential_phase2(
 
     Returns:
         The Phase 2 records (each round: the test probe, then its reference; the test's
-        outcome ``"fail"`` when every test measurement exceeded every reference one) and
-        the verdicts: confirmed and inconclusive GPUs and links, masked links.
+        outcome ``"fail"`` when the round alone reads it ``min_slowdown`` slow: the median of
+        its measurements above ``min_slowdown`` times its reference's) and the verdicts:
+        confirmed and inconclusive GPUs and links, masked links.
 
     Raises:
         ValueError: ``repeats < 1``, ``alpha`` outside (0, 1), ``min_slowdown <= 1``, or a
@@ -156,7 +157,7 @@ def run_sequential_phase2(
                 break
             got[side].append(m.latencies_ms[0])
         ok = error is None
-        slow = ok and min(got[0]) > max(got[1])
+        slow = ok and statistics.median(got[0]) > min_slowdown * statistics.median(got[1])
         for gpus, lat, is_test in ((test, got[0], True), (reference, got[1], False)):
             outcome = Outcome.ERROR if not ok else (Outcome.FAIL if is_test and slow else Outcome.PASS)
             records.append(
