@@ -234,7 +234,7 @@ def test_sweep_refuses_a_bad_drilldown_in_one_line_before_any_run(tmp_path, flag
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "ledger").exists()
 
 
-def test_simulate_json_lists_every_verdict_with_what_its_test_guarantees(tmp_path: Path) -> None:
+def test_simulate_json_lists_every_verdict_with_what_its_test_guarantees(tmp_path) -> None:
     """The default drill-down is the sequential one: each confirmed verdict's confidence is at
     least 1 - alpha (the sweep's error budget, 0.01 by default: docs/verdicts.md), its slowdown
     near the injected one; the binary drill-downs state no confidence."""
