@@ -242,7 +242,9 @@ def test_simulate_json_lists_every_verdict_with_what_its_test_guarantees(tmp_pat
     faults = [{"gpu": 17, "slowdown": 1.5}, {"link": [3, 40], "slowdown": 2.0}]
     scenario.write_text(json.dumps({"gpus": 64, "probe_size": 8, "faults": faults, "noise": {"sigma": 0.02}, "seed": 1}))
     got = json.loads(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json"]).stdout)
-    named = json.loads(runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--drilldown", "sequential"]).stdout)
+    named = json.loads(
+        runner.invoke(app, ["simulate", "--scenario", str(scenario), "--json", "--drilldown", "sequential"]).stdout
+    )
     assert named == got
     assert got["faulty_gpus"] == [17] and got["faulty_links"] == [[3, 40]]
     verdicts = {v["component"]: v for v in got["verdicts"]}
