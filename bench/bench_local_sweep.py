@@ -84,7 +84,7 @@ def main() -> None:
     ap.add_argument("--sweeps", type=int, default=10, help="sweeps per case and mode")
     ap.add_argument("--hog", type=int, default=0, help="busy-loop processes to run alongside")
     ap.add_argument("--tag", default="", help="label for this run in the results")
-    ap.add_argument("--min-slowdown", type=float, default=2.0, help="RobustRule min_slowdown (fleet: 2.0)")
+    ap.add_argument("--min-slowdown", type=float, default=1.5, help="RobustRule min_slowdown (fleet: 1.5)")
     ap.add_argument("--modes", default="old,new", help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--cases", default="straggler,healthy", help=f"comma-separated, of {', '.join(CASES)}")
     ap.add_argument("--repeats", type=int, default=REPEATS, help="measurements a probe (fleet: 5)")
