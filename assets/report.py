@@ -113,7 +113,8 @@ def suspects_markdown(phase1: Phase1Result) -> str:
 
 def verdicts_markdown(verdicts: Sequence[Verdict], probes_phase1: int) -> str:
     """Suspects and confirmed faults of a drill-down, one row per component: the node it sits
-    on (``-`` where the topology does not say), its status, slowdown, confidence (``evidence`` drill-down) and the Phase 2 probes that accused it."""
+    on (``-`` where the topology does not say), its status, slowdown, confidence
+    (``sequential`` drill-down) and the Phase 2 test probes of its claim."""
     order = {Status.CONFIRMED: 0, Status.SUSPECT: 1, Status.INCONCLUSIVE: 2, Status.MASKED: 3}
     rows = [
         (

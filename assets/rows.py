@@ -61,7 +61,7 @@ def fault_rows(loc: Localization, *, key: SweepKey, sweep_id: str, detected_at: 
     inconclusive components) adds one row ``replica:<name>``, status ``inconclusive``, Phase 2,
     ``probes_used`` = all its probes: the ledger then shows that the sweep did not vouch for
     every link (the count is in the ``phase2_drilldown`` metadata). A sweep still
-    ``replica_degraded`` after Phase 2 (the evidence drill-down read it and confirmed nothing)
+    ``replica_degraded`` after Phase 2 (the sequential drill-down read it and confirmed nothing)
     adds the :func:`degraded_row`, as Phase 1 alone would have.
     """
     rows = []

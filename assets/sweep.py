@@ -2,7 +2,7 @@
 
 ``phase1_probe_run`` measures: it runs every probe of the replica's cover through its
 executor and names the suspects; it writes nothing to the ledger. ``phase2_drilldown`` always
-materializes: the evidence drill-down (the default) and ``sequential`` read every Phase 1 sweep; ``adaptive`` and
+materializes: the sequential drill-down (the default) reads every Phase 1 sweep; ``adaptive`` and
 ``paper`` drill down only when Phase 1 found suspects, and otherwise give an empty drill-down
 (0 probes, no verdict; its metadata says "no suspect: no drill-down"). ``fault_ledger``
 (:mod:`.ledger`) is the one asset that writes the ledger: it commits every completed sweep --
@@ -64,9 +64,8 @@ class SweepConfig(dg.Config):
         repeats: measurements per probe; 0 takes the replica's ``repeats`` from the fleet
             file, else 3.
         cover_method: ``best`` or ``greedy`` (the paper's Algorithm 1).
-        drilldown_method: ``evidence`` (default: paired, weighed tests with a posterior on
-            every verdict), ``sequential`` (anytime-valid paired claims under one error budget
-            a sweep, docs/verdicts.md), ``adaptive`` (halving; trusts each probe's pass or fail) or
+        drilldown_method: ``sequential`` (default: anytime-valid paired claims under one
+            error budget a sweep, docs/verdicts.md), ``adaptive`` (halving; trusts each probe's pass or fail) or
             ``paper`` (Algorithm 2). Read from ``phase2_drilldown``'s config only
             (:func:`drilldown_method_of`); ``phase1_probe_run`` shares this config class, so one
             run config serves both ops, and ignores it.
@@ -95,15 +94,15 @@ NO_DRILLDOWN = "no suspect: no drill-down"
 
 def drilldown_method_of(run_config: Mapping[str, Any] | None) -> str:
     """A sweep run's Phase 2 method: ``ops.phase2_drilldown.config.drilldown_method`` of its
-    run config, else the default (``evidence``). The one place the method is read from."""
+    run config, else the default (``sequential``). The one place the method is read from."""
     ops: dict[str, Any] = dict(run_config or {}).get("ops") or {}
     config: dict[str, Any] = (ops.get("phase2_drilldown") or {}).get("config") or {}
     return str(config.get("drilldown_method", DEFAULT_DRILLDOWN.value))
 
 
 def drills_down(phase1: Phase1Result, method: str) -> bool:
-    """Whether a sweep's Phase 2 reads its Phase 1 with ``method``: always with ``evidence``
-    and ``sequential`` (:attr:`~faultsense_pipelines.replica.vocabulary.DrilldownMethod.reads_every_sweep`);
+    """Whether a sweep's Phase 2 reads its Phase 1 with ``method``: always with ``sequential``
+    (:attr:`~faultsense_pipelines.replica.vocabulary.DrilldownMethod.reads_every_sweep`);
     with the binary ones (``adaptive``, ``paper``) only when Phase 1 found suspects."""
     return phase1.needs_drilldown or DrilldownMethod.parse(method, "drilldown_method").reads_every_sweep
 
@@ -219,9 +218,8 @@ def phase1_probe_run(
     partitions_def=SWEEP_PARTITIONS,
     group_name="sweep",
     kinds={"python", "parquet"},
-    description="Phase 2 drill-down: pins slow GPUs, links and shared components (evidence, the default, and "
-    "sequential read every "
-    "sweep; adaptive and paper drill down only when Phase 1 found suspects, else an empty drill-down).",
+    description="Phase 2 drill-down: pins slow GPUs, links and shared components (sequential, the default, "
+    "reads every sweep; adaptive and paper drill down only when Phase 1 found suspects, else an empty drill-down).",
 )
 def phase2_drilldown(
     context: dg.AssetExecutionContext,

@@ -1,11 +1,11 @@
-"""Validity and cost of ``--drilldown sequential`` beside ``evidence``, over noise families.
+"""Validity and cost of ``--drilldown sequential`` (beside ``adaptive`` on request), over noise families.
 
 For each noise family, case and seed: one simulated sweep through :func:`localize` with each
 drill-down, one measurement per probe (``--repeats`` to change). Counts healthy components
 confirmed (the guarantee: at most ``alpha`` per sweep in expectation), exact sweeps, and
 Phase 1 / Phase 2 probes. Prints a table and writes ``bench/results/sequential.md``.
 
-    python -m bench.bench_sequential [--seeds 6] [--repeats 1] [--methods sequential,evidence]
+    python -m bench.bench_sequential [--seeds 6] [--repeats 1] [--methods sequential,adaptive]
     python -m bench.bench_sequential --cases shared --out bench/results/sequential_shared.md
 
 ``--cases shared``: 64 GPUs on 8 nodes of 8, two nodes a leaf switch, the topology given to
@@ -128,7 +128,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--methods", default="sequential,evidence", help="comma-separated drill-downs")
+    ap.add_argument("--methods", default="sequential", help="comma-separated drill-downs")
     ap.add_argument("--cases", choices=("gpus-links", "shared"), default="gpus-links")
     ap.add_argument("--out", type=Path, default=Path("bench/results/sequential.md"))
     args = ap.parse_args()
@@ -152,7 +152,7 @@ def main() -> None:
     )
     body = "".join("| " + " | ".join(map(str, r)) + " |\n" for r in rows)
     args.out.write_text(
-        f"# Sequential vs evidence drill-down\n\n`python -m bench.bench_sequential --seeds {args.seeds} --repeats {args.repeats}"
+        f"# The sequential drill-down over noise families\n\n`python -m bench.bench_sequential --seeds {args.seeds} --repeats {args.repeats}"
         f" --methods {args.methods} --cases {args.cases}` ({args.seeds} seeds a cell, one sweep each; CPU, no GPU)\n\n{head}{body}"
     )
 

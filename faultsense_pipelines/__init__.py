@@ -6,7 +6,7 @@ One package per stage, in the order a probe's latency travels through them:
   interface, the shared vocabulary.
 * :mod:`~faultsense_pipelines.cover` -- Phase 1's plan: size-k probes covering every GPU and pair.
 * :mod:`~faultsense_pipelines.measure` -- running probes: repeats, rounds, a latency against a threshold.
-* :mod:`~faultsense_pipelines.localize` -- suspects, the drill-downs (``evidence`` by default),
+* :mod:`~faultsense_pipelines.localize` -- suspects, the drill-downs (``sequential`` by default),
   the verdicts, and the driver of both phases.
 * :mod:`~faultsense_pipelines.sim` -- a simulated replica (the ``simulated`` executor).
 * :mod:`~faultsense_pipelines.probe` -- the probe model and the real executors (``local``,

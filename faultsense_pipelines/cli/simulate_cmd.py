@@ -132,7 +132,6 @@ def _table(result: Localization, method: DrilldownMethod) -> Table:
     degraded = "  REPLICA DEGRADED (most probes slow): no localization" if result.replica_degraded else ""
     unjudged = f"; unjudged links {result.unjudged_links}" if result.unjudged_links else ""
     legend = {
-        DrilldownMethod.EVIDENCE: "; confidence: posterior that the component is faulty",
         DrilldownMethod.SEQUENTIAL: "; confidence: 1 - the adjusted anytime p-value (docs/verdicts.md)",
     }.get(method, "")
     table.caption = (

@@ -77,7 +77,7 @@ def _table(outcomes: list[ReplicaSweep], hour: str, ledger: str) -> Table:
     table.caption = (
         "healthy: nothing found faulty; faulty: components confirmed; degraded: most probes slow, nothing blamed; "
         "inconclusive: nothing confirmed, verdicts left unsettled; "
-        "(N unsettled): N ledger rows with status inconclusive (verdicts the evidence did not settle, links left unjudged)"
+        "(N unsettled): N ledger rows with status inconclusive (claims the drill-down did not settle, links left unjudged)"
     )
     table.caption_justify = "left"
     return table

@@ -77,8 +77,8 @@ MAX_BASE_MS = 60_000.0
 class TopologyOptions(StrictModel):
     """``topology:`` of a replica (:class:`~faultsense_pipelines.replica.topology.ReplicaTopology`):
     GPUs per node, consecutive nodes per leaf switch, rail-optimized or not, node names for
-    the ledger. With it the ``evidence`` drill-down weighs NICs, NVSwitches and switches, and
-    ``simulated.faults`` / ``inject`` may name them."""
+    the ledger. With it the ``sequential`` drill-down pairs probes of one shape and claims NICs,
+    NVSwitches and switches, and ``simulated.faults`` / ``inject`` may name them."""
 
     gpus_per_node: Annotated[int, Field(strict=True, ge=1, le=4096)]
     nodes_per_switch: Annotated[int, Field(strict=True, ge=1, le=4096)] | None = None

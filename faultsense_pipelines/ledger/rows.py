@@ -75,8 +75,9 @@ class FaultRow:
         phase: 1 or 2 for FaultSense, None for passive detectors.
         probes_used: the sweep's Phase 1 probes plus the Phase 2 probes spent on this
             component (:attr:`~faultsense_pipelines.localize.verdicts.Verdict.probes_used`), or None.
-        confidence: posterior probability that the component is faulty (the evidence
-            drill-down), or None where the detector states none (schema version 2).
+        confidence: what the drill-down's test guarantees for the verdict (the sequential
+            drill-down: docs/verdicts.md), or None where the detector states none (schema
+            version 2).
         node: the host the component sits on (``a17``; ``a17,a18`` for a link across two
             nodes), or None where unknown (schema version 3; see :data:`.schema.FAULT_SCHEMA`).
     """

@@ -122,8 +122,10 @@ FAULT_SCHEMA = pa.schema(
 """``fault_ledger/``: one row per fault. ``gpu``/``peer_gpu`` are null for components that
 are not GPUs (passive detectors); ``slowdown`` = observed / healthy median latency (null when
 not measured); ``phase`` (1 or 2) and ``probes_used`` are null for passive detectors;
-``confidence`` (version 2) is the posterior probability that the component is faulty, from the
-evidence drill-down, null where the detector states none; ``node`` (version 3) is the host a
+``confidence`` (version 2) is what the drill-down's test guarantees for the verdict (the
+sequential drill-down: over the verdicts stated at ``>= 1 - a``, at most ``a`` healthy ones
+expected; older rows of the retired ``evidence`` drill-down hold a posterior), null where the
+detector states none; ``node`` (version 3) is the host a
 component sits on, from the replica's ``topology`` (``node_names``, else ``node<v>``): a GPU's
 node, a link's (``a17`` or ``a17,a18`` when its ends sit on two nodes), a NIC's or an
 NVSwitch's; null for a switch, a whole replica, a replica without a topology and the passive

@@ -5,9 +5,8 @@ Read in the order a sweep runs:
 * :mod:`.suspects` -- the suspect rules: which Phase 1 probes are slow.
 * :mod:`.anchor` -- a degraded sweep re-judged against its fast cluster of probes.
 * :mod:`.drilldown` -- the oracle drill-downs ``adaptive`` and ``paper`` (pure functions).
-* :mod:`.evidence` -- the default drill-down, ``evidence``: paired, weighed tests with a confidence.
-* :mod:`.sequential` -- ``sequential``: anytime-valid paired claims under one error budget a
-  sweep (docs/verdicts.md).
+* :mod:`.sequential` -- the default drill-down, ``sequential``: anytime-valid paired claims
+  under one error budget a sweep (docs/verdicts.md).
 * :mod:`.verdicts` -- the result types (:class:`Localization`, :class:`Phase1Result`,
   :class:`ProbeRecord`, :class:`Verdict`), frozen and picklable.
 * :mod:`.driver` -- :func:`run_phase1`, :func:`run_phase2` and :func:`localize`, which drive

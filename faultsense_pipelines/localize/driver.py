@@ -1,7 +1,7 @@
 """Localization: Phase 1 sweep, suspect rule and Phase 2 drill-down over one executor.
 
 This is the one place where the pure algorithms (:mod:`faultsense_pipelines.cover`, :mod:`.suspects`,
-:mod:`.drilldown`, :mod:`.evidence`) meet a :class:`~faultsense_pipelines.replica.executor.ProbeExecutor`. Its results
+:mod:`.drilldown`, :mod:`.sequential`) meet a :class:`~faultsense_pipelines.replica.executor.ProbeExecutor`. Its results
 are the frozen, picklable dataclasses of :mod:`faultsense_pipelines.localize.verdicts`
 (re-exported here), which map one-to-one onto the ledger: a :class:`ProbeRecord` per
 measured probe (``probe_runs``) and a :class:`Verdict` per judged component (the fault
@@ -33,8 +33,7 @@ from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, St
 from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
 from .drilldown import drilldown
 from .drilldown.common import Finding
-from .evidence.wiring import DEFAULT_MIN_SLOWDOWN, run_evidence_phase2
-from .sequential.wiring import DEFAULT_ALPHA, run_sequential_phase2
+from .sequential.wiring import DEFAULT_ALPHA, DEFAULT_MIN_SLOWDOWN, run_sequential_phase2
 from .suspects import FloorRule, RobustRule, SuspectRule, default_rule
 from .verdicts import Localization, Phase1Records, Phase1Result, ProbeRecord, Verdict
 
@@ -278,21 +277,18 @@ def run_phase2(
     Args:
         executor: the executor Phase 1 ran on.
         phase1: the sweep to drill into.
-        method: ``"evidence"`` (default, :data:`~faultsense_pipelines.replica.vocabulary.DEFAULT_DRILLDOWN`):
-            paired, weighed tests with a posterior on every verdict
-            (:func:`~faultsense_pipelines.localize.evidence.wiring.run_evidence_phase2`);
-            ``"sequential"``: anytime-valid paired claims under one error budget a sweep
+        method: ``"sequential"`` (default, :data:`~faultsense_pipelines.replica.vocabulary.DEFAULT_DRILLDOWN`):
+            anytime-valid paired claims under one error budget a sweep
             (:func:`~faultsense_pipelines.localize.sequential.wiring.run_sequential_phase2`,
-            docs/verdicts.md).
-            Both read every Phase 1 probe against a time-local baseline, so they run whatever
-            the suspect rule found, also on a sweep the rule called degraded (which stays
-            ``replica_degraded`` unless one confirms a component). ``"adaptive"``: exonerate, then halve,
+            docs/verdicts.md). It reads every Phase 1 probe against a time-local baseline, so
+            it runs whatever the suspect rule found, also on a sweep the rule called degraded
+            (which stays ``replica_degraded`` unless it confirms a component). ``"adaptive"``: exonerate, then halve,
             trusting each probe's pass or fail (exact on noise-free probes); ``"paper"``: the
             paper's Algorithm 2.
         repeats: measurements per Phase 2 probe.
-        rule: see above; the evidence drill-down takes its ``min_slowdown`` (a fleet's floor,
-            if above :data:`~faultsense_pipelines.localize.evidence.wiring.DEFAULT_MIN_SLOWDOWN`) as the smallest
-            slowdown that is a fault.
+        rule: see above; the sequential drill-down takes its ``min_slowdown`` (a fleet's floor,
+            if above :data:`~faultsense_pipelines.localize.sequential.wiring.DEFAULT_MIN_SLOWDOWN`) as the smallest
+            slowdown that is a fault, unless ``min_slowdown`` is given.
         recheck_explained: adaptive only: re-test suspect groups explained by a slow GPU
             (exact; about (n-1)/(k-1) probes per slow GPU). See
             :func:`~faultsense_pipelines.localize.drilldown.adaptive.adaptive_drilldown`.
@@ -304,12 +300,12 @@ def run_phase2(
         alpha: ``sequential`` only: expected healthy components confirmed in the sweep, at
             most (default :data:`~.sequential.wiring.DEFAULT_ALPHA`; docs/verdicts.md).
         min_slowdown: ``sequential`` only: smallest slowdown a verdict claims (default: the
-            floor of ``rule``, a fleet's ``min_slowdown``, and at least 1.2, as for ``evidence``).
+            floor of ``rule``, a fleet's ``min_slowdown``, and at least 1.2).
         phase2_budget: ``sequential`` only: Phase 2 probes, at most (default
             :func:`~.sequential.drilldown.default_budget`).
         seed: ``sequential`` only: seed of the measurement orders and draws.
-        topology: where the GPUs sit; ``evidence`` then weighs NICs, NVSwitches and switches
-            too (:mod:`~faultsense_pipelines.localize.evidence.shared`); the others ignore it.
+        topology: where the GPUs sit; ``sequential`` then pairs probes of one shape and
+            claims NICs, NVSwitches and switches too (docs/verdicts.md); the others ignore it.
 
     Returns:
         A :class:`Localization`; with no suspect, or a degraded replica, it has no Phase 2
@@ -326,7 +322,7 @@ def run_phase2(
     floor = max(DEFAULT_MIN_SLOWDOWN, rule.min_slowdown if isinstance(rule, FloorRule) else DEFAULT_MIN_SLOWDOWN)
     method = DrilldownMethod.parse(method, "method")
     if method == DrilldownMethod.SEQUENTIAL:
-        evidence_records, verdicts = run_sequential_phase2(
+        claim_records, verdicts = run_sequential_phase2(
             executor,
             phase1,
             repeats=repeats,
@@ -336,13 +332,10 @@ def run_phase2(
             budget=phase2_budget,
             topology=topology,
         )
-    elif method == DrilldownMethod.EVIDENCE:
-        evidence_records, verdicts = run_evidence_phase2(executor, phase1, repeats=repeats, min_slowdown=floor, topology=topology)
-    if method.reads_every_sweep:
-        # a slow majority the rule saw stays the sweep's result unless the evidence found its cause
+        # a slow majority the rule saw stays the sweep's result unless a claim found its cause
         found = any(v.status == Status.CONFIRMED for v in verdicts)
         read = replace(phase1, replica_degraded=False) if phase1.replica_degraded and found else phase1
-        return Localization(read, evidence_records, verdicts, topology)
+        return Localization(read, claim_records, verdicts, topology)
     if not phase1.needs_drilldown or phase1.threshold_ms is None or phase1.baseline_ms is None:
         return Localization(phase1, (), ())
     baseline, threshold = phase1.baseline_ms, phase1.threshold_ms

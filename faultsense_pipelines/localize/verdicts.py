@@ -171,15 +171,17 @@ class Verdict:
             when unknown.
         phase: the phase that produced the verdict.
         probes_used: Phase 2 probes spent on it: with ``adaptive`` and ``paper`` those since
-            the previous verdict (so they sum to the Phase 2 total), with ``evidence`` two per
-            paired test of this component.
-        confidence: posterior probability that the component is faulty, from the weighed
-            evidence (``--drilldown evidence``); ``None`` where the drill-down treats probes
-            as binary tests (``adaptive``, ``paper``) or the component is masked.
+            the previous verdict (so they sum to the Phase 2 total), with ``sequential`` two
+            per paired round of this component's claim.
+        confidence: what the sequential drill-down's test guarantees for a confirmed verdict
+            (``1 - min(1, alpha / (level x e-value))``: over the verdicts stated at
+            ``>= 1 - a``, at most ``a`` healthy ones expected; docs/verdicts.md); ``None``
+            where the drill-down treats probes as binary tests (``adaptive``, ``paper``), the
+            component is masked, or no claim tested it.
         reason: why an ``"inconclusive"`` verdict was not settled, where known.
         shared: the NIC, NVSwitch or switch (``None`` for a GPU or a link).
         name: the shared component's ledger name (``nic:node3``; node names from the topology).
-        evidence: the Phase 2 test probes (GPU ids) that accused it (``evidence`` drill-down).
+        evidence: the Phase 2 test probes (GPU ids) of its claim (``sequential`` drill-down).
         node: the node (host) it sits on, from the replica's topology
             (:meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.component_node`);
             set by :meth:`Localization.placed`, ``None`` where unknown.

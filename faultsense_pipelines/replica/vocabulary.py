@@ -11,7 +11,7 @@ those of the tables below; code compares against the members instead of bare lit
   ``switch``, ``replica`` (FaultSense),
   ``machine`` (Minder), ``fabric_link`` (FlowPulse).
 * :class:`DrilldownMethod` -- Phase 2: ``sequential`` (default, :data:`DEFAULT_DRILLDOWN`),
-  ``evidence``, ``adaptive``, ``paper`` (Algorithm 2).
+  ``adaptive``, ``paper`` (Algorithm 2).
 * :class:`ExecutorKind` -- how a replica's probes run: ``simulated``, ``local``, ``ray``, ``vllm``
   (how each is built: :data:`faultsense_pipelines.probe.executors.EXECUTOR_BUILDERS`).
 * :class:`Engine` -- which ranks of a ``local`` or ``ray`` pool join a probe's forward:
@@ -102,14 +102,13 @@ class DrilldownMethod(Vocabulary):
     ADAPTIVE = "adaptive"
     PAPER = "paper"
     SEQUENTIAL = "sequential"  # anytime-valid paired claims, one error budget a sweep (localize.sequential)
-    EVIDENCE = "evidence"  # paired, weighed tests with a confidence (faultsense_pipelines.localize.evidence)
 
     @property
     def reads_every_sweep(self) -> bool:
-        """True for the drill-downs that read every Phase 1 sweep against its own time-local
-        baseline (``sequential``, ``evidence``), suspects or not; the binary ones (``adaptive``,
-        ``paper``) drill only into the suspect rule's suspects."""
-        return self in (DrilldownMethod.SEQUENTIAL, DrilldownMethod.EVIDENCE)
+        """True for the drill-down that reads every Phase 1 sweep against its own time-local
+        baseline (``sequential``), suspects or not; the binary ones (``adaptive``, ``paper``)
+        drill only into the suspect rule's suspects."""
+        return self is DrilldownMethod.SEQUENTIAL
 
 
 #: The drill-down of ``simulate``, ``sweep`` and the Dagster sweep unless told otherwise: the

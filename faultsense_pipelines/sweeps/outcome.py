@@ -25,7 +25,7 @@ class ReplicaSweep:
     #: confirmed components, ``gpu:17``, with the node they sit on where the topology names it: ``gpu:17 (a18)``
     confirmed: list[str] = field(default_factory=list)
     unjudged_links: int = 0
-    #: the sweep's ``inconclusive`` ledger rows: verdicts the evidence did not settle, plus the
+    #: the sweep's ``inconclusive`` ledger rows: claims the drill-down did not settle, plus the
     #: ``replica:<name>`` row of a sweep that left links unjudged
     unsettled: int = 0
     error: str = ""

@@ -89,7 +89,7 @@ def run_sweep(
         recheck: re-check the links hidden behind a slow GPU or link in Phase 2 (exact);
             False is cheaper and can miss a slow link hidden there (see ``SweepConfig``).
         drilldown: the Phase 2 method, a ``DrilldownMethod`` word (None: ``SweepConfig``'s
-            default, ``evidence``).
+            default, ``sequential``).
         hour: hour partition ``"YYYY-MM-DD-HH:00"`` (default: the current UTC hour).
         lock_wait_s: how long (seconds, 0..:data:`MAX_LOCK_WAIT_S`) a replica whose sweep lock
             another process holds is waited for, counted from its first refusal. Such a

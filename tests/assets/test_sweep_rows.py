@@ -51,7 +51,7 @@ def sweep_rows(ledger: Path) -> dict[str, dict]:
     return {r["replica"]: r for r in rows}
 
 
-@pytest.mark.parametrize("drilldown", ["evidence", "adaptive"])
+@pytest.mark.parametrize("drilldown", ["sequential", "adaptive"])
 def test_each_replica_s_sweep_writes_one_row_with_what_the_sweep_did(tmp_path: Path, drilldown: str) -> None:
     fleet, ledger = write_fleet(tmp_path, FLEET.replace("PORT", str(closed_port())))
     with dg.DagsterInstance.ephemeral() as instance:
@@ -71,8 +71,8 @@ def test_each_replica_s_sweep_writes_one_row_with_what_the_sweep_did(tmp_path: P
 
     healthy = rows["sim-healthy"]
     assert (healthy["status"], healthy["confirmed"], healthy["failed_probes"]) == ("healthy", 0, 0)
-    # adaptive has no drill-down without a suspect (an empty one, no method); evidence always reads Phase 1
-    assert healthy["drilldown"] == (None if drilldown == "adaptive" else "evidence")
+    # adaptive has no drill-down without a suspect (an empty one, no method); sequential always reads Phase 1
+    assert healthy["drilldown"] == (None if drilldown == "adaptive" else "sequential")
     assert healthy["probes_phase2"] == by["sim-healthy"].probes_phase2
 
     dead = rows["prod-dead"]  # the unreachable server: every Phase 1 probe unmeasured
@@ -84,15 +84,15 @@ def test_each_replica_s_sweep_writes_one_row_with_what_the_sweep_did(tmp_path: P
         assert before.replace(microsecond=0) <= row["started_at"] <= row["finished_at"] <= after
 
 
-@pytest.mark.parametrize("drilldown", ["evidence", "adaptive"])
+@pytest.mark.parametrize("drilldown", ["sequential", "adaptive"])
 def test_a_degraded_sweep_s_row_says_degraded(tmp_path: Path, drilldown: str) -> None:
     fleet, ledger = write_fleet(tmp_path, DEGRADED_FLEET)
     with dg.DagsterInstance.ephemeral() as instance:
         (outcome,), _ = run_sweep(fleet, hour=HOUR, drilldown=drilldown, instance=instance)
     row = sweep_rows(ledger)["sim-degraded"]
     assert (row["status"], row["probes_phase1"], row["probes_phase2"]) == ("degraded", len(plan_cover(8, 4).probes), 0)
-    # the evidence drill-down reads the degraded sweep (and blames nothing); adaptive has none
-    assert row["drilldown"] == (None if drilldown == "adaptive" else "evidence")
-    assert outcome.degraded and outcome.drilldown == (drilldown == "evidence")
+    # the sequential drill-down reads the degraded sweep (and blames nothing); adaptive has none
+    assert row["drilldown"] == (None if drilldown == "adaptive" else "sequential")
+    assert outcome.degraded and outcome.drilldown == (drilldown == "sequential")
     faults = LedgerStore(str(ledger)).read_faults()
     assert list(faults["component"]) == ["replica:sim-degraded"] and list(faults["status"]) == ["suspect"]

@@ -1,5 +1,5 @@
 """What ``faultsense sweep`` tells its user: a wait for another sweep's lock, and the verdicts
-the evidence left unsettled. Real ``faultsense sweep`` processes, a real lock held by this
+the drill-down left unsettled. Real ``faultsense sweep`` processes, a real lock held by this
 process, the real Delta ledger read back as the independent source."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from tests.pipeline_helpers import HOUR, write_fleet
 
 pytestmark = pytest.mark.integration  # sweeps in subprocesses
 
-#: A healthy and a faulty replica, noisy enough (sigma 0.15) that the evidence drill-down
-#: leaves verdicts inconclusive (``faultsense simulate`` at this noise: 6 and more per sweep).
+#: A healthy and a faulty replica, noisy enough (sigma 0.15) that the default drill-down
+#: leaves verdicts inconclusive (the test checks that it did).
 NOISY = """
 ledger: {ledger}
 replicas:

@@ -4,8 +4,9 @@ Both methods are pure functions over a *test oracle*: ``test(gpus) -> True`` (th
 ``gpus`` is slow), ``False`` (it passed) or ``None`` (it could not be measured). They know
 nothing of executors, latencies or ledgers; :mod:`faultsense_pipelines.localize.driver` wires
 them to a real executor and a suspect rule. Both trust each probe's pass or fail, which is
-exact on noise-free probes only; the default drill-down, ``"evidence"``, weighs noisy
-measurements instead (:mod:`faultsense_pipelines.localize.evidence`).
+exact on noise-free probes only; the default drill-down, ``"sequential"``, decides each
+blame by a paired test whose error rate holds under any noise
+(:mod:`faultsense_pipelines.localize.sequential`).
 
 * ``"paper"`` -- the paper's Algorithm 2, one padded probe per suspect component (:mod:`.paper`).
 * ``"adaptive"`` -- exonerate, then adaptive group testing by halving (:mod:`.adaptive`).
@@ -57,8 +58,8 @@ def drilldown(
         DrilldownMethod.PAPER: paper_drilldown,
     }
     chosen = DrilldownMethod.parse(method, "drilldown method")
-    if chosen not in methods:  # the evidence drill-down weighs latencies: it needs a pair oracle
-        raise ValueError(f"drilldown method {chosen} needs measured latencies: use localize.run_phase2 (or drilldown.evidence)")
+    if chosen not in methods:  # the sequential drill-down measures rounds: it needs a round oracle
+        raise ValueError(f"drilldown method {chosen} needs measured latencies: use localize.run_phase2")
     for gpus in (*passed, *failed):
         if gpus and (min(gpus) < 0 or max(gpus) >= n):
             raise ValueError(f"probe {list(gpus)} names a GPU outside 0..{n - 1}")

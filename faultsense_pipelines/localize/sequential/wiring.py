@@ -13,20 +13,65 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
+from itertools import chain
 
+import numpy as np
+
+from ...measure.baseline import detrended_excess, estimate_sigma, time_detrended
 from ...replica.executor import ProbeExecutor
 from ...replica.topology import ReplicaTopology
 from ...replica.vocabulary import Outcome, Status
-from ..evidence.drilldown import detrended_excess, estimate_sigma, time_detrended
-from ..evidence.wiring import evidence_units
 from ..verdicts import Phase1Records, Phase1Result, ProbeRecord, Verdict
 from .drilldown import default_budget, read_rounds, sequential_drilldown, shared_proposals, shared_read_cost
 from .pairing import Layout, shape
 
-__all__ = ["DEFAULT_ALPHA", "layout_of", "run_sequential_phase2", "shape_corrected"]
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_MIN_SLOWDOWN", "drill_units", "layout_of", "run_sequential_phase2", "shape_corrected"]
 
 #: Expected healthy components blamed per sweep, at most, by default.
 DEFAULT_ALPHA = 0.01
+
+#: Smallest slowdown a verdict claims, by default (a fleet's ``min_slowdown`` raises it).
+DEFAULT_MIN_SLOWDOWN = 1.2
+
+
+def drill_units(phase1: Phase1Result, excess: Sequence[float | None], effect: float) -> list[int]:
+    """Phase 1 probes to drill into: the rule's suspects and every probe whose time-detrended
+    excess reaches ``effect``, less those a moving baseline shows were lifted by a load burst
+    (excess below ``effect / 2``).
+
+    On a tiny replica, where some GPU sits in half the cover's probes or more (n = 8, k = 4:
+    every GPU in 3 of 6), a slow GPU's probes are half of every baseline window and lift it, so
+    Phase 1 cannot judge that GPU alone: there every probe with excess from ``effect / 2`` is
+    drilled into, and the paired claims decide. Which probes are drilled into decides what is
+    searched, never a claim's validity.
+
+    Args:
+        phase1: the Phase 1 sweep.
+        excess: per probe, ``log(latency / baseline at its time)``
+            (:func:`~faultsense_pipelines.measure.baseline.detrended_excess`; ``None`` on error).
+        effect: log of the smallest slowdown that is a fault.
+
+    Returns:
+        Indices into ``phase1.records``, ascending.
+
+    Six probes of two GPUs, each GPU in at most a third of them: a probe is drilled into
+    from ``effect`` (log 1.2 = 0.18); in the first four alone every GPU sits in half the
+    probes, and from ``effect / 2``:
+
+    >>> from faultsense_pipelines.localize.verdicts import ProbeRecord
+    >>> pairs = [(0, 1), (2, 3), (0, 2), (1, 3), (4, 5), (6, 7)]
+    >>> recs = tuple(ProbeRecord(1, i, g, (1.0,), None, "pass") for i, g in enumerate(pairs))
+    >>> drill_units(Phase1Result(8, 2, "best", recs, 1.0, 1.5, (), False, 0), [0.5, 0.0, 0.12, None, 0.0, 0.0], math.log(1.2))
+    [0]
+    >>> drill_units(Phase1Result(4, 2, "best", recs[:4], 1.0, 1.5, (), False, 0), [0.5, 0.0, 0.12, None], math.log(1.2))
+    [0, 2]
+    """
+    probes = [r.gpus for r in phase1.records]
+    counts = np.bincount(np.fromiter(chain.from_iterable(probes), dtype=np.int64), minlength=1)
+    share = int(counts.max()) / max(1, len(probes))
+    flag = effect / 2 if share >= 0.5 else effect
+    flagged = set(phase1.suspect_probes) | {i for i, x in enumerate(excess) if x is not None and x >= flag}
+    return sorted(i for i in flagged if (x := excess[i]) is not None and x >= effect / 2)
 
 
 def layout_of(n: int, topology: ReplicaTopology | None) -> Layout:
@@ -48,7 +93,7 @@ def shape_corrected(latencies: Sequence[Sequence[float]], probes: Sequence[Seque
     grouped by :func:`~.pairing.shape`; in a group of at least three measured probes every
     latency is divided by the group's median and multiplied by the median of all groups'
     medians, so the shapes line up before the time-local baseline
-    (:func:`~..evidence.drilldown.time_detrended`) reads them. Smaller groups are kept as
+    (:func:`~faultsense_pipelines.measure.baseline.time_detrended`) reads them. Smaller groups are kept as
     they are. Only the search's proposals and the noise estimate read this; no claim's
     validity depends on it (claims pair probes of one shape).
 
@@ -133,9 +178,8 @@ def run_sequential_phase2(
     detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
     excess = detrended_excess(detrended)
     effect = math.log(min_slowdown)
-    units = evidence_units(phase1, excess, effect)
-    # estimate_sigma scales the noise of one probe's median; one measurement is noisier
-    sigma = estimate_sigma(detrended, excess, units) * math.sqrt(max(1, phase1.repeats))
+    units = drill_units(phase1, excess, effect)
+    sigma = estimate_sigma(detrended, excess, units)  # of one measurement's log-latency
     # on a quiet replica also drill into probes slow by less than half the effect (three
     # standard errors of a probe's median, at least a quarter of the effect): a fault below
     # min_slowdown is then reported for what it is instead of passing for healthy
