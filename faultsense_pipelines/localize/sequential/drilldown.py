@@ -291,8 +291,8 @@ def sequential_drilldown(
         """Search ``unit`` with quick reads and claim what the search proposes."""
         # references from trusted GPUs outside the probe under search where the replica has
         # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
-        # first maps a node onto itself
-        # (the whole trusted pool where the narrower one holds no probe of a read's shape)
+        # first maps a node onto itself; from the whole trusted pool where that narrower one
+        # holds no probe of a read's shape (a read that fills a node needs another whole node)
         avoid = faulty | {g for c in explained for g in c.members}
         wide = [g for g in healthy if g not in avoid]
         narrow = [g for g in wide if g not in unit]
