@@ -1,9 +1,9 @@
-"""Sweeps of the real ``local`` workers with a slow NIC: how often the evidence drill-down names it.
+"""Sweeps of the real ``local`` workers with a slow NIC: how often the default drill-down names it.
 
 The setting of ``tests/probe/test_local_shared_fault.py``: ``LocalExecutor(8, 4)`` on 4
 "nodes" of 2 GPUs, the NIC of node 1 delaying every transfer between GPUs 2, 3 and the other
 nodes by the median latency of a healthy probe, ``localize`` with ``repeats=3``, the default
-suspect rule and the default (evidence) drill-down with the topology. Outcomes: exact (only
+suspect rule and the default (sequential) drill-down with the topology. Outcomes: exact (only
 ``nic:node1`` confirmed), wrong (any other component confirmed), missed (nothing confirmed).
 
 Run: ``PYTHONPATH=. .venv/bin/python -m bench.bench_local_nic --sweeps 8``; appends to
