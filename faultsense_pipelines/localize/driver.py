@@ -25,8 +25,8 @@ import numpy as np
 from ..cover import Cover
 from ..measure.batch import measure_all
 from ..measure.repeats import judge_probe
-from ..measure.rounds import measure_rounds
-from ..measure.threshold import probe_latency_ms, probe_zone
+from ..measure.rounds import detrend_rounds, measure_rounds
+from ..measure.threshold import probe_latencies_ms, probe_latency_ms, probe_zone
 from ..replica.executor import ArrayExecutor, ProbeExecutor, ProbeMeasurement
 from ..replica.topology import ReplicaTopology
 from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, Status
@@ -121,7 +121,8 @@ def run_phase1(
     extra: dict[int, tuple[float, ...]] = {}
     if len(ok) and not degraded and baseline is not None and threshold is not None:  # both set whenever ok
         b, t = baseline, math.log(threshold / baseline)
-        median = _row_medians(lat)  # NaN for an errored probe
+        median = np.full(len(lat), np.nan)  # NaN for an errored probe
+        median[ok] = probe_latencies_ms(lat[ok])
         with np.errstate(divide="ignore"):  # a superset of the probes above t/2; decided exactly below
             near = np.flatnonzero(np.log(median / b) > t / 2 - 1e-6).tolist()
         between = [i for i in near if i not in suspects and probe_zone(math.log(float(median[i]) / b), t) != "pass"]
@@ -225,29 +226,7 @@ def _judged(lat: np.ndarray, ok: np.ndarray, errors: Mapping[int, str], interlea
     """The latencies the rule judges: the measured rows of ``lat`` (ms), round-detrended when
     the repeats were taken in rounds."""
     rows = lat[ok] if errors else lat
-    return _detrend_array(rows) if interleave else rows
-
-
-def _detrend_array(lat: np.ndarray) -> np.ndarray:
-    """:func:`~faultsense_pipelines.measure.rounds.detrend_rounds` of a ``(P, R)`` latency array
-    (ms): the same floats, as an array (unchanged for one round)."""
-    if lat.shape[1] <= 1:
-        return lat
-    f = [float(statistics.median(lat[:, j].tolist())) for j in range(lat.shape[1])]
-    typical = float(statistics.median(f))
-    out: np.ndarray = (lat * typical) / np.asarray(f)[None, :]
-    return out
-
-
-def _row_medians(lat: np.ndarray) -> np.ndarray:
-    """Per row of a ``(P, R)`` array, the median as :func:`statistics.median` computes it
-    (the middle value, or the mean of the two middle ones); shape ``(P,)``."""
-    r = lat.shape[1]
-    if r == 1:
-        out: np.ndarray = lat[:, 0]
-        return out
-    s = np.sort(lat, axis=1)
-    return s[:, r // 2] if r % 2 else (s[:, r // 2 - 1] + s[:, r // 2]) / 2
+    return detrend_rounds(rows) if interleave else rows
 
 
 def run_phase2(
