@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
 
 from ..cover import Cover
-from ..measure.batch import measure_all
 from ..measure.repeats import judge_probe
-from ..measure.rounds import detrend_rounds, measure_rounds
+from ..measure.rounds import detrend_rounds
+from ..measure.sweep import sweeper
 from ..measure.threshold import probe_latencies_ms, probe_latency_ms, probe_zone
-from ..replica.executor import ArrayExecutor, ProbeExecutor, ProbeMeasurement
+from ..replica.executor import ProbeExecutor, ProbeMeasurement
 from ..replica.topology import ReplicaTopology
 from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, Status
 from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
@@ -83,7 +83,7 @@ def run_phase1(
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()
     members = _members(cover)
-    measure = _sweeper(executor, cover, members, in_rounds=interleave and repeats > 1)
+    measure = sweeper(executor, cover.probes, members, in_rounds=interleave and repeats > 1)
     lat, errors = measure(None, repeats)
     baseline: float | None = None
     threshold: float | None = None
@@ -151,56 +151,6 @@ def run_phase1(
         repeats=repeats,
         anchored=anchored is not None,
     )
-
-
-#: How Phase 1 measures some of its cover's probes (their indices; ``None``: all) ``count``
-#: times each: ``(len(rows), count)`` latencies in ms, a NaN row for a probe that errored,
-#: and the errors by position in ``rows``.
-Sweeper = Callable[[Sequence[int] | np.ndarray | None, int], tuple[np.ndarray, dict[int, str]]]
-
-
-def _sweeper(executor: ProbeExecutor, cover: Cover, members: np.ndarray, *, in_rounds: bool) -> Sweeper:
-    """The one way :func:`run_phase1` measures probes: ``count`` measurements each, taken in
-    rounds (every probe once, then every probe again) when ``in_rounds``, else back to back.
-
-    An :class:`~faultsense_pipelines.replica.executor.ArrayExecutor` (the simulator) measures
-    rows of ``members`` in one ``run_array`` call per round (equal-size probes only; the same
-    draws as ``run_many``, never an error); any other executor goes through
-    :func:`~faultsense_pipelines.measure.rounds.measure_rounds` or
-    :func:`~faultsense_pipelines.measure.batch.measure_all`, and its errors become NaN rows.
-
-    Raises (from the sweeper):
-        ValueError: an executor that returned a number of latencies other than ``count``.
-    """
-    if isinstance(executor, ArrayExecutor) and len(members) and bool((np.diff(members, axis=1) > 0).all()):
-        run_array = executor.run_array
-
-        def by_array(rows: Sequence[int] | np.ndarray | None, count: int) -> tuple[np.ndarray, dict[int, str]]:
-            sub = members if rows is None else members[rows]
-            if not in_rounds:
-                return np.asarray(run_array(sub, count), dtype=np.float64).reshape(len(sub), count), {}
-            runs = [np.asarray(run_array(sub, 1), dtype=np.float64).reshape(len(sub), 1) for _ in range(count)]
-            return np.concatenate(runs, axis=1), {}
-
-        return by_array
-    measure = measure_rounds if in_rounds else measure_all
-
-    def by_probe(rows: Sequence[int] | np.ndarray | None, count: int) -> tuple[np.ndarray, dict[int, str]]:
-        probes = cover.probes if rows is None else [cover.probes[i] for i in rows]
-        lat = np.full((len(probes), count), np.nan)
-        errors: dict[int, str] = {}
-        for j, m in enumerate(measure(executor, probes, count)):
-            if not m.ok:
-                errors[j] = m.error or "error"
-            elif len(m.latencies_ms) != count:
-                raise ValueError(
-                    f"executor {executor.name} returned {len(m.latencies_ms)} latencies for probe {list(m.gpus)}, asked for {count}"
-                )
-            else:
-                lat[j] = m.latencies_ms
-        return lat, errors
-
-    return by_probe
 
 
 def _members(cover: Cover) -> np.ndarray:

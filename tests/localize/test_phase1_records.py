@@ -85,3 +85,15 @@ def test_an_older_pickle_with_a_tuple_of_records_loads_as_the_container() -> Non
     loaded = pickle.loads(pickle.dumps(old))
     assert type(loaded.records) is Phase1Records and tuple(loaded.records) == as_tuple and loaded == p1
     assert np.array_equal(loaded.records.members, np.asarray([r.gpus for r in as_tuple]))
+
+
+class OneLatencyAlways(ErrorsOn):
+    """Returns one latency whatever ``repeats`` asks for (a broken executor)."""
+
+    def run(self, gpus, repeats=1):
+        return ProbeMeasurement(tuple(sorted(gpus)), (10.0,))
+
+
+def test_an_executor_that_returns_the_wrong_number_of_latencies_is_named() -> None:
+    with pytest.raises(ValueError, match=r"executor errors-on returned 1 latencies for probe \[0, 1, 2, 3\], asked for 2"):
+        run_phase1(OneLatencyAlways(8, 99), plan_cover(8, 4, "greedy"), repeats=2, interleave=False)
