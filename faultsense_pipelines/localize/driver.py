@@ -75,10 +75,14 @@ def run_phase1(
             (default); ``False`` keeps the rule's verdict alone.
 
     Returns:
-        A :class:`Phase1Result` with one record per cover probe, in cover order.
+        A :class:`Phase1Result` with one record per cover probe, in cover order, in one
+        :class:`~faultsense_pipelines.localize.verdicts.Phase1Records` whatever the executor
+        (measured by :func:`~faultsense_pipelines.measure.sweep.sweeper`); a probe that could
+        not be measured is a row with outcome ``"error"``, counted in ``errors``.
 
     Raises:
-        ValueError: if the cover and executor disagree on the GPU count or ``repeats < 1``.
+        ValueError: if the cover and executor disagree on the GPU count or ``repeats < 1``,
+            or the executor returns a number of latencies other than asked for.
     """
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()

@@ -67,7 +67,7 @@ def sweeper(executor: ProbeExecutor, probes: Sequence[Sequence[int]], members: n
         errors: dict[int, str] = {}
         for j, m in enumerate(measure(executor, some, count)):
             if not m.ok:
-                errors[j] = m.error or "error"
+                errors[j] = m.error or ""  # not ok: the error is set
             elif len(m.latencies_ms) != count:
                 raise ValueError(
                     f"executor {executor.name} returned {len(m.latencies_ms)} latencies for probe {list(m.gpus)}, asked for {count}"
