@@ -1,8 +1,8 @@
 """The array fast paths of a large sweep against the per-probe paths they replace.
 
-``run_phase1`` measures a simulator's cover as one ``(P, k)`` array (``run_array``) and keeps
-the records as arrays; ``ordered_rounds`` places long runs of GPU-disjoint probes at once from
-20,000 probes on. Each must give exactly what the per-probe path gives: the same
+``run_phase1`` measures a simulator's cover as one ``(P, k)`` array (``run_array``) instead of
+probe by probe (the records are one container either way); ``ordered_rounds`` places long runs
+of GPU-disjoint probes at once from 20,000 probes on. Each must give exactly what the per-probe path gives: the same
 measurements, judgement and records, the same rounds. The per-probe path is the independent
 source here (an executor without ``run_array``; the bit-mask loop on the same probes).
 """
@@ -55,9 +55,14 @@ CASES = [
 @pytest.mark.parametrize(("n", "k", "faults", "sigma", "repeats", "interleave"), CASES)
 def test_phase1_on_arrays_equals_phase1_probe_by_probe(n, k, faults, sigma, repeats, interleave) -> None:
     cover = plan_cover(n, k)
-    fast = run_phase1(_replica(n, faults, sigma, 7), cover, repeats=repeats, interleave=interleave)
+    replica, arrays = _replica(n, faults, sigma, 7), []
+    run_array = replica.run_array
+    replica.run_array = lambda members, repeats=1: arrays.append(len(members)) or run_array(members, repeats)
+    fast = run_phase1(replica, cover, repeats=repeats, interleave=interleave)
     slow = run_phase1(PerProbe(_replica(n, faults, sigma, 7)), cover, repeats=repeats, interleave=interleave)
-    assert type(fast.records) is not type(slow.records)  # the fast path was taken
+    assert arrays and arrays[0] == len(cover.probes)  # the fast path was taken: the cover as one array
+    assert type(fast.records) is type(slow.records)  # one container either way
+    assert fast.records == slow.records
     assert [(r.phase, r.probe_index, tuple(r.gpus), r.latencies_ms, r.error, r.outcome) for r in fast.records] == [
         (r.phase, r.probe_index, tuple(r.gpus), r.latencies_ms, r.error, r.outcome) for r in slow.records
     ]

@@ -8,6 +8,7 @@ import pickle
 import pytest
 
 from faultsense_pipelines.replica.faults import GpuFault, LinkFault, parse_fault, parse_faults
+from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.sim.scenario import parse_scenario
 
 
@@ -243,3 +244,20 @@ def test_a_scenario_and_the_fleet_file_take_duty() -> None:
     assert SimulatedOptions.model_validate({"faults": [{"gpu": 5, "slowdown": 2.0, "duty": 0.5}]}).faults == [
         GpuFault(5, 2.0, 0.5)
     ]
+
+
+def test_the_shared_component_faults_are_one_class_built_by_three_names() -> None:
+    from faultsense_pipelines.replica.faults import NicFault, NvSwitchFault, SharedFault, SwitchFault
+
+    t = ReplicaTopology(16, gpus_per_node=4, rails=True)
+    spec = [{"nic": [1, 2], "slowdown": 1.5}, {"nvswitch": 3, "slowdown": 1.3, "duty": 0.5}, {"switch": 2, "slowdown": 1.4}]
+    parsed = parse_faults(spec, 16, t)
+    assert parsed == (NicFault((1, 2), 1.5), NvSwitchFault(nvswitch=3, slowdown=1.3, duty=0.5), SwitchFault(2, 1.4))
+    assert all(type(f) is SharedFault for f in parsed)
+    assert [f.kind for f in parsed] == ["nic", "nvswitch", "switch"]
+    assert [f.to_dict() for f in parsed] == spec  # the file form, written back as read
+    assert repr(parsed[0]) == "NicFault(nic=(1, 2), slowdown=1.5, delay_ms=None)"
+    # by hand: rail 2 of node 1 is GPU 1 * 4 + 2 = 6; node 3's NVSwitch holds GPUs 12..15
+    assert parsed[0].component(t).members == {6} and parsed[1].component(t).members == set(range(12, 16))
+    with pytest.raises(ValueError, match="give exactly one of nic, nvswitch or switch"):
+        SharedFault(nic=1, switch=2, slowdown=1.5)

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
 
 from ..cover import Cover
-from ..measure.batch import measure_all
 from ..measure.repeats import judge_probe
-from ..measure.rounds import detrend_rounds, measure_rounds
-from ..measure.threshold import probe_latency_ms, probe_zone
-from ..replica.executor import ArrayExecutor, ProbeExecutor, ProbeMeasurement
+from ..measure.rounds import detrend_rounds
+from ..measure.sweep import sweeper
+from ..measure.threshold import probe_latencies_ms, probe_latency_ms, probe_zone
+from ..replica.executor import ProbeExecutor, ProbeMeasurement
 from ..replica.topology import ReplicaTopology
 from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod, Outcome, Status
 from .anchor import anchor_sweep, healthy_cross_probes, refutes_anchor
@@ -75,182 +75,112 @@ def run_phase1(
             (default); ``False`` keeps the rule's verdict alone.
 
     Returns:
-        A :class:`Phase1Result` with one record per cover probe, in cover order.
+        A :class:`Phase1Result` with one record per cover probe, in cover order, in one
+        :class:`~faultsense_pipelines.localize.verdicts.Phase1Records` whatever the executor
+        (measured by :func:`~faultsense_pipelines.measure.sweep.sweeper`); a probe that could
+        not be measured is a row with outcome ``"error"``, counted in ``errors``.
 
     Raises:
-        ValueError: if the cover and executor disagree on the GPU count or ``repeats < 1``.
+        ValueError: if the cover and executor disagree on the GPU count or ``repeats < 1``,
+            or the executor returns a number of latencies other than asked for.
     """
     _check(executor, cover.gpus, repeats)
     rule = rule or default_rule()
-    members = cover.members if isinstance(executor, ArrayExecutor) else None  # the simulator: a sweep as arrays, the same draws
-    if (
-        isinstance(executor, ArrayExecutor)
-        and members is not None
-        and len(members)
-        and bool((np.diff(members, axis=1) > 0).all())
-    ):
-        return _run_phase1_arrays(executor.run_array, cover, members, repeats, rule, interleave, anchor)
-    measure = measure_all if not interleave or repeats == 1 else measure_rounds
-    measured = measure(executor, cover.probes, repeats)
-    ok = [i for i, m in enumerate(measured) if m.ok]
+    members = _members(cover)
+    measure = sweeper(executor, cover.probes, members, in_rounds=interleave and repeats > 1)
+    lat, errors = measure(None, repeats)
     baseline: float | None = None
     threshold: float | None = None
     suspects: set[int] = set()
     degraded = False
     resweeps = 0
-    while ok:
-        lat = [measured[i].latencies_ms for i in ok]
-        verdict = rule.judge(detrend_rounds(lat) if interleave else lat)
+    while True:
+        ok = _measured(len(members), errors)
+        if not len(ok):
+            break
+        judged = _judged(lat, ok, errors, interleave)
+        verdict = rule.judge(cast(Any, judged) if isinstance(rule, RobustRule) else judged.tolist())  # RobustRule reads arrays
         baseline, threshold = verdict.baseline_ms, verdict.threshold_ms
-        suspects = {ok[j] for j in verdict.suspects}
+        suspects = {int(ok[j]) for j in verdict.suspects}
         degraded = verdict.replica_degraded
         if not (degraded and interleave and repeats > 1 and resweeps < 1):
             break
         # a degraded verdict stops all localization: measure every probe again, in rounds,
         # and judge all the repeats together before giving up on the sweep
         resweeps += 1
-        resweep = measure(executor, [cover.probes[i] for i in ok], repeats)
-        for i, m in zip(ok, resweep, strict=True):
-            measured[i] = (
-                ProbeMeasurement(m.gpus, (), error=m.error)
-                if not m.ok
-                else ProbeMeasurement(m.gpus, measured[i].latencies_ms + m.latencies_ms)
-            )
-        ok = [i for i, m in enumerate(measured) if m.ok]
+        more, failed = measure(ok, repeats)
+        lat = np.concatenate([lat, np.full((len(lat), repeats), np.nan)], axis=1)
+        lat[ok, -repeats:] = more
+        for j, message in failed.items():
+            errors[int(ok[j])] = message
+            lat[ok[j]] = np.nan
     anchored = None
-    if ok and degraded and anchor:  # most probes slow: a few slow components, or a slow replica?
-        lat = [measured[i].latencies_ms for i in ok]
-        probes = [cover.probes[i] for i in ok]
-        anchored = anchor_sweep(rule, detrend_rounds(lat) if interleave else lat, probes, cover.gpus)
+    if len(ok) and degraded and anchor:  # most probes slow: a few slow components, or a slow replica?
+        probes = [cover.probes[i] for i in ok.tolist()]
+        anchored = anchor_sweep(rule, _judged(lat, ok, errors, interleave).tolist(), probes, cover.gpus)
     if anchored is not None:
         baseline, threshold, degraded = anchored.baseline_ms, anchored.threshold_ms, False
-        suspects = {ok[j] for j in anchored.suspects}
+        suspects = {int(ok[j]) for j in anchored.suspects}
     between: list[int] = []
-    if ok and not degraded and baseline is not None and threshold is not None:  # both set whenever ok
+    extra: dict[int, tuple[float, ...]] = {}
+    if len(ok) and not degraded and baseline is not None and threshold is not None:  # both set whenever ok
         b, t = baseline, math.log(threshold / baseline)
-        between = [i for i in ok if i not in suspects and probe_zone(math.log(_latency(measured[i]) / b), t) != "pass"]
-        for i, again in zip(between, measure(executor, [cover.probes[i] for i in between], 2 * repeats), strict=True):
-            if not again.ok:  # undecided and not re-measured: an error, it exonerates nothing (as judge_probe)
-                measured[i] = ProbeMeasurement(again.gpus, (), error=again.error)
+        median = np.full(len(lat), np.nan)  # NaN for an errored probe
+        median[ok] = probe_latencies_ms(lat[ok])
+        with np.errstate(divide="ignore"):  # a superset of the probes above t/2; decided exactly below
+            near = np.flatnonzero(np.log(median / b) > t / 2 - 1e-6).tolist()
+        between = [i for i in near if i not in suspects and probe_zone(math.log(float(median[i]) / b), t) != "pass"]
+        again, failed = measure(between, 2 * repeats)
+        for j, i in enumerate(between):
+            if j in failed:  # undecided and not re-measured: an error, it exonerates nothing (as judge_probe)
+                errors[i] = failed[j]
+                lat[i] = np.nan
                 continue
-            measured[i] = ProbeMeasurement(measured[i].gpus, measured[i].latencies_ms + again.latencies_ms)
-            if probe_zone(math.log(_latency(measured[i]) / b), t, remeasured=True) == "fail":
+            extra[i] = tuple(again[j].tolist())
+            if probe_zone(math.log(probe_latency_ms(lat[i].tolist() + list(extra[i])) / b), t, remeasured=True) == "fail":
                 suspects.add(i)
-    records = tuple(
-        _record(1, i, m, Outcome.ERROR if not m.ok else Outcome.FAIL if i in suspects else Outcome.PASS)
-        for i, m in enumerate(measured)
-    )
+    slow = np.zeros(len(members), dtype=bool)
+    slow[sorted(suspects)] = True
     return Phase1Result(
         gpus=cover.gpus,
         probe_size=cover.probe_size,
         cover_method=cover.method,
-        records=records,
+        records=Phase1Records(members, lat, slow, extra, errors),
         baseline_ms=baseline,
         threshold_ms=threshold,
         suspect_probes=tuple(sorted(suspects)),
         replica_degraded=degraded,
-        errors=sum(not m.ok for m in measured),
+        errors=len(errors),
         remeasured=len(between) + resweeps * len(ok),
         repeats=repeats,
         anchored=anchored is not None,
     )
 
 
-def _run_phase1_arrays(
-    run_array: Callable[[np.ndarray, int], np.ndarray],
-    cover: Cover,
-    members: np.ndarray,
-    repeats: int,
-    rule: SuspectRule,
-    interleave: bool,
-    anchor: bool,
-) -> Phase1Result:
-    """:func:`run_phase1` on an executor that measures a ``(P, k)`` array of probes at once
-    (``run_array``, returning ``(P, repeats)`` latencies in ms and never an error): the same
-    measurements in the same order, the same judgement, with the records kept as arrays
-    (:class:`~faultsense_pipelines.localize.verdicts.Phase1Records`) instead of one object per probe.
-
-    ``members`` is ``cover.members``, rows ascending and distinct.
-    """
-    in_rounds = interleave and repeats > 1  # as run_phase1: measure_rounds, else measure_all
-
-    def measure(rows: np.ndarray, count: int) -> np.ndarray:
-        if not in_rounds:
-            return np.asarray(run_array(rows, count), dtype=np.float64).reshape(len(rows), count)
-        return np.concatenate(
-            [np.asarray(run_array(rows, 1), dtype=np.float64).reshape(len(rows), 1) for _ in range(count)], axis=1
-        )
-
-    lat = measure(members, repeats)
-    resweeps = 0
-    while True:
-        judged = _detrend_array(lat) if interleave else lat
-        verdict = rule.judge(cast(Any, judged) if isinstance(rule, RobustRule) else judged.tolist())  # RobustRule reads arrays
-        baseline, threshold = verdict.baseline_ms, verdict.threshold_ms
-        suspects = set(verdict.suspects)
-        degraded = verdict.replica_degraded
-        if not (degraded and interleave and repeats > 1 and resweeps < 1):
-            break
-        resweeps += 1  # a degraded verdict: every probe once more, judged on all repeats (run_phase1)
-        lat = np.concatenate([lat, measure(members, repeats)], axis=1)
-    anchored = None
-    if degraded and anchor:
-        judged = _detrend_array(lat) if interleave else lat
-        anchored = anchor_sweep(rule, judged.tolist(), list(cover.probes), cover.gpus)
-    if anchored is not None:
-        baseline, threshold, degraded = anchored.baseline_ms, anchored.threshold_ms, False
-        suspects = set(anchored.suspects)
-    between: list[int] = []
-    extra: dict[int, tuple[float, ...]] = {}
-    if not degraded:
-        b, t = baseline, math.log(threshold / baseline)
-        median = _row_medians(lat)
-        with np.errstate(divide="ignore"):  # a superset of the probes above t/2; decided exactly below
-            near = np.flatnonzero(np.log(median / b) > t / 2 - 1e-6).tolist()
-        between = [i for i in near if i not in suspects and probe_zone(math.log(float(median[i]) / b), t) != "pass"]
-        again = measure(members[between], 2 * repeats).tolist()
-        for i, more in zip(between, again, strict=True):
-            extra[i] = tuple(more)
-            if probe_zone(math.log(probe_latency_ms(lat[i].tolist() + more) / b), t, remeasured=True) == "fail":
-                suspects.add(i)
-    failed = np.zeros(len(members), dtype=bool)
-    failed[sorted(suspects)] = True
-    return Phase1Result(
-        gpus=cover.gpus,
-        probe_size=cover.probe_size,
-        cover_method=cover.method,
-        records=Phase1Records(members, lat, failed, extra),
-        baseline_ms=baseline,
-        threshold_ms=threshold,
-        suspect_probes=tuple(sorted(suspects)),
-        replica_degraded=degraded,
-        errors=0,
-        remeasured=len(between) + resweeps * len(members),
-        repeats=repeats,
-        anchored=anchored is not None,
-    )
-
-
-def _detrend_array(lat: np.ndarray) -> np.ndarray:
-    """:func:`~faultsense_pipelines.measure.rounds.detrend_rounds` of a ``(P, R)`` latency array
-    (ms): the same floats, as an array (unchanged for one round)."""
-    if lat.shape[1] <= 1:
-        return lat
-    f = [float(statistics.median(lat[:, j].tolist())) for j in range(lat.shape[1])]
-    typical = float(statistics.median(f))
-    out: np.ndarray = (lat * typical) / np.asarray(f)[None, :]
+def _members(cover: Cover) -> np.ndarray:
+    """The cover's probes as one ``(P, w)`` integer array of GPU ids, ascending within a row
+    (``cover.members``), a probe of fewer GPUs padded with ``-1``."""
+    if cover.members is not None:
+        return cover.members
+    width = max((len(p) for p in cover.probes), default=0)
+    out = np.full((len(cover.probes), width), -1, dtype=np.int32)
+    for i, p in enumerate(cover.probes):
+        out[i, : len(p)] = sorted(p)
     return out
 
 
-def _row_medians(lat: np.ndarray) -> np.ndarray:
-    """Per row of a ``(P, R)`` array, the median as :func:`statistics.median` computes it
-    (the middle value, or the mean of the two middle ones); shape ``(P,)``."""
-    r = lat.shape[1]
-    if r == 1:
-        out: np.ndarray = lat[:, 0]
-        return out
-    s = np.sort(lat, axis=1)
-    return s[:, r // 2] if r % 2 else (s[:, r // 2 - 1] + s[:, r // 2]) / 2
+def _measured(probes: int, errors: Mapping[int, str]) -> np.ndarray:
+    """The indices of the probes that did not error, ascending."""
+    ok = np.ones(probes, dtype=bool)
+    ok[list(errors)] = False
+    return np.flatnonzero(ok)
+
+
+def _judged(lat: np.ndarray, ok: np.ndarray, errors: Mapping[int, str], interleave: bool) -> np.ndarray:
+    """The latencies the rule judges: the measured rows of ``lat`` (ms), round-detrended when
+    the repeats were taken in rounds."""
+    rows = lat[ok] if errors else lat
+    return detrend_rounds(rows) if interleave else rows
 
 
 def run_phase2(
@@ -420,8 +350,7 @@ def localize(
 
 def _degraded(phase1: Phase1Result) -> Phase1Result:
     """``phase1`` judged ``replica_degraded`` after all: no suspect, every measured probe passes."""
-    records = tuple(replace(r, outcome=Outcome.PASS) if r.outcome == Outcome.FAIL else r for r in phase1.records)
-    return replace(phase1, records=records, suspect_probes=(), replica_degraded=True, anchored=False)
+    return replace(phase1, records=phase1.records.passed(), suspect_probes=(), replica_degraded=True, anchored=False)
 
 
 def _check(executor: ProbeExecutor, gpus: int, repeats: int) -> None:
@@ -429,10 +358,6 @@ def _check(executor: ProbeExecutor, gpus: int, repeats: int) -> None:
         raise ValueError(f"executor drives {executor.gpus} GPUs but the plan has gpus={gpus}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-
-
-def _latency(m: ProbeMeasurement) -> float:
-    return probe_latency_ms(m.latencies_ms)
 
 
 def _reference_probe(phase1: Phase1Result) -> tuple[int, ...] | None:

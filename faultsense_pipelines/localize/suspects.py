@@ -39,7 +39,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..measure.noise import location_and_threshold, repeat_noise
-from ..measure.threshold import LOG_TIE, log_above, probe_fails, probe_latency_ms, probe_zone
+from ..measure.threshold import LOG_TIE, log_above, probe_fails, probe_latencies_ms, probe_latency_ms, probe_zone
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -140,7 +140,7 @@ class MedianRatioRule:
             raise ValueError(f"alpha must be a finite number > 1, got {self.alpha!r}")
 
     def judge(self, latencies_ms: Sequence[Sequence[float]]) -> SuspectVerdict:
-        t = _probe_latencies(latencies_ms)
+        t = probe_latencies_ms(latencies_ms).tolist()
         baseline = float(statistics.median(t))
         threshold = self.alpha * baseline
         # compared in log terms, ties within rounding not above (:func:`log_above`)
@@ -256,7 +256,7 @@ class RobustRule:
 
     def _judge(self, latencies_ms: Sequence[Sequence[float]], probes: int) -> SuspectVerdict:
         """:meth:`judge`, with the Bonferroni correction over ``probes`` probes."""
-        x = [math.log(v) for v in _probe_latencies(latencies_ms)]
+        x = [math.log(v) for v in probe_latencies_ms(latencies_ms).tolist()]
         xa = np.asarray(x)  # the same log-latencies as an array: comparisons below are elementwise
         z = NormalDist().inv_cdf(1.0 - self.false_alarm / max(probes, len(x)))
         floor = math.log(self.min_slowdown)
@@ -342,7 +342,7 @@ def fast_cluster_verdict(
     >>> fast_cluster_verdict(MedianRatioRule(1.2).judge, [[13.0], [12.0], [12.5]], math.log(1.2)) is None
     True
     """
-    lat = _probe_latencies(latencies_ms)
+    lat = probe_latencies_ms(latencies_ms).tolist()
     order = sorted(range(len(lat)), key=lat.__getitem__)
     x = [math.log(lat[i]) for i in order]
     widths = 2.0 if min(len(r) for r in latencies_ms) >= 3 else 8.0
@@ -362,26 +362,3 @@ def fast_cluster_verdict(
 def default_rule() -> SuspectRule:
     """The rule used when none is given: :class:`RobustRule` with its defaults."""
     return RobustRule()
-
-
-def _probe_latencies(latencies_ms: Sequence[Sequence[float]]) -> list[float]:
-    """:func:`probe_latency_ms` of every probe (ms); one (P, repeats) array when every probe
-    has the same number of repeats, all finite and > 0 (the median of r values is the same
-    float either way), else probe by probe (which raises on the first bad value)."""
-    if isinstance(latencies_ms, np.ndarray) and latencies_ms.ndim == 2:  # (P, repeats): no per-row scan
-        if not latencies_ms.size:
-            raise ValueError("a sweep needs at least one measured probe")
-        a = np.asarray(latencies_ms, dtype=np.float64)
-        if np.isfinite(a).all() and (a > 0).all():
-            rows: list[float] = (a[:, 0] if a.shape[1] == 1 else np.median(a, axis=1)).tolist()
-            return rows
-        return [probe_latency_ms(r) for r in a.tolist()]
-    if not latencies_ms:
-        raise ValueError("a sweep needs at least one measured probe")
-    repeats = {len(r) for r in latencies_ms}
-    if len(repeats) == 1 and 0 not in repeats:
-        a = np.asarray(latencies_ms, dtype=np.float64)
-        if np.isfinite(a).all() and (a > 0).all():
-            out: list[float] = (a[:, 0] if a.shape[1] == 1 else np.median(a, axis=1)).tolist()
-            return out
-    return [probe_latency_ms(r) for r in latencies_ms]

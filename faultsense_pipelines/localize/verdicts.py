@@ -19,6 +19,7 @@ Frozen, picklable dataclasses that map one-to-one onto the ledger:
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -80,25 +81,30 @@ class ProbeRecord:
 
 
 class Phase1Records(Sequence[ProbeRecord]):
-    """The records of a Phase 1 sweep of equal-size probes, none errored, held as arrays.
+    """The records of a Phase 1 sweep, held as arrays: every probe, measured or errored.
 
     A read-only sequence of :class:`ProbeRecord` (phase 1, ``probe_index`` = position) that
     builds each record when it is read, so a sweep of millions of probes costs a few numeric
     arrays instead of millions of Python objects. Equal to any sequence of the same records.
+    An errored probe is a row like any other: its latencies are NaN and its message is in
+    ``errors`` (its record: no latency, the message, outcome ``"error"``).
 
     Args:
-        members: GPU ids of each probe, ascending within a row; shape ``(P, k)``, integer.
-        latencies_ms: the first measurements of each probe, ms; shape ``(P, r)``, float,
-            all finite and > 0.
-        outcomes: per probe, ``True`` when it failed (slow), else it passed; shape ``(P,)``.
+        members: GPU ids of each probe, ascending within a row; shape ``(P, w)``, integer; a
+            probe of fewer than ``w`` GPUs ends in ``-1`` padding.
+        latencies_ms: the first measurements of each probe, ms; shape ``(P, r)``, float; NaN
+            after the last measurement of a row (an errored probe: all NaN).
+        outcomes: per probe, ``True`` when it failed (slow), else it passed (or errored);
+            shape ``(P,)``.
         extra_ms: latencies (ms) measured later, appended after row ``i``'s, for the few
             probes re-measured (index -> latencies).
+        errors: why a probe could not be measured (index -> message), for the errored probes.
 
     Raises:
         ValueError: arrays of mismatched lengths.
     """
 
-    __slots__ = ("extra", "failed", "latencies", "members")
+    __slots__ = ("errors", "extra", "failed", "latencies", "members")
 
     def __init__(
         self,
@@ -106,6 +112,7 @@ class Phase1Records(Sequence[ProbeRecord]):
         latencies_ms: np.ndarray,
         outcomes: np.ndarray,
         extra_ms: Mapping[int, tuple[float, ...]] | None = None,
+        errors: Mapping[int, str] | None = None,
     ) -> None:
         if not (len(members) == len(latencies_ms) == len(outcomes)) or members.ndim != 2 or latencies_ms.ndim != 2:
             raise ValueError("members (P, k), latencies_ms (P, r) and outcomes (P,) must have the same P")
@@ -113,11 +120,58 @@ class Phase1Records(Sequence[ProbeRecord]):
         self.latencies = latencies_ms
         self.failed = np.asarray(outcomes, dtype=bool)
         self.extra = dict(extra_ms or {})
+        self.errors = dict(errors or {})
+
+    @classmethod
+    def of(cls, records: Sequence[ProbeRecord]) -> Phase1Records:
+        """The records of a Phase 1 sweep given one object per probe (a tuple of an older
+        pickle, a hand-made sweep), as arrays; ``records`` itself when it is one already.
+
+        Raises:
+            ValueError: naming ``records[i]`` when a record is not of a Phase 1 sweep: not
+                phase 1, ``probe_index`` not its position, an error without outcome
+                ``"error"`` (or the reverse) or with a latency, or a NaN latency.
+        """
+        if isinstance(records, Phase1Records):
+            return records
+        width = max((len(r.gpus) for r in records), default=0)
+        rounds = max((len(r.latencies_ms) for r in records), default=0)
+        members = np.full((len(records), width), -1, dtype=np.int64)
+        latencies = np.full((len(records), rounds), np.nan)
+        errors: dict[int, str] = {}
+        for i, r in enumerate(records):
+            bad = (
+                "is not of phase 1"
+                if r.phase != 1
+                else f"has probe_index {r.probe_index}"
+                if r.probe_index != i
+                else "has an error but not outcome 'error' (or the reverse)"
+                if (r.error is None) == (r.outcome == Outcome.ERROR)
+                else "is an error with a latency"
+                if r.error is not None and r.latencies_ms
+                else "has a NaN latency"
+                if any(math.isnan(v) for v in r.latencies_ms)
+                else None
+            )
+            if bad:
+                raise ValueError(f"records[{i}] {bad}: not a Phase 1 sweep's record")
+            members[i, : len(r.gpus)] = r.gpus
+            latencies[i, : len(r.latencies_ms)] = r.latencies_ms
+            if r.error is not None:
+                errors[i] = r.error
+        failed = np.asarray([r.outcome == Outcome.FAIL for r in records], dtype=bool)
+        return cls(members, latencies, failed, None, errors)
 
     def __len__(self) -> int:
         return len(self.members)
 
     def _make(self, i: int, gpus: list[int], lat: list[float], failed: bool) -> ProbeRecord:
+        if i in self.errors:
+            return ProbeRecord(1, i, tuple(g for g in gpus if g >= 0), (), self.errors[i], Outcome.ERROR)
+        if gpus and gpus[-1] < 0:  # a probe of fewer GPUs than the widest
+            gpus = [g for g in gpus if g >= 0]
+        if lat and math.isnan(lat[-1]):  # fewer measurements than the longest row
+            lat = [v for v in lat if not math.isnan(v)]
         more = self.extra.get(i)
         return ProbeRecord(
             1, i, tuple(gpus), tuple(lat) + more if more else tuple(lat), None, Outcome.FAIL if failed else Outcome.PASS
@@ -137,10 +191,26 @@ class Phase1Records(Sequence[ProbeRecord]):
             for i, (gpus, lat, failed) in enumerate(rows, start):
                 yield self._make(i, gpus, lat, failed)
 
-    def latency_rows(self, repeats: int) -> np.ndarray | None:
-        """The first ``repeats`` latencies of every probe (ms), shape ``(P, repeats)``, or
-        ``None`` when a row holds fewer."""
-        return self.latencies[:, :repeats] if self.latencies.shape[1] >= repeats else None
+    @property
+    def measured(self) -> np.ndarray:
+        """Per probe, ``True`` when it was measured (no error); shape ``(P,)``."""
+        ok = np.ones(len(self), dtype=bool)
+        ok[list(self.errors)] = False
+        return ok
+
+    def first_latencies(self, repeats: int) -> list[list[float]]:
+        """Per probe, its first ``repeats`` latencies (ms); ``[]`` for an errored probe."""
+        head = self.latencies[:, :repeats]
+        if head.shape[1] == repeats and not np.isnan(head[self.measured]).any():  # every measured row holds them
+            rows: list[list[float]] = head.tolist()
+            for i in self.errors:
+                rows[i] = []
+            return rows
+        return [list(r.latencies_ms[:repeats]) for r in self]
+
+    def passed(self) -> Phase1Records:
+        """These records with every failed probe passing (errored ones unchanged)."""
+        return Phase1Records(self.members, self.latencies, np.zeros(len(self), dtype=bool), self.extra, self.errors)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or len(other) != len(self):
@@ -151,10 +221,10 @@ class Phase1Records(Sequence[ProbeRecord]):
         return hash(tuple(self))
 
     def __repr__(self) -> str:
-        return f"Phase1Records({len(self)} probes)"
+        return f"Phase1Records({len(self)} probes, {len(self.errors)} errors)"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Phase1Records, (self.members, self.latencies, self.failed, self.extra))
+        return (Phase1Records, (self.members, self.latencies, self.failed, self.extra, self.errors))
 
 
 @dataclass(frozen=True)
@@ -250,8 +320,9 @@ class Phase1Result:
         gpus: n.
         probe_size: k.
         cover_method: the cover's method.
-        records: one :class:`ProbeRecord` per cover probe, in cover order: a tuple, or for
-            a sweep run on arrays a :class:`Phase1Records` (a sequence of the same records).
+        records: one :class:`ProbeRecord` per cover probe, in cover order, errored ones
+            included, as :class:`Phase1Records` (a sequence of records given, or unpickled
+            from an older output, is converted by :meth:`Phase1Records.of`).
         baseline_ms: healthy probe latency inferred by the rule, ms (``None`` if nothing
             was measured).
         threshold_ms: slow-probe threshold, ms (``None`` if nothing was measured).
@@ -271,7 +342,7 @@ class Phase1Result:
     gpus: int
     probe_size: int
     cover_method: str
-    records: Sequence[ProbeRecord]
+    records: Phase1Records
     baseline_ms: float | None
     threshold_ms: float | None
     suspect_probes: tuple[int, ...]
@@ -280,6 +351,14 @@ class Phase1Result:
     remeasured: int = 0
     repeats: int = 1
     anchored: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "records", Phase1Records.of(self.records))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle, converting the tuple of records that outputs pickled before
+        :class:`Phase1Records` held errors carry."""
+        self.__dict__.update(state, records=Phase1Records.of(state["records"]))
 
     @property
     def needs_drilldown(self) -> bool:
@@ -380,13 +459,16 @@ class Localization:
         n = self.phase1.gpus
         cleared = np.zeros((n, n), dtype=bool)
         p1 = self.phase1.records
-        arrays = isinstance(p1, Phase1Records)  # no errors; the passing rows of one (P, k) array
-        if (len(p1) if arrays else sum(r.outcome != Outcome.ERROR for r in p1)) >= 2:
+        measured = p1.measured
+        if int(measured.sum()) >= 2:
             by_size: dict[int, list[np.ndarray]] = defaultdict(list)
-            if isinstance(p1, Phase1Records) and p1.members.shape[1] >= 2:
-                by_size[p1.members.shape[1]].append(p1.members[~p1.failed])
+            passing = p1.members[measured & ~p1.failed]
+            sizes = (passing >= 0).sum(axis=1)  # GPUs per probe: a row ends in -1 padding
+            for size in np.unique(sizes).tolist():
+                if size >= 2:
+                    by_size[size].append(passing[sizes == size, :size])
             rows: dict[int, list[tuple[int, ...]]] = defaultdict(list)
-            for r in self.phase2_records if arrays else (*p1, *self.phase2_records):
+            for r in self.phase2_records:
                 if r.outcome == Outcome.PASS and len(r.gpus) >= 2:
                     rows[len(r.gpus)].append(r.gpus)
             for size, listed in rows.items():

@@ -9,6 +9,7 @@ slow threshold.
 * :mod:`.rounds` -- repeats taken in rounds, round detrending, and a probe judged against a
   healthy reference measured alongside it.
 * :mod:`.repeats` -- one probe measured ``repeats`` times and judged.
+* :mod:`.sweep` -- a Phase 1 sweep measured as arrays, errors as NaN rows.
 
 Nothing here knows the suspect rules or the drill-downs (:mod:`faultsense_pipelines.localize`).
 """

@@ -26,6 +26,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from typing import overload
+
+import numpy as np
 
 from ..replica.executor import ProbeExecutor, ProbeMeasurement
 from .batch import batched, measure
@@ -130,7 +133,15 @@ def paired_log_ratio(test_ms: Sequence[float], reference_ms: Sequence[float]) ->
     return float(statistics.median(math.log(t / r) for t, r in zip(test_ms, reference_ms, strict=True)))
 
 
-def detrend_rounds(latencies_ms: Sequence[Sequence[float]]) -> list[list[float]]:
+@overload
+def detrend_rounds(latencies_ms: np.ndarray) -> np.ndarray: ...
+
+
+@overload
+def detrend_rounds(latencies_ms: Sequence[Sequence[float]]) -> list[list[float]]: ...
+
+
+def detrend_rounds(latencies_ms: Sequence[Sequence[float]] | np.ndarray) -> list[list[float]] | np.ndarray:
     """Remove each round's common factor from latencies taken in rounds.
 
     ``latencies_ms[i][j]`` is probe i in round j (every probe the same number of rounds).
@@ -140,11 +151,13 @@ def detrend_rounds(latencies_ms: Sequence[Sequence[float]]) -> list[list[float]]
     probe that is slow in every round stays slow by the same ratio.
 
     Args:
-        latencies_ms: per probe, one latency per round, ms, all > 0.
+        latencies_ms: per probe, one latency per round, ms, all > 0: lists, or one
+            ``(P, R)`` float array (a sweep of millions of probes).
 
     Returns:
-        The detrended latencies, same shape, ms. A single round, or probes with unequal
-        round counts, are returned unchanged (as lists).
+        The detrended latencies, same shape, ms: lists for lists, an array for an array
+        (the same floats either way). A single round, no probe, or probes with unequal
+        round counts, are returned unchanged (lists as new lists, an array as itself).
 
     Notes:
         O(P R log P) for P probes and R rounds. Multiplying every latency by c returns the
@@ -153,15 +166,27 @@ def detrend_rounds(latencies_ms: Sequence[Sequence[float]]) -> list[list[float]]
 
     >>> detrend_rounds([[10.0, 20.0], [30.0, 60.0]])
     [[15.0, 15.0], [45.0, 45.0]]
+    >>> detrend_rounds(np.array([[10.0, 20.0], [30.0, 60.0]])).tolist()
+    [[15.0, 15.0], [45.0, 45.0]]
     """
+    if isinstance(latencies_ms, np.ndarray):
+        return _detrended(latencies_ms)
     rows = [list(r) for r in latencies_ms]
-    rounds = {len(r) for r in rows}
-    if len(rounds) != 1 or rounds == {1} or rounds == {0}:
+    if len({len(r) for r in rows}) != 1 or len(rows[0]) <= 1:
         return rows
-    (r,) = rounds
-    f = [float(statistics.median(row[j] for row in rows)) for j in range(r)]
+    out: list[list[float]] = _detrended(np.asarray(rows, dtype=np.float64)).tolist()
+    return out
+
+
+def _detrended(lat: np.ndarray) -> np.ndarray:
+    """:func:`detrend_rounds` of a ``(P, R)`` array: each latency times the typical round
+    factor over its round's (``v * typical / f_j``, in that order, as for one float)."""
+    if lat.shape[1] <= 1 or not len(lat):
+        return lat
+    f = [float(statistics.median(lat[:, j].tolist())) for j in range(lat.shape[1])]
     typical = float(statistics.median(f))
-    return [[v * typical / f[j] for j, v in enumerate(row)] for row in rows]
+    out: np.ndarray = (lat * typical) / np.asarray(f)[None, :]
+    return out
 
 
 def reference_ratio(test_ms: Sequence[float], reference_ms: Sequence[float]) -> float:

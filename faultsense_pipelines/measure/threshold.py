@@ -15,7 +15,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Literal
 
-__all__ = ["LOG_TIE", "Zone", "log_above", "probe_fails", "probe_latency_ms", "probe_zone"]
+import numpy as np
+
+__all__ = ["LOG_TIE", "Zone", "log_above", "probe_fails", "probe_latencies_ms", "probe_latency_ms", "probe_zone"]
 
 #: Two log-latencies closer than this are equal (a latency ratio within 1 +- 1e-9): the gap
 #: is floating-point rounding, not measurement. Scaling every latency by c adds log c to
@@ -94,6 +96,35 @@ def probe_latency_ms(repeats_ms: Sequence[float]) -> float:
         if not math.isfinite(v) or v <= 0:
             raise ValueError(f"latency_ms must be finite and > 0, got {v!r}")
     return float(statistics.median(repeats_ms))
+
+
+def probe_latencies_ms(latencies_ms: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    """:func:`probe_latency_ms` of every probe of a sweep: the median of each probe's repeats.
+
+    One array computation when every probe has the same number of repeats, all finite and
+    > 0 (the median of r floats is the same float either way: the middle one, or the mean of
+    the two middle ones), else probe by probe, which raises on the first bad probe.
+
+    Args:
+        latencies_ms: per probe, its repeats (ms): lists, or one ``(P, r)`` float array.
+
+    Returns:
+        Shape ``(P,)`` float array, ms.
+
+    Raises:
+        ValueError: no probe, or a probe as :func:`probe_latency_ms` rejects it.
+
+    >>> probe_latencies_ms([[10.0, 13.0, 12.0], [9.0, 11.0]]).tolist()
+    [12.0, 10.0]
+    """
+    if not len(latencies_ms):
+        raise ValueError("a sweep needs at least one measured probe")
+    if isinstance(latencies_ms, np.ndarray) or len({len(r) for r in latencies_ms}) == 1:
+        a = np.asarray(latencies_ms, dtype=np.float64)
+        if a.ndim == 2 and a.shape[1] and np.isfinite(a).all() and (a > 0).all():
+            out: np.ndarray = a[:, 0] if a.shape[1] == 1 else np.median(a, axis=1)
+            return out
+    return np.asarray([probe_latency_ms(r) for r in latencies_ms], dtype=np.float64)
 
 
 def probe_fails(repeats_ms: Sequence[float], threshold_ms: float) -> bool:

@@ -11,9 +11,9 @@ scenario file, a caller of an executor), and passed on as objects:
 * :class:`LinkDelay` ``{link: [a, b], delay_ms: d}`` -- a slow path on the real workers: every
   transfer between ``a`` and ``b`` is posted ``d`` ms late (a probe is slowed by about 2d).
 
-* :class:`NicFault` ``{nic: v, slowdown: f}`` (``{nic: [v, r], ...}``: node v, rail r),
-  :class:`NvSwitchFault` ``{nvswitch: v, ...}`` and :class:`SwitchFault` ``{switch: s, ...}`` --
-  a slow shared component (:class:`~faultsense_pipelines.replica.topology.ReplicaTopology`): every probe
+* :class:`SharedFault` ``{nic: v, slowdown: f}`` (``{nic: [v, r], ...}``: node v, rail r),
+  ``{nvswitch: v, ...}`` or ``{switch: s, ...}`` (built by :func:`NicFault`,
+  :func:`NvSwitchFault`, :func:`SwitchFault`) -- a slow shared component (:class:`~faultsense_pipelines.replica.topology.ReplicaTopology`): every probe
   holding one of the paths it carries is ``f`` times slower (simulated), or, with ``delay_ms``
   instead of ``slowdown``, every transfer on those paths is posted ``d`` ms late (real workers).
 
@@ -39,10 +39,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
+from pydantic_core import PydanticCustomError
 
 from ..validation import first_error, shown
 from .topology import Component, Link, ReplicaTopology, gpu_component, link_component
@@ -59,6 +60,7 @@ __all__ = [
     "LinkFault",
     "NicFault",
     "NvSwitchFault",
+    "SharedFault",
     "SwitchFault",
     "check_faults",
     "parse_fault",
@@ -241,16 +243,96 @@ def _optional_slowdown(v: float | None) -> float | None:
     return None if v is None else _slowdown(v)
 
 
-class _Shared:
-    """What the three shared-component faults have in common (one of ``slowdown`` or ``delay_ms``)."""
+def _need(topology: ReplicaTopology | None, what: str) -> ReplicaTopology:
+    if topology is None or topology.gpus_per_node is None:
+        raise ValueError(f"a {what} fault needs the replica's topology (topology.gpus_per_node)")
+    return topology
 
-    slowdown: float | None
-    delay_ms: float | None
-    duty: float
 
-    def _check_one_effect(self) -> None:
+def _node_or_rail(v: object) -> object:
+    """A NIC's id: a node id >= 0, or ``[node, rail]`` (stored as a tuple)."""
+
+    def node_id(x: object) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    if node_id(v) or (isinstance(v, list | tuple) and len(v) == 2 and all(node_id(x) for x in v)):
+        return tuple(v) if isinstance(v, list | tuple) else v
+    raise ValueError(f"must be a node id >= 0 or [node, rail] of two, got {shown(v)}")
+
+
+def _given(v: object) -> object:
+    """An NVSwitch's or switch's id given as ``null`` is refused as the integer it is not
+    (a key left out is no component)."""
+    if v is None:
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return v
+
+
+#: The shared-component kinds, in the order a :class:`SharedFault` names them, with the name
+#: its repr shows (the constructors :func:`NicFault`, :func:`NvSwitchFault`, :func:`SwitchFault`).
+_SHARED_NAMES = {"nic": "NicFault", "nvswitch": "NvSwitchFault", "switch": "SwitchFault"}
+
+
+@dataclass(frozen=True, config=_CONFIG)
+class SharedFault:
+    """A slow shared component: a NIC, an NVSwitch (or a node's PCIe switch) or a leaf or rail
+    switch. Exactly one of ``nic``, ``nvswitch`` and ``switch`` names it; build one with
+    :func:`NicFault`, :func:`NvSwitchFault` or :func:`SwitchFault`.
+
+    Attributes:
+        nic: a NIC: the node, or ``(node, rail)`` on a rail-optimized topology (renegotiated
+            to a lower speed, flapping, a bad cable); it carries the paths from its GPUs to
+            another node.
+        nvswitch: a node's NVSwitch (or PCIe switch): it carries the paths between two GPUs
+            of the node.
+        switch: a leaf or rail switch (``ReplicaTopology.switch``; a bad port, degraded): it
+            carries the inter-node paths with an end under it.
+        slowdown: latency multiplier of every probe holding a path it carries (simulated;
+            1..:data:`MAX_SLOWDOWN`).
+        delay_ms: extra wait per transfer on those paths, ms (real ``local`` / ``ray`` workers).
+        duty: share of measurements in which the fault is active, in (0, 1] (default 1;
+            simulated only).
+
+    Raises:
+        pydantic.ValidationError: (a ``ValueError``) naming the bad field; none or two of
+            ``nic``, ``nvswitch``, ``switch``, or not exactly one of ``slowdown`` and ``delay_ms``.
+    """
+
+    nic: _GpuId | tuple[_GpuId, _GpuId] | None = None
+    nvswitch: _GpuId | None = None
+    switch: _GpuId | None = None
+    slowdown: _Number | None = None
+    delay_ms: _Number | None = None
+    duty: _Number = 1.0
+
+    _check_nic = field_validator("nic", mode="before")(_node_or_rail)
+    _check_given = field_validator("nvswitch", "switch", mode="before")(_given)
+    _check_slowdown = field_validator("slowdown")(_optional_slowdown)
+    _check_delay = field_validator("delay_ms")(_delay_ms)
+    _check_duty = field_validator("duty")(_duty)
+
+    def __post_init__(self) -> None:
+        if sum(getattr(self, key) is not None for key in _SHARED_NAMES) != 1:
+            raise ValueError("give exactly one of nic, nvswitch or switch")
         if (self.slowdown is None) == (self.delay_ms is None):
             raise ValueError("give exactly one of slowdown (simulated) or delay_ms (real workers)")
+
+    @property
+    def kind(self) -> str:
+        """``"nic"``, ``"nvswitch"`` or ``"switch"``: the key of its file form."""
+        return next(key for key in _SHARED_NAMES if getattr(self, key) is not None)
+
+    @property
+    def at(self) -> int | tuple[int, int]:
+        """The component's id: the node (NIC, NVSwitch), ``(node, rail)`` (a rail's NIC) or the switch."""
+        at: int | tuple[int, int] = getattr(self, self.kind)
+        return at
+
+    def __repr__(self) -> str:
+        kind = self.kind
+        return _with_duty(
+            f"{_SHARED_NAMES[kind]}({kind}={self.at!r}, slowdown={self.slowdown!r}, delay_ms={self.delay_ms!r})", self.duty
+        )
 
     @property
     def gpus(self) -> tuple[int, ...]:
@@ -263,171 +345,57 @@ class _Shared:
         Raises:
             ValueError: without a topology, or one that lacks the component.
         """
-        raise NotImplementedError
+        kind, at = self.kind, self.at
+        t = _need(topology, kind)
+        if kind == "nvswitch":
+            return t.nvswitch(cast(int, at))
+        if kind == "switch":
+            return t.switch(cast(int, at))
+        return t.nic(at) if isinstance(at, int) else t.nic(*at)
 
-    def _effect(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
+        """The file form, ``{"nic": v, "slowdown": f}`` (``[v, r]`` with rails), ``{"nvswitch":
+        v, ...}`` or ``{"switch": s, ...}``; ``"delay_ms"`` instead of ``"slowdown"`` and
+        ``"duty"`` when below 1 where so."""
+        at = self.at
         effect: dict[str, Any] = {"slowdown": self.slowdown} if self.slowdown is not None else {"delay_ms": self.delay_ms}
-        return effect if self.duty == 1.0 else {**effect, "duty": self.duty}
+        form = {self.kind: at if isinstance(at, int) else list(at), **effect}
+        return form if self.duty == 1.0 else {**form, "duty": self.duty}
 
 
-def _need(topology: ReplicaTopology | None, what: str) -> ReplicaTopology:
-    if topology is None or topology.gpus_per_node is None:
-        raise ValueError(f"a {what} fault needs the replica's topology (topology.gpus_per_node)")
-    return topology
+def NicFault(
+    nic: int | tuple[int, int] | list[int], slowdown: float | None = None, delay_ms: float | None = None, duty: float = 1.0
+) -> SharedFault:
+    """A slow NIC (:class:`SharedFault` with ``nic``): the node, or ``[node, rail]``."""
+    return SharedFault(nic=cast(Any, nic), slowdown=slowdown, delay_ms=delay_ms, duty=duty)
 
 
-@dataclass(frozen=True, config=_CONFIG)
-class NicFault(_Shared):
-    """A slow NIC: renegotiated to a lower speed, flapping, a bad cable.
-
-    Attributes:
-        nic: the node, or ``(node, rail)`` on a rail-optimized topology.
-        slowdown: latency multiplier of every probe holding a path from the NIC's GPUs to
-            another node (simulated; 1..:data:`MAX_SLOWDOWN`).
-        delay_ms: extra wait per transfer on those paths, ms (real ``local`` / ``ray`` workers).
-        duty: share of measurements in which the fault is active, in (0, 1] (default 1;
-            simulated only).
-
-    Raises:
-        pydantic.ValidationError: (a ``ValueError``) naming the bad field.
-    """
-
-    nic: _GpuId | tuple[_GpuId, _GpuId]
-    slowdown: _Number | None = None
-    delay_ms: _Number | None = None
-    duty: _Number = 1.0
-
-    _check_slowdown = field_validator("slowdown")(_optional_slowdown)
-    _check_delay = field_validator("delay_ms")(_delay_ms)
-    _check_duty = field_validator("duty")(_duty)
-
-    @field_validator("nic", mode="before")
-    @classmethod
-    def _node_or_rail(cls, v: object) -> object:
-        def node_id(x: object) -> bool:
-            return isinstance(x, int) and not isinstance(x, bool) and x >= 0
-
-        if node_id(v) or (isinstance(v, list | tuple) and len(v) == 2 and all(node_id(x) for x in v)):
-            return tuple(v) if isinstance(v, list | tuple) else v
-        raise ValueError(f"must be a node id >= 0 or [node, rail] of two, got {shown(v)}")
-
-    def __repr__(self) -> str:
-        return _with_duty(f"NicFault(nic={self.nic!r}, slowdown={self.slowdown!r}, delay_ms={self.delay_ms!r})", self.duty)
-
-    def __post_init__(self) -> None:
-        self._check_one_effect()
-
-    def component(self, topology: ReplicaTopology | None = None) -> Component:
-        t = _need(topology, "nic")
-        return t.nic(self.nic) if isinstance(self.nic, int) else t.nic(*self.nic)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The file form, ``{"nic": v, "slowdown": f}`` (``[v, r]`` with rails)."""
-        return {"nic": self.nic if isinstance(self.nic, int) else list(self.nic), **self._effect()}
+def NvSwitchFault(nvswitch: int, slowdown: float | None = None, delay_ms: float | None = None, duty: float = 1.0) -> SharedFault:
+    """A degraded NVSwitch (or PCIe switch) inside node ``nvswitch`` (:class:`SharedFault`)."""
+    return SharedFault(nvswitch=nvswitch, slowdown=slowdown, delay_ms=delay_ms, duty=duty)
 
 
-@dataclass(frozen=True, config=_CONFIG)
-class NvSwitchFault(_Shared):
-    """A degraded NVSwitch (or PCIe switch) inside one node.
-
-    Attributes:
-        nvswitch: the node.
-        slowdown: latency multiplier of every probe holding two GPUs of the node (simulated).
-        delay_ms: extra wait per transfer between two GPUs of the node, ms (real workers).
-        duty: share of measurements in which the fault is active, in (0, 1] (default 1;
-            simulated only).
-
-    Raises:
-        pydantic.ValidationError: (a ``ValueError``) naming the bad field.
-    """
-
-    nvswitch: _GpuId
-    slowdown: _Number | None = None
-    delay_ms: _Number | None = None
-    duty: _Number = 1.0
-
-    _check_slowdown = field_validator("slowdown")(_optional_slowdown)
-    _check_delay = field_validator("delay_ms")(_delay_ms)
-    _check_duty = field_validator("duty")(_duty)
-
-    def __repr__(self) -> str:
-        return _with_duty(
-            f"NvSwitchFault(nvswitch={self.nvswitch!r}, slowdown={self.slowdown!r}, delay_ms={self.delay_ms!r})", self.duty
-        )
-
-    def __post_init__(self) -> None:
-        self._check_one_effect()
-
-    def component(self, topology: ReplicaTopology | None = None) -> Component:
-        return _need(topology, "nvswitch").nvswitch(self.nvswitch)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The file form, ``{"nvswitch": v, "slowdown": f}``."""
-        return {"nvswitch": self.nvswitch, **self._effect()}
+def SwitchFault(switch: int, slowdown: float | None = None, delay_ms: float | None = None, duty: float = 1.0) -> SharedFault:
+    """A bad port or a degraded leaf or rail switch ``switch`` (:class:`SharedFault`)."""
+    return SharedFault(switch=switch, slowdown=slowdown, delay_ms=delay_ms, duty=duty)
 
 
-@dataclass(frozen=True, config=_CONFIG)
-class SwitchFault(_Shared):
-    """A bad port or a degraded leaf or rail switch.
-
-    Attributes:
-        switch: the switch (``ReplicaTopology.switch``).
-        slowdown: latency multiplier of every probe holding an inter-node path with an end
-            under the switch (simulated).
-        delay_ms: extra wait per transfer on those paths, ms (real workers).
-        duty: share of measurements in which the fault is active, in (0, 1] (default 1;
-            simulated only).
-
-    Raises:
-        pydantic.ValidationError: (a ``ValueError``) naming the bad field.
-    """
-
-    switch: _GpuId
-    slowdown: _Number | None = None
-    delay_ms: _Number | None = None
-    duty: _Number = 1.0
-
-    _check_slowdown = field_validator("slowdown")(_optional_slowdown)
-    _check_delay = field_validator("delay_ms")(_delay_ms)
-    _check_duty = field_validator("duty")(_duty)
-
-    def __repr__(self) -> str:
-        return _with_duty(
-            f"SwitchFault(switch={self.switch!r}, slowdown={self.slowdown!r}, delay_ms={self.delay_ms!r})", self.duty
-        )
-
-    def __post_init__(self) -> None:
-        self._check_one_effect()
-
-    def component(self, topology: ReplicaTopology | None = None) -> Component:
-        return _need(topology, "switch").switch(self.switch)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The file form, ``{"switch": s, "slowdown": f}``."""
-        return {"switch": self.switch, **self._effect()}
-
-
-_SHARED_KEYS = {"nic": "<nic fault>", "nvswitch": "<nvswitch fault>", "switch": "<switch fault>"}
+#: The union tag of a shared-component fault (left out of error locations).
+_SHARED_TAG = "<shared fault>"
 
 
 #: A simulated fault (``simulated.faults``, a scenario's ``faults``).
-Fault = GpuFault | LinkFault | NicFault | NvSwitchFault | SwitchFault
+Fault = GpuFault | LinkFault | SharedFault
 #: A fault injected into real ``local`` / ``ray`` workers (``local.inject``, ``ray.inject``).
-Injection = GpuFault | LinkDelay | NicFault | NvSwitchFault | SwitchFault
-AnyFault = GpuFault | LinkFault | LinkDelay | NicFault | NvSwitchFault | SwitchFault
+Injection = GpuFault | LinkDelay | SharedFault
+AnyFault = GpuFault | LinkFault | LinkDelay | SharedFault
 
 
 def _shared_tag(v: object) -> str | None:
-    if isinstance(v, NicFault):
-        return "<nic fault>"
-    if isinstance(v, NvSwitchFault):
-        return "<nvswitch fault>"
-    if isinstance(v, SwitchFault):
-        return "<switch fault>"
-    if isinstance(v, Mapping):
-        present = [tag for key, tag in _SHARED_KEYS.items() if key in v]
-        if len(present) == 1 and not {"gpu", "link"} & set(v):
-            return present[0]
+    if isinstance(v, SharedFault):
+        return _SHARED_TAG
+    if isinstance(v, Mapping) and sum(key in v for key in _SHARED_NAMES) == 1 and not {"gpu", "link"} & set(v):
+        return _SHARED_TAG
     return None
 
 
@@ -436,7 +404,7 @@ def _fault_tag(v: object) -> str | None:
         return tag
     if isinstance(v, GpuFault | LinkFault):
         return "<gpu fault>" if isinstance(v, GpuFault) else "<link fault>"
-    if isinstance(v, Mapping) and ("gpu" in v) != ("link" in v) and not _SHARED_KEYS.keys() & set(v):
+    if isinstance(v, Mapping) and ("gpu" in v) != ("link" in v) and not _SHARED_NAMES.keys() & set(v):
         return "<gpu fault>" if "gpu" in v else "<link fault>"
     return None  # no component, or two (``{"gpu": 9, "nic": 1}``): the union's one-line error
 
@@ -446,7 +414,7 @@ def _injection_tag(v: object) -> str | None:
         return tag
     if isinstance(v, GpuFault | LinkDelay):
         return "<gpu fault>" if isinstance(v, GpuFault) else "<link delay>"
-    if isinstance(v, Mapping) and not (keys := set(v)) & _SHARED_KEYS.keys():
+    if isinstance(v, Mapping) and not (keys := set(v)) & _SHARED_NAMES.keys():
         if "gpu" in keys and not keys & {"link", "delay_ms"}:
             return "<gpu fault>"
         if "link" in keys and not keys & {"gpu", "slowdown"}:
@@ -456,11 +424,7 @@ def _injection_tag(v: object) -> str | None:
 
 #: Field type of one simulated fault: a :class:`GpuFault` or a :class:`LinkFault` (or a mapping
 #: of one); the union tags in error locations are dropped by :func:`~faultsense_pipelines.validation.format_loc`.
-_SHARED_SPECS = (
-    Annotated[NicFault, Tag("<nic fault>")]
-    | Annotated[NvSwitchFault, Tag("<nvswitch fault>")]
-    | Annotated[SwitchFault, Tag("<switch fault>")]
-)
+_SHARED_SPECS = Annotated[SharedFault, Tag(_SHARED_TAG)]
 FaultSpec = Annotated[
     Annotated[GpuFault, Tag("<gpu fault>")] | Annotated[LinkFault, Tag("<link fault>")] | _SHARED_SPECS,
     Discriminator(
@@ -517,8 +481,8 @@ def check_faults(
     """
     seen: set[tuple[str, object]] = set()
     for i, f in enumerate(faults):
-        if isinstance(f, NicFault | NvSwitchFault | SwitchFault):
-            key = "nic" if isinstance(f, NicFault) else "nvswitch" if isinstance(f, NvSwitchFault) else "switch"
+        if isinstance(f, SharedFault):
+            key = f.kind
             try:
                 c = f.component(topology)
             except ValueError as exc:

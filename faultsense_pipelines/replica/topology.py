@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -112,6 +113,26 @@ def link_component(a: int, b: int) -> Component:
     """
     ab = link(a, b)
     return Component(ComponentKind.LINK, ab, frozenset(ab))
+
+
+#: The kinds a probe holds only when it spans two nodes (:func:`_held`).
+_SPANNED = (ComponentKind.NIC, ComponentKind.SWITCH)
+
+
+def _held(kind: ComponentKind, hits: Any, spans: Any) -> Any:
+    """The one rule of :meth:`ReplicaTopology.holds`, for one probe (an int and a bool) or for
+    many at once (arrays of both, :meth:`ReplicaTopology.holds_matrix_ids`).
+
+    ``hits``: how many GPUs of the probe are the component's members; ``spans``: the probe
+    holds GPUs of two nodes. A probe holds a GPU it runs, a link when it runs both ends, an
+    NVSwitch with two GPUs of its node, a NIC or a switch when it meets its members and spans
+    two nodes (see :meth:`ReplicaTopology.holds` for why).
+    """
+    if kind == ComponentKind.GPU:
+        return hits >= 1
+    if kind in (ComponentKind.LINK, ComponentKind.NVSWITCH):
+        return hits >= 2
+    return (hits > 0) & spans
 
 
 @dataclass(frozen=True)
@@ -488,17 +509,9 @@ class ReplicaTopology:
         and spans two nodes (a GPU a of M and a GPU of another node than a's).
         """
         probe = gpus if isinstance(gpus, frozenset | set) else frozenset(gpus)
-        if c.kind == ComponentKind.GPU:
-            return c.ids[0] in probe
-        if c.kind == ComponentKind.LINK:
-            return c.ids[0] in probe and c.ids[1] in probe
-        if c.kind == ComponentKind.NVSWITCH:
-            return len(c.members & probe) >= 2
-        if not c.members & probe:
-            return False
-        node_of = self._node_of
-        first = node_of[next(iter(probe))]
-        return any(node_of[g] != first for g in probe)
+        hits = len(c.members & probe)
+        spans = hits > 0 and c.kind in _SPANNED and len({self._node_of[g] for g in probe}) > 1
+        return bool(_held(c.kind, hits, spans))
 
     def holds_matrix(self, components: Sequence[Component], probes: Sequence[Iterable[int]]) -> np.ndarray:
         """``out[p, j]``: probe ``p`` holds ``components[j]`` (:meth:`holds`, vectorized).
@@ -532,18 +545,9 @@ class ReplicaTopology:
         spans = ((node_of != node_of[:, :1]) & (ids_of < self.gpus)).any(axis=1)  # GPUs of two nodes
         out = np.zeros((len(ids_of), len(components)), dtype=bool)
         for j, c in enumerate(components):
-            m = np.fromiter(c.members, dtype=np.int64)
             inset = np.zeros(self.gpus + 1, dtype=bool)
-            inset[m[:1] if c.kind == ComponentKind.GPU else m] = True
-            hits = inset[ids_of].sum(axis=1)
-            if c.kind == ComponentKind.LINK:
-                out[:, j] = hits == len(np.unique(m))
-            elif c.kind == ComponentKind.NVSWITCH:
-                out[:, j] = hits >= 2
-            elif c.kind == ComponentKind.GPU:
-                out[:, j] = hits >= 1
-            else:
-                out[:, j] = (hits > 0) & spans
+            inset[np.fromiter(c.members, dtype=np.int64)] = True
+            out[:, j] = _held(c.kind, inset[ids_of].sum(axis=1), spans)
         return out
 
     def name(self, c: Component) -> str:

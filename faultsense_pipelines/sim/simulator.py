@@ -20,7 +20,7 @@ from itertools import chain
 import numpy as np
 
 from ..replica.executor import ProbeMeasurement
-from ..replica.faults import Fault, GpuFault, LinkFault, NicFault, NvSwitchFault, SwitchFault, check_faults
+from ..replica.faults import Fault, GpuFault, LinkFault, SharedFault, check_faults
 from ..replica.topology import ReplicaTopology
 from ..replica.vocabulary import ExecutorKind
 from .latency import LatencyModel, NoiseModel
@@ -81,7 +81,7 @@ class SimulatedReplica:
             raise ValueError(f"base_ms must be a finite number > 0, got {base_ms!r}")
         faults = tuple(faults)
         for f in faults:
-            if not isinstance(f, GpuFault | LinkFault | NicFault | NvSwitchFault | SwitchFault):
+            if not isinstance(f, GpuFault | LinkFault | SharedFault):
                 raise ValueError(f"a simulated fault must be a GpuFault, LinkFault or shared-component fault, got {f!r}")
         if topology is not None and topology.gpus != gpus:
             raise ValueError(f"topology is of {topology.gpus} GPUs, the replica of {gpus}")

@@ -25,6 +25,7 @@ from .moe_worker import LayerShape
 __all__ = [
     "DEFAULT_INTERMEDIATE",
     "DEFAULT_TOKENS",
+    "LayerOptions",
     "ProbeTrace",
     "WorkerPoolExecutor",
     "check_probe",
@@ -134,6 +135,39 @@ def warm_up_probes(n_gpus: int, probe_size: int) -> list[tuple[int, ...]]:
     return [tuple(range(i, min(i + probe_size, n_gpus))) for i in range(0, n_gpus, probe_size)]
 
 
+@dataclass(frozen=True)
+class LayerOptions:
+    """The probe layer's options a ``local`` or ``ray`` executor takes (its keyword arguments
+    of the same names), before the engine's defaults fill ``tokens`` and ``intermediate``
+    (``None``: :data:`DEFAULT_TOKENS`, :data:`DEFAULT_INTERMEDIATE`); the rest as
+    :class:`~faultsense_pipelines.probe.executors.moe_worker.LayerShape`."""
+
+    tokens: int | None
+    hidden: int
+    intermediate: int | None
+    experts_per_gpu: int
+    dtype: str
+    seed: int
+
+    def shape(self, gpus: int, engine: Engine) -> LayerShape:
+        """The :class:`LayerShape` of a pool of ``gpus`` workers under ``engine``.
+
+        Raises:
+            ValueError: a bad option, naming it (:class:`LayerShape`).
+        """
+        tokens = DEFAULT_TOKENS[engine] if self.tokens is None else self.tokens
+        intermediate = DEFAULT_INTERMEDIATE[engine] if self.intermediate is None else self.intermediate
+        return LayerShape(
+            gpus,
+            experts_per_gpu=self.experts_per_gpu,
+            hidden=self.hidden,
+            intermediate=intermediate,
+            tokens=tokens,
+            dtype=self.dtype,
+            seed=self.seed,
+        )
+
+
 class WorkerPoolExecutor:
     """What the ``local`` and ``ray`` executors share: argument checks, the
     :class:`~faultsense_pipelines.replica.executor.ProbeExecutor` methods on top of two hooks
@@ -146,26 +180,21 @@ class WorkerPoolExecutor:
         gpus: int,
         probe_size: int,
         inject: Iterable[Mapping[str, Any] | Injection],
-        layer: dict[str, Any],
+        layer: LayerOptions,
         timeout_s: float,
         start_timeout_s: float,
         engine: Engine | str = Engine.MEMBER_ONLY,
         topology: ReplicaTopology | None = None,
     ) -> None:
-        """Validate the arguments every pool takes (``ValueError`` naming the bad one); a
-        ``layer["tokens"]`` of ``None`` becomes the engine's :data:`DEFAULT_TOKENS`, a
-        ``layer["intermediate"]`` of ``None`` its :data:`DEFAULT_INTERMEDIATE`."""
+        """Validate the arguments every pool takes (``ValueError`` naming the bad one); the
+        layer's shape is :meth:`LayerOptions.shape` (the engine's defaults where ``None``)."""
         if topology is not None and topology.gpus != gpus:
             raise ValueError(f"topology is of {topology.gpus} GPUs, the pool of {gpus}")
         self.topology = topology
         self.engine = Engine.parse(engine, "engine")
-        if layer.get("tokens") is None:
-            layer = {**layer, "tokens": DEFAULT_TOKENS[self.engine]}
-        if layer.get("intermediate") is None:
-            layer = {**layer, "intermediate": DEFAULT_INTERMEDIATE[self.engine]}
         if isinstance(probe_size, bool) or not isinstance(probe_size, int) or not probe_size >= 1:
             raise ValueError(f"probe_size must be an integer >= 1, got {probe_size!r}")
-        self.shape = LayerShape(gpus, **layer)
+        self.shape = layer.shape(gpus, self.engine)
         if probe_size > gpus:
             raise ValueError(f"probe_size must be <= gpus, got probe_size={probe_size} > gpus={gpus}")
         if self.shape.tokens < probe_size:

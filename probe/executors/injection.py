@@ -14,8 +14,8 @@ fault model of :mod:`faultsense_pipelines.replica.faults` (an :data:`Injection`)
   probe's all-to-all has two phases (dispatch, combine), so a probe over the link is slowed by
   about ``2 * delay_ms``.
 
-* A shared component (:class:`~faultsense_pipelines.replica.faults.NicFault`, ``NvSwitchFault``,
-  ``SwitchFault`` with ``delay_ms``) -- a delay on every transfer of every path the component
+* A shared component (a :class:`~faultsense_pipelines.replica.faults.SharedFault`: NIC,
+  NVSwitch or switch, with ``delay_ms``) -- a delay on every transfer of every path the component
   carries (:func:`worker_injections` turns it into one ``LinkDelay`` per path, given the
   replica's :class:`~faultsense_pipelines.replica.topology.ReplicaTopology`): a NIC that renegotiated
   to a lower speed slows every transfer between its node and the others.
@@ -35,9 +35,7 @@ from faultsense_pipelines.replica.faults import (
     GpuFault,
     Injection,
     LinkDelay,
-    NicFault,
-    NvSwitchFault,
-    SwitchFault,
+    SharedFault,
     parse_injections,
 )
 from faultsense_pipelines.replica.topology import ReplicaTopology
@@ -52,6 +50,7 @@ def worker_injections(injections: tuple[Injection, ...], topology: ReplicaTopolo
     Raises:
         ValueError: a shared component without a topology (validation refuses it first).
 
+    >>> from faultsense_pipelines.replica.faults import NicFault
     >>> t = ReplicaTopology(4, gpus_per_node=2)
     >>> worker_injections((NicFault(nic=1, delay_ms=2.0),), t)
     (LinkDelay(link=(0, 2), delay_ms=2.0), LinkDelay(link=(0, 3), delay_ms=2.0), LinkDelay(link=(1, 2), delay_ms=2.0), LinkDelay(link=(1, 3), delay_ms=2.0))
@@ -59,7 +58,7 @@ def worker_injections(injections: tuple[Injection, ...], topology: ReplicaTopolo
     plain: list[GpuFault | LinkDelay] = []
     delays: dict[tuple[int, int], float] = {}
     for inj in injections:
-        if isinstance(inj, NicFault | NvSwitchFault | SwitchFault):
+        if isinstance(inj, SharedFault):
             if topology is None or inj.delay_ms is None:
                 raise ValueError(f"{inj!r} needs the replica's topology and a delay_ms")
             c = inj.component(topology)

@@ -45,7 +45,7 @@ from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.replica.vocabulary import Engine
 
 from ..deathsig import pack, run_guarded
-from .common import WorkerPoolExecutor, warm_up_probes
+from .common import LayerOptions, WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
 from .moe_worker import LayerShape, ProbeWorker
 
@@ -255,14 +255,7 @@ class LocalExecutor(WorkerPoolExecutor):
         engine: Engine | str = Engine.MEMBER_ONLY,
         topology: ReplicaTopology | None = None,
     ) -> None:
-        layer = {
-            "experts_per_gpu": experts_per_gpu,
-            "hidden": hidden,
-            "intermediate": intermediate,
-            "tokens": tokens,
-            "dtype": dtype,
-            "seed": seed,
-        }
+        layer = LayerOptions(tokens, hidden, intermediate, experts_per_gpu, dtype, seed)
         self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine, topology)
         cuda = torch.cuda.is_available() and torch.cuda.device_count() >= gpus
         backend = backend or ("nccl" if cuda else "gloo")

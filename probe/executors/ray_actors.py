@@ -31,7 +31,7 @@ from faultsense_pipelines.replica.executor import ExecutorError
 from faultsense_pipelines.replica.topology import ReplicaTopology
 from faultsense_pipelines.replica.vocabulary import Engine
 
-from .common import WorkerPoolExecutor, warm_up_probes
+from .common import LayerOptions, WorkerPoolExecutor, warm_up_probes
 from .injection import Injection
 from .moe_worker import LayerShape, ProbeWorker
 
@@ -129,14 +129,7 @@ class RayExecutor(WorkerPoolExecutor):
         engine: Engine | str = Engine.MEMBER_ONLY,
         topology: ReplicaTopology | None = None,
     ) -> None:
-        layer = {
-            "experts_per_gpu": experts_per_gpu,
-            "hidden": hidden,
-            "intermediate": intermediate,
-            "tokens": tokens,
-            "dtype": dtype,
-            "seed": seed,
-        }
+        layer = LayerOptions(tokens, hidden, intermediate, experts_per_gpu, dtype, seed)
         self._configure(gpus, probe_size, inject, layer, timeout_s, start_timeout_s, engine, topology)
         if isinstance(cpus_per_actor, bool) or not isinstance(cpus_per_actor, (int, float)) or not cpus_per_actor > 0:
             raise ValueError(f"cpus_per_actor must be > 0, got {cpus_per_actor!r}")

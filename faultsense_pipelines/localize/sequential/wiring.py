@@ -21,7 +21,7 @@ from ...measure.baseline import detrended_excess, estimate_sigma, time_detrended
 from ...replica.executor import ProbeExecutor
 from ...replica.topology import ReplicaTopology
 from ...replica.vocabulary import Outcome, Status
-from ..verdicts import Phase1Records, Phase1Result, ProbeRecord, Verdict
+from ..verdicts import Phase1Result, ProbeRecord, Verdict
 from .drilldown import default_budget, read_rounds, sequential_drilldown, shared_proposals, shared_read_cost
 from .pairing import Layout, shape
 
@@ -163,11 +163,7 @@ def run_sequential_phase2(
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     p1 = phase1.records
-    if isinstance(p1, Phase1Records):
-        rows = p1.latency_rows(phase1.repeats)
-        latencies = [list(map(float, row)) for row in (rows if rows is not None else ())]
-    else:
-        latencies = [list(r.latencies_ms[: phase1.repeats]) for r in p1]
+    latencies = p1.first_latencies(phase1.repeats)
     measured = [x for lat in latencies for x in lat]
     if not measured:
         raise ValueError("the sequential drill-down needs a Phase 1 sweep with at least one measured probe")
