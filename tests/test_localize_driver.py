@@ -169,3 +169,28 @@ def test_verdicts_name_the_node_they_sit_on_when_the_topology_places_gpus() -> N
     assert nodes == {"gpu:9": "a18", "link:5-17": "a17,a19"}
     assert {v["component"]: v["node"] for v in loc.to_dict()["verdicts"] if v["component"] in nodes} == nodes
     assert all(v.node is None for v in localize(replica, plan_cover(32, 4, "greedy")).verdicts)  # no topology: unknown
+
+
+def test_a_sequential_round_whose_executor_raises_is_an_error_row_not_a_crash():
+    # GPU 5 is 2x slow; every Phase 2 probe holding GPU 9 raises ExecutorError (a worker that
+    # crashes whenever it runs): the sweep still ends, those rounds are error rows, and GPU 5 is
+    # confirmed by rounds that never hold GPU 9 -- or left unconfirmed, never a crash
+    replica = SimulatedReplica(16, [GpuFault(5, 2.0)], noise_sigma=0.01, seed=4)
+    cover = plan_cover(16, 4)
+
+    class CrashesOnNine(FakeFlakyExecutor):
+        phase2 = False
+
+        def run(self, gpus, repeats=1):
+            if self.phase2 and 9 in gpus:
+                raise ExecutorError("worker 9 crashed")
+            return self.replica.run(tuple(sorted(gpus)), repeats)
+
+    executor = CrashesOnNine(replica, set())
+    phase1 = run_phase1(executor, cover, repeats=3)
+    executor.phase2 = True
+    loc = _run_phase2(executor, phase1, method=DrilldownMethod.SEQUENTIAL, repeats=3)
+    errors = [r for r in loc.phase2_records if r.error is not None]
+    assert errors and all(r.error == "worker 9 crashed" and r.outcome == "error" for r in errors)
+    assert not [r for r in loc.phase2_records if r.error is None and 9 in r.gpus]
+    assert {v.component for v in loc.verdicts if v.status == "confirmed"} <= {"gpu:5"}

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -69,28 +70,55 @@ def test_a_run_created_but_never_started_is_failed_by_the_next_sweep(tmp_path: P
         assert fail_orphaned_runs(instance, "sim-k") == 0
 
 
-#: When each sweep is killed, seconds after its start: before Dagster is imported, while the
-#: run is created, and during the run (the sweep of ``sim-k`` takes about 3-6 s here).
-KILL_AT_S = (0.5, 1.5, 2.5, 3.0, 3.5, 4.0, 5.0)
+#: Kills timed from a sweep's start, seconds: before Dagster is imported and while it loads.
+KILL_AT_S = (0.5, 1.5)
+#: Kills timed from the moment the sweep's run record exists, seconds: while the run is
+#: created, started and executing (the sweep of ``sim-k`` takes about 3-6 s). Timed by an
+#: event, not by the clock alone, so a loaded machine still kills runs in flight.
+KILL_AFTER_RUN_S = (0.0, 0.2, 0.5, 1.0, 2.0)
+
+
+def _wait_for_run(home: Path, proc: subprocess.Popen[bytes], timeout_s: float = 300.0) -> bool:
+    """Poll the instance until a run tagged with ``proc``'s pid exists (True) or ``proc``
+    ended first (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (home / "history").exists():
+            with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+                if instance.get_runs(filters=dg.RunsFilter(tags={PID_TAG: str(proc.pid)}), limit=1):
+                    return True
+        time.sleep(0.05)
+    return False
 
 
 def test_sweeps_killed_at_a_spread_of_moments_leave_no_run_live(tmp_path: Path) -> None:
-    """Kill ``faultsense sweep`` with SIGKILL at each of :data:`KILL_AT_S`, then sweep once
-    more: no run of the replica is left NOT_STARTED, STARTING or STARTED, and every run a
-    killed sweep created is FAILURE, naming the killed process."""
+    """Kill ``faultsense sweep`` with SIGKILL at each of :data:`KILL_AT_S` after its start and
+    :data:`KILL_AFTER_RUN_S` after its run record appears, then sweep once more: no run of the
+    replica is left NOT_STARTED, STARTING or STARTED, and every run a killed sweep created is
+    FAILURE, naming the killed process."""
     fleet, _ = write_fleet(tmp_path, SIM)
     home = tmp_path / "dagster-home"
     env = {**os.environ, "DAGSTER_HOME": str(home), "TMPDIR": str(tmp_path)}
     argv = [str(Path(sys.executable).with_name("faultsense")), "sweep", "--fleet", str(fleet), "--hour", HOUR]
     killed = []
+
+    def kill(proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            killed.append(proc.pid)
+
     for at in KILL_AT_S:
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             proc.wait(timeout=at)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            killed.append(proc.pid)
+            kill(proc)
+    for after in KILL_AFTER_RUN_S:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if _wait_for_run(home, proc):
+            time.sleep(after)
+        kill(proc)
     last = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, err = last.communicate(timeout=600)
     assert last.returncode == 0, err

@@ -2,8 +2,9 @@
 
 Nothing is injected by the product: one worker process of a ``LocalExecutor(8, 4,
 engine="all_ranks")`` is held to a tenth of a CPU by a cgroup v1 quota (SIGSTOP/SIGCONT duty
-cycle where no cgroup is writable; ``bench/_outside_throttle.py``), and the evidence-weighted
-drill-down must name it. Measured (``bench/results/external_fault.md``,
+cycle where no cgroup is writable; ``bench/_outside_throttle.py``), and the default drill-down
+must name it. Measured with the ``evidence`` drill-down that the sequential default replaced,
+not yet with the default itself (``bench/results/external_fault.md``,
 ``.venv/bin/python -m bench.bench_external_fault_sweep --sweeps 5 --gpu 5 --cores 0.1``, its first
 run, 2026-12-01): with this test's fixed quota of 0.1 core, named in 3 of 5 sweeps, nothing
 blamed in the other 2, no healthy component ever blamed, the rank's own slowdown 1.71x. (The

@@ -7,7 +7,7 @@ machine's 2 cores are shared with other work.
 
 Localization runs a fixed number of sweeps on the path ``faultsense sweep`` takes for the
 default fleet's ``local-8`` (its ``repeats`` and ``min_slowdown`` read from the shipped fleet
-file, the default evidence drill-down) and states its rate: every sweep is checked (none may
+file, the default sequential drill-down) and states its rate: every sweep is checked (none may
 blame a healthy GPU or link), and at most :data:`MAY_MISS` may fail to name the fault. The
 bound comes from the measured rates in ``bench/results/local_sweep.md`` (see each test).
 """
@@ -68,7 +68,7 @@ def median_latency(ex: LocalExecutor, gpus, repeats: int = REPEATS) -> float:
 
 def sweeps(ex: LocalExecutor, count: int) -> list[Localization]:
     """``count`` sweeps of ``ex`` as ``faultsense sweep`` runs local-8: Phase 1 over the cover
-    with the fleet's repeats and suspect rule, then the default (evidence) drill-down."""
+    with the fleet's repeats and suspect rule, then the default (sequential) drill-down."""
     rule = RobustRule(min_slowdown=LOCAL_8.min_slowdown)
     return [localize(ex, plan_cover(N, K), repeats=LOCAL_8.repeats, rule=rule) for _ in range(count)]
 
@@ -109,11 +109,11 @@ def test_workers_ignore_ctrl_c_and_the_driver_keeps_its_handler(healthy):
 
 
 def test_injected_3x_straggler_is_localized_by_the_default_sweep(healthy):
-    """Measured rate (``bench/results/local_sweep.md``, the evidence runs on 38018a2, the
-    fleet's settings, GPU 2 3x slow): 40 of 40 sweeps exact (20 with one CPU hog, 20 with
-    three), 0 wrong; the 20-sweep runs on 35c7ad8 and 3f7a9e9 were 40 of 40 too. A miss rate
-    p <= 0.072 (the 95% upper bound from 0 of 40): both sweeps missing has probability
-    <= 0.5%. No sweep measured has blamed a healthy component, and none may here."""
+    """Measured rate (``bench/results/local_sweep.md``, the default sequential drill-down
+    on fc993fa and 8eff7c3, the fleet's settings, GPU 2 3x slow): 40 of 40 sweeps exact (20
+    with one CPU hog, 20 with three), 0 wrong. A miss rate p <= 0.072 (the 95% upper bound
+    from 0 of 40): both sweeps missing has probability <= 0.5%. No sweep measured has blamed a
+    healthy component, and none may here."""
     healthy.set_injections([{"gpu": 2, "slowdown": 3.0}])
     results = sweeps(healthy, SWEEPS)
     check_sweeps(results, [2], [])
@@ -133,10 +133,11 @@ def test_injected_slow_link_is_localized_by_the_default_sweep(healthy):
 
 
 def test_a_healthy_pool_is_blamed_for_nothing(healthy):
-    """Measured rate (``bench/results/local_sweep.md``, healthy evidence runs on 38018a2 and
-    1e6874f, one and three CPU hogs): 80 of 80 sweeps blamed nothing and none was degraded
-    (p <= 0.037 per sweep, the 95% upper bound: 2 of 3 sweeps degraded has probability
-    <= 0.4%)."""
+    """Measured rate (``bench/results/local_sweep.md``, healthy sequential runs on fc993fa
+    and 8eff7c3, the fleet's 5 repeats, one and three CPU hogs): 40 of 40 sweeps blamed
+    nothing and none was degraded (p <= 0.072 per sweep, the 95% upper bound: 2 of 3 sweeps
+    degraded has probability <= 1.5%). No sweep at any load or repeat count has blamed a
+    healthy component (20 more at one repeat beside 4 hogs), and none may here."""
     check_sweeps(sweeps(healthy, 3), [], [])
 
 

@@ -18,6 +18,7 @@ from itertools import chain
 import numpy as np
 
 from ...measure.baseline import detrended_excess, estimate_sigma, time_detrended
+from ...measure.batch import measure
 from ...replica.executor import ProbeExecutor
 from ...replica.topology import ReplicaTopology
 from ...replica.vocabulary import Outcome, Status
@@ -191,7 +192,7 @@ def run_sequential_phase2(
         got: tuple[list[float], list[float]] = ([], [])
         error: str | None = None
         for side in order:
-            m = executor.run(test if side == 0 else reference, 1)
+            m = measure(executor, test if side == 0 else reference, 1)  # an executor error: a row
             if not m.ok:
                 error = m.error
                 break
