@@ -20,6 +20,7 @@ from dagster._core.instance.ref import InstanceRef
 
 from faultsense_pipelines.definitions import SWEEP_JOB, build_definitions
 from faultsense_pipelines.sweeps import HOST_TAG, PID_TAG, fail_orphaned_runs
+from faultsense_pipelines.sweeps.home import ensure_home, open_instance
 from tests.pipeline_helpers import HOUR, write_fleet
 
 pytestmark = [
@@ -83,10 +84,9 @@ def _wait_for_run(home: Path, proc: subprocess.Popen[bytes], timeout_s: float = 
     ended first (False)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.poll() is None:
-        if (home / "history").exists():
-            with dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
-                if instance.get_runs(filters=dg.RunsFilter(tags={PID_TAG: str(proc.pid)}), limit=1):
-                    return True
+        with open_instance(home) as instance:
+            if instance.get_runs(filters=dg.RunsFilter(tags={PID_TAG: str(proc.pid)}), limit=1):
+                return True
         time.sleep(0.05)
     return False
 
@@ -100,6 +100,8 @@ def test_sweeps_killed_at_a_spread_of_moments_leave_no_run_live(tmp_path: Path) 
     home = tmp_path / "dagster-home"
     env = {**os.environ, "DAGSTER_HOME": str(home), "TMPDIR": str(tmp_path)}
     argv = [str(Path(sys.executable).with_name("faultsense")), "sweep", "--fleet", str(fleet), "--hour", HOUR]
+    with open_instance(ensure_home(home)) as instance:  # its storage made once, before any sweep races to make it
+        assert instance.get_runs() == []
     killed = []
 
     def kill(proc: subprocess.Popen[bytes]) -> None:
