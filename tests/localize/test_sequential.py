@@ -395,3 +395,31 @@ def test_a_gpu_no_claim_tested_is_inconclusive_without_a_confidence() -> None:
     assert loc.probes_phase2 == 0 and loc.verdicts
     assert {v.status for v in loc.verdicts} == {"inconclusive"} and {v.confidence for v in loc.verdicts} == {None}
     assert any(v.component == "gpu:9" for v in loc.verdicts)
+
+
+class _MissesFirstReads(_Replica):
+    """A slow link whose first ``hide`` rounds holding it read healthy (a search read that
+    noise made miss), every later one slow."""
+
+    def __init__(self, link: tuple[int, int], slowdown: float, hide: int) -> None:
+        super().__init__({}, {link: slowdown}, 0.01, 0)
+        self.link, self.hide = link, hide
+
+    def round(self, test: tuple[int, ...], ref: tuple[int, ...], r: int = 1) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        if self.hide > 0 and set(self.link) <= set(test):
+            self.hide -= 1
+            return shuffled_round(lambda g: 10.0, self.order, test, ref, r)
+        return super().round(test, ref, r)
+
+
+def test_a_slow_probe_whose_search_read_nothing_is_searched_once_more() -> None:
+    # link 2-9 (1.8x) is in one Phase 1 probe; the first read holding it reads healthy, so the
+    # first search of that probe proposes nothing. The budget is far from spent: the probe is
+    # searched again on fresh reads and the link confirmed; nothing else is.
+    rep = _MissesFirstReads((2, 9), 1.8, hide=1)
+    phase1 = _phase1(rep, 16, 4)
+    (slow,) = [i for i, (p, _) in enumerate(phase1) if {2, 9} <= set(p)]
+    phase1[slow] = (phase1[slow][0], math.log(1.8))  # Phase 1 saw it slow
+    res = sequential_drilldown(16, 4, phase1, [slow], rep.round, sigma=0.01, budget=200, seed=0)
+    assert rep.hide == 0  # the first read was hidden
+    assert {(c.gpu, c.peer_gpu) for c in res.claims if c.status == "confirmed"} == {(2, 9)}

@@ -10,8 +10,10 @@ Phase 2 over a *round oracle* (:data:`~.pairing.RoundOracle`), pure: no executor
    Phase 1 probes are suspect and that no confirmed shared component explains. The
    suspect probes no confirmed GPU explains are searched for their minimal slow sets (a GPU
    or a link) by adaptive group testing (:func:`~..drilldown.adaptive.adaptive_drilldown`)
-   over *quick reads*: a few paired rounds read by their Hodges-Lehmann estimate. The
-   search may err under noise; that costs probes or power, never validity, because:
+   over *quick reads*: a few paired rounds read by their Hodges-Lehmann estimate; then, with
+   the budget left, the paths a confirmed GPU hid, and once more each probe at least
+   ``min_slowdown`` slow whose search proposed nothing. The search may err under noise;
+   that costs probes or power, never validity, because:
 3. **Claims.** Each proposal is opened as a claim with a level from the sweep's error
    budget (:class:`~.budget.ErrorBudget`) and decided on fresh rounds by its own test
    (:mod:`.claims`). Only a test that reaches ``1/level`` blames.
@@ -287,8 +289,9 @@ def sequential_drilldown(
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
     unreached: list[tuple[int, ...]] = []
 
-    def search(unit: tuple[int, ...]) -> None:
-        """Search ``unit`` with quick reads and claim what the search proposes."""
+    def search(unit: tuple[int, ...]) -> int:
+        """Search ``unit`` with quick reads and claim what the search proposes; return how
+        many components it proposed."""
         # references from trusted GPUs outside the probe under search where the replica has
         # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
         # first maps a node onto itself; from the whole trusted pool where that narrower one
@@ -310,8 +313,10 @@ def sequential_drilldown(
                 claim(ComponentKind.GPU, f.gpu, None, {x for x in linked if x is not None})
             elif f.peer_gpu is not None and not (f.gpu in faulty or f.peer_gpu in faulty):
                 claim(ComponentKind.LINK, f.gpu, f.peer_gpu)
+        return len(proposals)
 
     hidden: list[tuple[int, ...]] = []
+    again: list[tuple[int, ...]] = []  # at least min_slowdown slow, and its search proposed nothing
     for i in order:
         unit = tuple(phase1[i][0])
         if covered(unit):
@@ -323,7 +328,8 @@ def sequential_drilldown(
             if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
                 unreached.append(unit)
             continue
-        search(unit)
+        if search(unit) == 0 and (phase1[i][1] or 0.0) >= theta0:
+            again.append(unit)
 
     # 2d. with the budget left, the paths of suspect probes that a confirmed GPU explains: they
     # were only ever probed beside it (its slowness told nothing about them), so each probe's
@@ -333,6 +339,14 @@ def sequential_drilldown(
             break
         if not covered(rest):
             search(rest)
+
+    # 2e. with the budget left, once more each probe at least min_slowdown slow whose search
+    # proposed nothing: a search reads quickly and may miss under noise; its reads are fresh
+    for unit in again:
+        if probes.left < per_claim:
+            break
+        if not covered(unit):
+            search(unit)
 
     # suspect probes at least min_slowdown slow that the budget did not reach: their GPUs are
     # inconclusive, never silently healthy (slighter ones, often noise, count among the links
