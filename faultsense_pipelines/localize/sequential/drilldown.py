@@ -289,9 +289,11 @@ def sequential_drilldown(
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
     unreached: list[tuple[int, ...]] = []
 
-    def search(unit: tuple[int, ...]) -> int:
+    def search(unit: tuple[int, ...], read_first: bool = False) -> int:
         """Search ``unit`` with quick reads and claim what the search proposes; return how
-        many components it proposed."""
+        many components it proposed. With ``read_first`` (a set of GPUs that never read slow
+        on its own), one read of the whole set, padded to ``k``, first: not slow, nothing to
+        search."""
         # references from trusted GPUs outside the probe under search where the replica has
         # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
         # first maps a node onto itself; from the whole trusted pool where that narrower one
@@ -300,7 +302,12 @@ def sequential_drilldown(
         wide = [g for g in healthy if g not in avoid]
         narrow = [g for g in wide if g not in unit]
         pools = [narrow, wide] if len(narrow) >= 2 * k else [wide]
-        found = adaptive_drilldown(n, k, passed, [unit], _QuickReads(ctx, pools, quick, threshold), recheck_explained=False)
+        reads = _QuickReads(ctx, pools, quick, threshold)
+        if read_first and len(unit) <= k:
+            pads = [g for g in narrow if g not in unit][: k - len(unit)]
+            if len(unit) + len(pads) == k and reads((*unit, *pads)) is False:
+                return 0
+        found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
         proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
         for f in proposals:
@@ -338,7 +345,7 @@ def sequential_drilldown(
         if probes.left < per_claim:
             break
         if not covered(rest):
-            search(rest)
+            search(rest, read_first=True)
 
     # 2e. with the budget left, once more each probe at least min_slowdown slow whose search
     # proposed nothing: a search reads quickly and may miss under noise; its reads are fresh
