@@ -167,7 +167,7 @@ def cost(seeds: int, repeats: list[int]) -> list[str]:
     levels = [DEFAULT_ALPHA / (j * (j + 1)) for j in range(1, d + 1)]
     rows = [
         "| faults | repeats | drill-down | exact | Phase 1 | Phase 2 mean (min-max) | Phase 2 per fault | "
-        "of it: claim rounds / search reads (probes, mean) | all pairs / total |",
+        "of it: rounds of claims with a verdict / the rest: search reads, cleared claims (probes, mean) | all pairs / total |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in repeats:
