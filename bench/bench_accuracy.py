@@ -28,13 +28,13 @@ import math
 import os
 import random
 import statistics
-import subprocess
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench._provenance import code_commit
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import run_phase1, run_phase2
 from faultsense_pipelines.localize.sequential import default_budget
@@ -135,18 +135,6 @@ def fault_class(fault: Fault) -> str:
     return "1.3-1.5x" if slow < 1.5 else "1.5-2.0x"
 
 
-def _commit() -> str:
-    """The code this process imported: the commit at its start (a commit landing mid-run is not in it)."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "faultsense_pipelines", "bench/bench_accuracy.py"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    return (commit or "?") + ("+uncommitted" if dirty.strip() else "")
-
-
 def _mm(xs: list[int]) -> str:
     """``median / max`` of a list of counts ('-' when empty)."""
     return f"{statistics.median(xs):g} / {max(xs)}" if xs else "-"
@@ -177,7 +165,7 @@ def main() -> None:
     spent_share: list[float] = []
     t0 = time.time()
     load_at_start = os.getloadavg()[0]
-    commit = _commit()
+    commit = code_commit("bench/bench_accuracy.py")
     for n, k in SHAPES:
         cover = plan_cover(n, k)
         budget = default_budget(len(cover.probes), DEFAULT_ALPHA, args.repeats)

@@ -15,7 +15,7 @@ replicas have no shared-component claims (docs/verdicts.md): a slow rail NIC sho
 above it. That GPU is still counted a wrong blame (the rail NIC is the truth) and also shown in
 its own column, ``GPU above rail NIC``.
 
-Usage: ``python bench/bench_components.py [--seeds 4] [--sizes 64,128,256,512]
+Usage: ``python -m bench.bench_components [--seeds 4] [--sizes 64,128,256,512]
 [--out bench/results/components.md]``
 """
 
@@ -24,16 +24,12 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_accuracy import PRODUCTION, LatencyModelExecutor
-
+from bench._provenance import code_commit
+from bench.bench_accuracy import PRODUCTION, LatencyModelExecutor
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import run_phase1, run_phase2
 from faultsense_pipelines.replica.topology import Component, ReplicaTopology, gpu_component, link_component
@@ -91,18 +87,6 @@ def sweep(n: int, family: str, seed: int, cover) -> tuple[set[str], dict[str, fl
     return truth, found, loc.probes_phase2, unsettled, above
 
 
-def _commit() -> str:
-    """The commit this process runs (``+uncommitted`` when the package or this file differ from it)."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "faultsense_pipelines", "bench/bench_components.py"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    return (commit or "?") + ("+uncommitted" if dirty.strip() else "")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=4)
@@ -113,6 +97,7 @@ def main() -> None:
     stats: dict[tuple[int, str], Counter] = defaultdict(Counter)
     probes: dict[tuple[int, str], list[int]] = defaultdict(list)
     t0 = time.time()
+    commit = code_commit("bench/bench_components.py")  # the code this process imported
     for n in sizes:
         cover = plan_cover(n, 8)
         for family in FAMILIES:
@@ -132,9 +117,9 @@ def main() -> None:
     lines = [
         "# Shared components (NIC, rail NIC, NVSwitch, switch) under production-like noise",
         "",
-        f"`python bench/bench_components.py --seeds {args.seeds} --sizes {args.sizes}` ({time.time() - t0:.0f} s on this machine).",
+        f"`python -m bench.bench_components --seeds {args.seeds} --sizes {args.sizes}` ({time.time() - t0:.0f} s on this machine).",
         f"Sequential drill-down (alpha 0.01, default budget) with the replica's topology, 3 repeats, k = 8, 8 GPUs per node; "
-        f"on {_commit()}.",
+        f"on {commit}.",
         "",
         "| n | family | sweeps | exact | recall | precision | wrong blames | GPU above rail NIC | inconclusive | "
         "phase 2 probes (median) | vs gpu |",

@@ -31,12 +31,12 @@ import math
 import random
 import re
 import statistics
-import subprocess
 import time
 import zlib
 from collections import defaultdict
 from pathlib import Path
 
+from bench._provenance import code_commit
 from bench.bench_paper_sim import make_faults, score
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
@@ -50,18 +50,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("adaptive", "sequential")
 #: the cost target's replica: n, k, d
 COST = (300, 8, 4)
-
-
-def _commit() -> str:
-    """The code this process imported: the commit at its start."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "faultsense_pipelines", "bench/bench_noise_free.py"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return (commit or "?") + ("+uncommitted" if dirty.stdout.strip() else "")
 
 
 def main() -> None:
@@ -80,7 +68,7 @@ def main() -> None:
     if not cost_repeats or min(cost_repeats) < 1:
         ap.error(f"--cost-repeats must be integers >= 1, got {args.cost_repeats!r}")
     t0 = time.process_time()
-    commit = _commit()
+    commit = code_commit("bench/bench_noise_free.py")
     agg: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     inexact = []
     for n in (25, 100, 300):
