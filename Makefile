@@ -24,7 +24,7 @@ FUZZ_PATHS ?= tests
 
 # `python -m bench.<name>` for each; the README lists what each measures. Not here:
 # bench_vllm_cpu_probe (needs .venv-vllm: `make bench-vllm`) and bench_gpu_check (needs CUDA: `make bench-gpu`).
-BENCHES ?= bench_cover bench_paper_sim bench_recheck_bound bench_anchor_noise bench_evidence bench_probe_memory bench_local_probe bench_local_sweep bench_minder bench_flowpulse bench_sequential bench_metrics
+BENCHES ?= bench_cover bench_paper_sim bench_recheck_bound bench_anchor_noise bench_accuracy bench_noise_free bench_probe_memory bench_local_probe bench_local_sweep bench_minder bench_flowpulse bench_sequential bench_metrics
 
 .PHONY: help lint type check test-fast test test-slow test-exploratory fuzz bench bench-vllm bench-gpu
 

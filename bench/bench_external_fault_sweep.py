@@ -1,11 +1,12 @@
-"""Localize a rank throttled from outside, on a real ``all_ranks`` pool, with the evidence decoder.
+"""Localize a rank throttled from outside, on a real ``all_ranks`` pool, with the sequential drill-down.
 
 The fault is not injected by FaultSense: one worker process of a
 ``LocalExecutor(8, 4, engine="all_ranks")`` (OLMoE expert shapes, bf16) is held to a CPU
 quota by a cgroup v1 ``cpu`` controller (SIGSTOP/SIGCONT duty cycle where no cgroup is
 writable; :mod:`bench._outside_throttle`), and every rank joins every probe's forward, as in
-vLLM expert parallelism. Each sweep is Phase 1 on the best cover plus the evidence-weighted
-drill-down (``drilldown_method: evidence``, docs/evidence.md). A sweep is ``named`` when the
+vLLM expert parallelism. Each sweep is Phase 1 on the best cover plus the sequential
+drill-down (``drilldown_method: sequential``, docs/verdicts.md; the sweep's index seeds its
+measurement orders). A sweep is ``named`` when the
 throttled GPU is blamed and nothing else, ``wrong`` when any other component is blamed,
 ``missed`` otherwise (nothing blamed, or only inconclusive verdicts).
 
@@ -101,7 +102,7 @@ def sweep_counts(
     progress: Callable[[int, tuple[str, ...], str], None] | None = None,
     target_own: float = 2.0,
 ) -> SweepCounts:
-    """Run ``sweeps`` evidence-weighted localizations with ``gpu`` throttled from outside
+    """Run ``sweeps`` sequential localizations with ``gpu`` throttled from outside
     (quota ``cores``, or calibrated to an own slowdown of ``target_own`` when ``None``);
     ``progress(i, blamed, end)`` is called after each sweep (``end``: :func:`sweep_end`)."""
     layer = {"tokens": tokens, "intermediate": intermediate}  # None: the executor's default
@@ -117,8 +118,8 @@ def sweep_counts(
         with throttle(ex.worker_pids[gpu], how, cores=cores) as used:
             own_wall = _own_ffn_ms(ex, gpu) / healthy_ffn
             own = own_stretch(ex, gpu, probe) / healthy_stretch
-            for _ in range(sweeps):
-                loc = localize(ex, cover, repeats=REPEATS, method="evidence")
+            for i in range(sweeps):
+                loc = localize(ex, cover, repeats=REPEATS, method="sequential", seed=i)
                 names = tuple([f"gpu:{g}" for g in loc.faulty_gpus] + [f"link:{a}-{b}" for a, b in loc.faulty_links])
                 blamed.append(names)
                 ends.append(sweep_end(loc, gpu))
@@ -168,7 +169,7 @@ def main() -> None:
     minutes = (time.monotonic() - t0) / 60
     rows = "\n".join(f"| {i + 1} | {', '.join(b) or '-'} | {h} |" for i, (b, h) in enumerate(zip(c.blamed, c.ends, strict=True)))
     text = (
-        "\n## A rank throttled from outside, `all_ranks` mode, evidence drill-down (`bench/bench_external_fault_sweep.py`)\n\n"
+        "\n## A rank throttled from outside, `all_ranks` mode, sequential drill-down (`bench/bench_external_fault_sweep.py`)\n\n"
         f"Measured {started} on this project's 2-core CPU machine (load average {load:.1f} at the start, shared "
         f"with other work), {minutes:.1f} min, commit {_commit()}: `LocalExecutor(8, 4, engine='all_ranks')`, "
         f"tokens {args.tokens or 'default'}, expert FFN width {args.intermediate or 'default'} (hidden 2048), bf16; "
@@ -182,7 +183,7 @@ def main() -> None:
         )
         + f"; its own slowdown (expert-FFN stage wall per CPU second, throttled / healthy) {c.own_slowdown:.2f}x "
         f"before the sweeps and {c.own_after:.2f}x after them (FFN stage wall time ratio {c.own_wall:.2f}x). "
-        f"Each sweep: Phase 1 on the best cover, repeats {REPEATS}, then `drilldown_method: evidence`.\n"
+        f"Each sweep: Phase 1 on the best cover, repeats {REPEATS}, then `drilldown_method: sequential`.\n"
         f"Command: `.venv/bin/python -m bench.bench_external_fault_sweep --sweeps {args.sweeps} --gpu {args.gpu} "
         + (f"--cores {args.cores:g}" if args.cores else f"--target-own {args.target_own:g}")
         + f" --how {args.how}"

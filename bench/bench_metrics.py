@@ -77,7 +77,7 @@ def _day_table(day: date, replicas: int, hours: range):
             "dataset": [SWEEPS] * n, "date": [iso] * n, "batch": batch, "sweep_id": sweep_id, "replica": names,
             "swept_hour": hour_at, "status": ["healthy"] * n,
             "started_at": [t + timedelta(minutes=5) for t in hour_at], "finished_at": [t + timedelta(minutes=6) for t in hour_at],
-            "executor": ["simulated"] * n, "drilldown": ["evidence"] * n, "probes_phase1": [PROBES_PER_SWEEP] * n,
+            "executor": ["simulated"] * n, "drilldown": ["sequential"] * n, "probes_phase1": [PROBES_PER_SWEEP] * n,
             "probes_phase2": [0] * n, "failed_probes": [0] * n, "confirmed": [0] * n, "inconclusive": [0] * n,
             "schema_version": [3] * n,
         },
