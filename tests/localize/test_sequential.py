@@ -225,11 +225,13 @@ def test_too_noisy_a_sweep_is_stopped_by_the_gate_before_any_probe() -> None:
 
 def test_default_budget_is_phase1_or_four_minimal_claims() -> None:
     assert default_budget(1000, 0.01, 1) == 1000
-    assert default_budget(6, 0.01, 1) == 4 * 2 * 2 * rounds_lower_bound(0.005, 1) == 128  # log2(200) -> 8 rounds
+    # the first four claims' levels 0.01 / (j (j + 1)): log2(200, 600, 1200, 2000) -> 8, 10, 11, 11 rounds
+    assert [rounds_lower_bound(0.01 / (j * (j + 1)), 1) for j in range(1, 5)] == [8, 10, 11, 11]
+    assert default_budget(6, 0.01, 1) == 2 * 2 * (8 + 10 + 11 + 11) == 160
     # five measurements a side: one round could reach 1/0.005 < C(10, 5) = 252, but the
     # budget still allows 8 rounds per sub-test
     assert rounds_lower_bound(0.005, 5) == 1 and default_budget(6, 0.01, 5) == 128
-    assert default_budget(6, 1e-6, 1) == 4 * 2 * 2 * 21  # log2(2e6) = 20.9
+    assert default_budget(6, 1e-6, 1) == 2 * 2 * (21 + 23 + 24 + 25)  # log2(2e6, 6e6, 1.2e7, 2e7) = 20.9, 22.5, 23.5, 24.3
 
 
 def test_a_gpu_slow_but_below_min_slowdown_is_reported_inconclusive_never_silently_healthy() -> None:

@@ -79,10 +79,15 @@ MIN_CLAIM_ROUNDS = 8
 
 
 def default_budget(phase1_probes: int, alpha: float, repeats: int) -> int:
-    """Phase 2's default probe budget: as many probes as Phase 1, and never fewer than four
-    claims of two sub-tests need at the least (:func:`~.eprocess.rounds_lower_bound` at the
-    first claim's level, at least :data:`MIN_CLAIM_ROUNDS`, two probes a round)."""
-    floor = 4 * 2 * 2 * max(MIN_CLAIM_ROUNDS, rounds_lower_bound(alpha / 2, repeats))
+    """Phase 2's default probe budget: as many probes as Phase 1, and never fewer than the
+    sweep's first four claims of two sub-tests need at the least (each
+    :func:`~.eprocess.rounds_lower_bound` at its own level ``alpha / (j (j + 1))``, at least
+    :data:`MIN_CLAIM_ROUNDS`, two probes a round).
+
+    >>> default_budget(6, 0.01, 1)  # 2 x 2 x (8 + 10 + 11 + 11) rounds: log2(200), log2(600), ...
+    160
+    """
+    floor = sum(2 * 2 * max(MIN_CLAIM_ROUNDS, rounds_lower_bound(alpha / (j * (j + 1)), repeats)) for j in range(1, 5))
     return max(phase1_probes, floor)
 
 
