@@ -122,10 +122,11 @@ def test_injected_3x_straggler_is_localized_by_the_default_sweep(healthy):
 
 def test_injected_slow_link_is_localized_by_the_default_sweep(healthy):
     """Measured rate (``bench/results/local_sweep.md``, the ``link`` case, link 2-6 delayed by
-    a healthy probe's median latency, the fleet's settings; runs hog1-link-2e1ac9c and
-    hog0-link-b3b921c at load 6-24): 16 of 16 sweeps named link 2-6 alone, 0 wrong. A miss
-    rate p <= 0.171 (the 95% upper bound from 0 of 16): both sweeps missing has probability
-    <= 2.9%. No sweep may blame a GPU or another link."""
+    a healthy probe's median latency, the fleet's settings, the sequential default on 40bd8f2,
+    one CPU hog, load 6.8-14.8): 20 of 20 sweeps named link 2-6 alone, 0 wrong (on 18345aa,
+    before a slow probe was searched a second time, 7 of 8). A miss rate p <= 0.139 (the 95%
+    upper bound from 0 of 20): both sweeps missing has probability <= 1.9%. No sweep may blame
+    a GPU or another link."""
     base = median_latency(healthy, [0, 1, 2, 3])
     # each of the probe's two all-to-all phases waits `base` on the link: ~3x the probe
     healthy.set_injections([{"link": [2, 6], "delay_ms": base}])
