@@ -204,6 +204,14 @@ def sequential_drilldown(
             bad[g] += i in suspect_set
     share = np.divide(bad, held, out=np.zeros(n), where=held > 0)
     healthy = sorted(range(n), key=lambda g: (share[g], -held[g], g))  # most trusted first
+    # GPUs Phase 1 points at (most of their probes suspect, two at least): never a pad or a
+    # partner while a pool of four probes' worth remains without them -- a slow GPU on both
+    # sides of a round hides the component under test (power only: pads are common to both)
+    suspected = {g for g in range(n) if share[g] >= 0.5 and bad[g] >= 2}
+
+    def unsuspected(pool: list[int]) -> list[int]:
+        kept = [g for g in pool if g not in suspected]
+        return kept if len(kept) >= 4 * k else pool
 
     # 1. noise gate
     excess = [x for i in suspect_set if (x := phase1[i][1]) is not None]
@@ -267,7 +275,7 @@ def sequential_drilldown(
         judged.add(key)
         level = wallet.open()
         under = {g for c in explained for g in c.members}  # on a confirmed component's paths
-        trusted = [g for g in healthy if g not in faulty and g not in under]
+        trusted = unsuspected([g for g in healthy if g not in faulty and g not in under])
         if kind is ComponentKind.GPU:
             res = test_gpu(ctx, a, level, trusted, linked or set())
         else:
@@ -304,7 +312,7 @@ def sequential_drilldown(
         # first maps a node onto itself; from the whole trusted pool where that narrower one
         # holds no probe of a read's shape (a read that fills a node needs another whole node)
         avoid = faulty | {g for c in explained for g in c.members}
-        wide = [g for g in healthy if g not in avoid]
+        wide = unsuspected([g for g in healthy if g not in avoid])
         narrow = [g for g in wide if g not in unit]
         pools = [narrow, wide] if len(narrow) >= 2 * k else [wide]
         reads = _QuickReads(ctx, pools, quick, threshold)
