@@ -179,10 +179,16 @@ def run_sequential_phase2(
     sigma = estimate_sigma(detrended, excess, units)  # of one measurement's log-latency
     # on a quiet replica also drill into probes slow by less than half the effect (three
     # standard errors of a probe's median, at least a quarter of the effect): a fault below
-    # min_slowdown is then reported for what it is instead of passing for healthy
+    # min_slowdown is then reported for what it is instead of passing for healthy. One such
+    # fault slows at most one GPU's probes, about (n - 1) / (k - 1); when more probes than
+    # that read slow, the noise has heavier tails than its scale says and the replica is not
+    # quiet: no extra probe is drilled into
     flag = max(effect / 4, 3.75 * sigma / math.sqrt(max(1, phase1.repeats)))
     if flag < effect / 2:
-        units = sorted(set(units) | {i for i, x in enumerate(excess) if x is not None and x >= flag})
+        extra = {i for i, x in enumerate(excess) if x is not None and x >= flag} - set(units)
+        one_gpu = math.ceil((phase1.gpus - 1) / max(1, phase1.probe_size - 1)) + 2
+        if len(extra) <= one_gpu:
+            units = sorted(set(units) | extra)
     records: list[ProbeRecord] = []
     rng = random.Random(seed)
 
