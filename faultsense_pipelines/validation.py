@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 __all__ = [
+    "MAX_MIN_SLOWDOWN",
     "MAX_PATH_CHARS",
     "MAX_REPEATS",
     "MAX_SEED",
@@ -55,6 +56,8 @@ MAX_SEED = 2**32 - 1
 #: Most measurements per probe any input asks for (a fleet's or a scenario's ``repeats``,
 #: ``--repeats``).
 MAX_REPEATS = 100
+#: Largest ``min_slowdown`` any input accepts (a fleet's, a scenario's, ``--min-slowdown``).
+MAX_MIN_SLOWDOWN = 100.0
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 

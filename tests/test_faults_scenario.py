@@ -89,6 +89,7 @@ def test_a_scenario_has_defaults_for_noise_and_seed():
         ({"gpus": 8, "faults": []}, "'probe_size' is missing"),
         ({"gpus": 8, "probe_size": 4}, "'faults' is missing"),
         ({"gpus": 8, "probe_size": 9, "faults": []}, "probe_size must be <= gpus"),
+        ({"gpus": 4, "probe_size": 4, "faults": []}, r"probe_size must be < gpus \(got 4 = gpus\): a cover of one probe"),
         ({"gpus": 1, "probe_size": 1, "faults": []}, "gpus must be an integer >= 2"),
         ({"gpus": "8", "probe_size": 4, "faults": []}, "gpus must be an integer"),
         ({"gpus": 8, "probe_size": 4, "faults": [], "noise": {"sigma": -1}}, "noise.sigma"),

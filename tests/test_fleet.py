@@ -122,6 +122,7 @@ def test_the_shipped_default_fleet_has_a_local_straggler_and_paper_scale_simulat
             "replicas[1].simulated.faults[0]: give exactly one of gpu, link, nic, nvswitch or switch",
         ),
         ({"alpha": 0.9}, "replicas[1].alpha: must be a finite number > 1"),
+        ({"min_slowdown": 1000.0}, "replicas[1].min_slowdown: must be a finite number in (1, 100], got 1000.0"),
         ({"phase2": {"alpha": 0.0}}, "replicas[1].phase2.alpha: Input should be greater than 0"),
         ({"phase2": {"alpha": 0.6}}, "replicas[1].phase2.alpha: Input should be less than or equal to 0.5"),
         ({"phase2": {"budget": -1}}, "replicas[1].phase2.budget: Input should be greater than or equal to 0"),

@@ -17,7 +17,7 @@ from ..localize.suspects import MedianRatioRule, default_rule
 from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
 from ..sim.scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..textfile import TextFileError, load_json, read_text
-from ..validation import shown
+from ..validation import MAX_MIN_SLOWDOWN, shown
 from .errors import check_drilldown_option, check_repeats_option, cover_too_large, fail
 from .options import DrilldownOption, JsonOption, RecheckOption
 
@@ -81,8 +81,8 @@ def simulate(
     for flag, value in (("--error-budget", error_budget), ("--phase2-budget", phase2_budget), ("--min-slowdown", min_slowdown)):
         if value is not None and method != DrilldownMethod.SEQUENTIAL:
             fail(f"{flag} is an option of --drilldown sequential, got --drilldown {method}")
-    if min_slowdown is not None and not (math.isfinite(min_slowdown) and 1.0 < min_slowdown <= 100.0):
-        fail(f"--min-slowdown must be a finite number in (1, 100], got {shown(min_slowdown)}")
+    if min_slowdown is not None and not (math.isfinite(min_slowdown) and 1.0 < min_slowdown <= MAX_MIN_SLOWDOWN):
+        fail(f"--min-slowdown must be a finite number in (1, {MAX_MIN_SLOWDOWN:g}], got {shown(min_slowdown)}")
     if error_budget is not None and not (math.isfinite(error_budget) and 0.0 < error_budget <= 0.5):
         fail(f"--error-budget must be a finite number in (0, 0.5], got {shown(error_budget)}")
     if phase2_budget is not None and not 0 <= phase2_budget <= 10_000_000:

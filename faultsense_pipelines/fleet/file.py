@@ -30,7 +30,7 @@ from ..replica.topology import ReplicaTopology
 from ..replica.vocabulary import ExecutorKind
 from ..sim.scenario import MAX_SEED  # re-exported: seeds are 32-bit unsigned, as a scenario's
 from ..textfile import TextFileError, load_yaml, read_text
-from ..validation import MAX_REPEATS, MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
+from ..validation import MAX_MIN_SLOWDOWN, MAX_REPEATS, MAX_STRING_CHARS, first_error, first_long_string, path_problem, shown
 from .actions import ActionSpec, check_actions
 from .hours import check_hour_key
 from .maintenance import MaintenanceOptions
@@ -143,9 +143,11 @@ class Replica(StrictModel):
 
     @field_validator("alpha", "min_slowdown")
     @classmethod
-    def _ratio(cls, v: float | None) -> float | None:
+    def _ratio(cls, v: float | None, info: ValidationInfo) -> float | None:
         if v is not None and not (math.isfinite(v) and v > 1.0):
             raise ValueError(f"must be a finite number > 1, got {shown(v)}")
+        if info.field_name == "min_slowdown" and v is not None and v > MAX_MIN_SLOWDOWN:  # as simulate's
+            raise ValueError(f"must be a finite number in (1, {MAX_MIN_SLOWDOWN:g}], got {shown(v)}")
         return v
 
     @field_validator("gpus_per_node")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ..cover import validate_cover_args
 from ..replica.faults import Fault, parse_faults
 from ..replica.topology import ReplicaTopology
-from ..validation import MAX_REPEATS, shown
+from ..validation import MAX_MIN_SLOWDOWN, MAX_REPEATS, shown
 from ..validation import MAX_SEED as _MAX_SEED
 from .latency import NoiseModel, parse_noise
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA, SimulatedReplica
@@ -115,6 +115,11 @@ def parse_scenario(obj: object) -> Scenario:
             raise ValueError(f"scenario field {name!r} is missing")
     n, k = _int(obj["gpus"], "gpus", 2), _int(obj["probe_size"], "probe_size", 2)
     validate_cover_args(n, k, "best")
+    if k == n:  # as the fleet file: one probe of every GPU has nothing to be compared with
+        raise ValueError(
+            f"probe_size must be < gpus (got {k} = gpus): a cover of one probe holding every GPU cannot be judged "
+            "(a probe is slow only relative to the others)"
+        )
     topology = _topology(obj["topology"], n) if "topology" in obj else None
     faults = parse_faults(obj["faults"], n, topology)
     sigma, noise = 0.0, None
@@ -136,7 +141,7 @@ def parse_scenario(obj: object) -> Scenario:
     if noise is not None and noise.node_gap and (topology is None or topology.gpus_per_node is None):
         raise ValueError("noise.node_gap needs a topology with gpus_per_node (the nodes a probe spans)")
     alpha = _number(obj["alpha"], "alpha", 0.0, 0.5) if "alpha" in obj else None
-    min_slowdown = _number(obj["min_slowdown"], "min_slowdown", 1.0, 100.0) if "min_slowdown" in obj else None
+    min_slowdown = _number(obj["min_slowdown"], "min_slowdown", 1.0, MAX_MIN_SLOWDOWN) if "min_slowdown" in obj else None
     budget = _int(obj["phase2_budget"], "phase2_budget", 0, 10_000_000) if "phase2_budget" in obj else None
     return Scenario(
         n,
