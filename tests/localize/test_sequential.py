@@ -425,3 +425,30 @@ def test_a_slow_probe_whose_search_read_nothing_is_searched_once_more() -> None:
     res = sequential_drilldown(16, 4, phase1, [slow], rep.round, sigma=0.01, budget=200, seed=0)
     assert rep.hide == 0  # the first read was hidden
     assert {(c.gpu, c.peer_gpu) for c in res.claims if c.status == "confirmed"} == {(2, 9)}
+
+
+def test_two_slow_gpus_are_both_confirmed_when_each_could_pad_the_others_claim() -> None:
+    # noise-free n = 25, k = 4: GPUs 16 (2.76x) and 18 (2.39x) slow. Phase 1 points at both;
+    # with the other slow GPU among a claim's pads both sides of its rounds were slow, and
+    # neither claim settled within the default budget. The truth is the injection.
+    from faultsense_pipelines.replica.faults import GpuFault
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
+
+    replica = SimulatedReplica(25, [GpuFault(18, 2.39), GpuFault(16, 2.76)], noise_sigma=0.0, seed=0)
+    loc = localize(replica, plan_cover(25, 4), repeats=1, method="sequential")
+    assert {v.component for v in loc.verdicts if v.status == "confirmed"} == {"gpu:16", "gpu:18"}
+    assert loc.probes_phase2 <= default_budget(loc.probes_phase1, 0.01, 1)
+
+
+def test_the_paths_a_slow_gpu_hid_cost_one_paired_read_each_when_healthy() -> None:
+    # noise-free, GPU 5 of 16 2x slow, k = 4: its claim spends what its verdict says, and each
+    # of the Phase 1 probes it explains (every probe holding it) has its other three GPUs
+    # read once, as one padded probe beside a reference: two probes each, nothing more
+    from faultsense_pipelines.replica.faults import GpuFault
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
+
+    cover = plan_cover(16, 4)
+    loc = localize(SimulatedReplica(16, [GpuFault(5, 2.0)], noise_sigma=0.0, seed=0), cover, repeats=1, method="sequential")
+    (gpu,) = loc.verdicts
+    assert (gpu.component, gpu.status) == ("gpu:5", "confirmed")
+    assert loc.probes_phase2 == gpu.probes_used + 2 * sum(5 in p for p in cover.probes)
