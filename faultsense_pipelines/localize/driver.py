@@ -35,7 +35,7 @@ from .drilldown import drilldown
 from .drilldown.common import Finding
 from .sequential.wiring import DEFAULT_ALPHA, DEFAULT_MIN_SLOWDOWN, run_sequential_phase2
 from .suspects import FloorRule, RobustRule, SuspectRule, default_rule
-from .verdicts import Localization, Phase1Records, Phase1Result, ProbeRecord, Verdict
+from .verdicts import Localization, Phase1Records, Phase1Result, ProbeRecord, Verdict, measured_rows, padded_members
 
 __all__ = ["localize", "run_phase1", "run_phase2"]
 
@@ -95,7 +95,7 @@ def run_phase1(
     degraded = False
     resweeps = 0
     while True:
-        ok = _measured(len(members), errors)
+        ok = np.flatnonzero(measured_rows(len(members), errors))
         if not len(ok):
             break
         judged = _judged(lat, ok, errors, interleave)
@@ -160,20 +160,7 @@ def run_phase1(
 def _members(cover: Cover) -> np.ndarray:
     """The cover's probes as one ``(P, w)`` integer array of GPU ids, ascending within a row
     (``cover.members``), a probe of fewer GPUs padded with ``-1``."""
-    if cover.members is not None:
-        return cover.members
-    width = max((len(p) for p in cover.probes), default=0)
-    out = np.full((len(cover.probes), width), -1, dtype=np.int32)
-    for i, p in enumerate(cover.probes):
-        out[i, : len(p)] = sorted(p)
-    return out
-
-
-def _measured(probes: int, errors: Mapping[int, str]) -> np.ndarray:
-    """The indices of the probes that did not error, ascending."""
-    ok = np.ones(probes, dtype=bool)
-    ok[list(errors)] = False
-    return np.flatnonzero(ok)
+    return cover.members if cover.members is not None else padded_members(cover.probes)
 
 
 def _judged(lat: np.ndarray, ok: np.ndarray, errors: Mapping[int, str], interleave: bool) -> np.ndarray:

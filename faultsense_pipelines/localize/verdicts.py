@@ -39,6 +39,8 @@ __all__ = [
     "Phase1Result",
     "ProbeRecord",
     "Verdict",
+    "measured_rows",
+    "padded_members",
 ]
 
 #: Verdict statuses' words (:class:`~faultsense_pipelines.replica.vocabulary.Status`); ``localize`` produces the last three
@@ -78,6 +80,27 @@ class ProbeRecord:
     def latency_ms(self) -> float | None:
         """Median of the repeats, ms; ``None`` on error."""
         return probe_latency_ms(self.latencies_ms) if self.latencies_ms else None
+
+
+def padded_members(probes: Sequence[Sequence[int]]) -> np.ndarray:
+    """Probes (GPU ids) as one ``(P, w)`` integer array, ascending within a row, a probe of
+    fewer than ``w`` GPUs padded with ``-1`` (the ``members`` of :class:`Phase1Records`).
+
+    >>> padded_members([(3, 1), (0, 2, 4)]).tolist()
+    [[1, 3, -1], [0, 2, 4]]
+    """
+    width = max((len(p) for p in probes), default=0)
+    out = np.full((len(probes), width), -1, dtype=np.int64)
+    for i, p in enumerate(probes):
+        out[i, : len(p)] = sorted(p)
+    return out
+
+
+def measured_rows(count: int, errors: Mapping[int, str]) -> np.ndarray:
+    """Per probe of ``count``, ``True`` unless ``errors`` holds it; shape ``(count,)``."""
+    ok = np.ones(count, dtype=bool)
+    ok[list(errors)] = False
+    return ok
 
 
 class Phase1Records(Sequence[ProbeRecord]):
@@ -134,9 +157,8 @@ class Phase1Records(Sequence[ProbeRecord]):
         """
         if isinstance(records, Phase1Records):
             return records
-        width = max((len(r.gpus) for r in records), default=0)
         rounds = max((len(r.latencies_ms) for r in records), default=0)
-        members = np.full((len(records), width), -1, dtype=np.int64)
+        members = padded_members([r.gpus for r in records])
         latencies = np.full((len(records), rounds), np.nan)
         errors: dict[int, str] = {}
         for i, r in enumerate(records):
@@ -155,7 +177,6 @@ class Phase1Records(Sequence[ProbeRecord]):
             )
             if bad:
                 raise ValueError(f"records[{i}] {bad}: not a Phase 1 sweep's record")
-            members[i, : len(r.gpus)] = r.gpus
             latencies[i, : len(r.latencies_ms)] = r.latencies_ms
             if r.error is not None:
                 errors[i] = r.error
@@ -194,9 +215,7 @@ class Phase1Records(Sequence[ProbeRecord]):
     @property
     def measured(self) -> np.ndarray:
         """Per probe, ``True`` when it was measured (no error); shape ``(P,)``."""
-        ok = np.ones(len(self), dtype=bool)
-        ok[list(self.errors)] = False
-        return ok
+        return measured_rows(len(self), self.errors)
 
     def first_latencies(self, repeats: int) -> list[list[float]]:
         """Per probe, its first ``repeats`` latencies (ms); ``[]`` for an errored probe."""

@@ -35,7 +35,9 @@ DEFAULT_ALPHA = 0.01
 DEFAULT_MIN_SLOWDOWN = 1.2
 
 
-def drill_units(phase1: Phase1Result, excess: Sequence[float | None], effect: float) -> list[int]:
+def drill_units(
+    probes: Sequence[Sequence[int]], suspects: Sequence[int], excess: Sequence[float | None], effect: float
+) -> list[int]:
     """Phase 1 probes to drill into: the rule's suspects and every probe whose time-detrended
     excess reaches ``effect``, less those a moving baseline shows were lifted by a load burst
     (excess below ``effect / 2``).
@@ -47,31 +49,29 @@ def drill_units(phase1: Phase1Result, excess: Sequence[float | None], effect: fl
     searched, never a claim's validity.
 
     Args:
-        phase1: the Phase 1 sweep.
+        probes: the Phase 1 probes (GPU ids), in cover order.
+        suspects: the suspect rule's suspect probes (indices into ``probes``).
         excess: per probe, ``log(latency / baseline at its time)``
             (:func:`~faultsense_pipelines.measure.baseline.detrended_excess`; ``None`` on error).
         effect: log of the smallest slowdown that is a fault.
 
     Returns:
-        Indices into ``phase1.records``, ascending.
+        Indices into ``probes``, ascending.
 
     Six probes of two GPUs, each GPU in at most a third of them: a probe is drilled into
     from ``effect`` (log 1.2 = 0.18); in the first four alone every GPU sits in half the
     probes, and from ``effect / 2``:
 
-    >>> from faultsense_pipelines.localize.verdicts import ProbeRecord
     >>> pairs = [(0, 1), (2, 3), (0, 2), (1, 3), (4, 5), (6, 7)]
-    >>> recs = tuple(ProbeRecord(1, i, g, (1.0,), None, "pass") for i, g in enumerate(pairs))
-    >>> drill_units(Phase1Result(8, 2, "best", recs, 1.0, 1.5, (), False, 0), [0.5, 0.0, 0.12, None, 0.0, 0.0], math.log(1.2))
+    >>> drill_units(pairs, (), [0.5, 0.0, 0.12, None, 0.0, 0.0], math.log(1.2))
     [0]
-    >>> drill_units(Phase1Result(4, 2, "best", recs[:4], 1.0, 1.5, (), False, 0), [0.5, 0.0, 0.12, None], math.log(1.2))
+    >>> drill_units(pairs[:4], (), [0.5, 0.0, 0.12, None], math.log(1.2))
     [0, 2]
     """
-    probes = [r.gpus for r in phase1.records]
     counts = np.bincount(np.fromiter(chain.from_iterable(probes), dtype=np.int64), minlength=1)
     share = int(counts.max()) / max(1, len(probes))
     flag = effect / 2 if share >= 0.5 else effect
-    flagged = set(phase1.suspect_probes) | {i for i, x in enumerate(excess) if x is not None and x >= flag}
+    flagged = set(suspects) | {i for i, x in enumerate(excess) if x is not None and x >= flag}
     return sorted(i for i in flagged if (x := excess[i]) is not None and x >= effect / 2)
 
 
@@ -171,11 +171,12 @@ def run_sequential_phase2(
     layout = layout_of(phase1.gpus, topology)
     typical = statistics.median(measured)
     raw = [math.log(statistics.median(lat) / typical) if lat else None for lat in latencies]
-    latencies = shape_corrected(latencies, [r.gpus for r in p1], layout)
+    gpus = [r.gpus for r in p1]  # each record is built once
+    latencies = shape_corrected(latencies, gpus, layout)
     detrended = time_detrended(latencies, phase1.baseline_ms or statistics.median(measured))
     excess = detrended_excess(detrended)
     effect = math.log(min_slowdown)
-    units = drill_units(phase1, excess, effect)
+    units = drill_units(gpus, phase1.suspect_probes, excess, effect)
     sigma = estimate_sigma(detrended, excess, units)  # of one measurement's log-latency
     # on a quiet replica also drill into probes slow by less than half the effect (three
     # standard errors of a probe's median, at least a quarter of the effect): a fault below
@@ -212,7 +213,7 @@ def run_sequential_phase2(
             )
         return (tuple(got[0]), tuple(got[1])) if ok else None
 
-    phase1_probes: Sequence[tuple[Sequence[int], float | None]] = [(r.gpus, x) for r, x in zip(p1, excess, strict=True)]
+    phase1_probes: Sequence[tuple[Sequence[int], float | None]] = list(zip(gpus, excess, strict=True))
     # the shared components Phase 1 points at (its suspects and the rule's, and the probes
     # holding one slower than the rest before shape correction): a slow NIC held by every
     # cross-node probe moves Phase 1's baseline, and only Phase 2 reads tell the NICs apart
