@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
 import random
 import re
@@ -40,6 +41,7 @@ from bench._provenance import code_commit
 from bench.bench_paper_sim import make_faults, score
 from faultsense_pipelines.cover import plan_cover
 from faultsense_pipelines.localize import localize
+from faultsense_pipelines.localize.drilldown.recheck import plan_recheck
 from faultsense_pipelines.localize.sequential import rounds_lower_bound
 from faultsense_pipelines.localize.sequential.eprocess import PairedTest
 from faultsense_pipelines.localize.sequential.wiring import DEFAULT_ALPHA
@@ -145,6 +147,23 @@ def clean_rounds(level: float, repeats: int = 1) -> int:
     return t.rounds
 
 
+def read_floor(cover_probes: list[tuple[int, ...]], faults: list, k: int) -> int:
+    """Probes a binary drill-down spends reading what the slow GPUs hid, and finding the
+    slow links, at the least: one probe per re-check probe that
+    :func:`~faultsense_pipelines.localize.drilldown.recheck.plan_recheck` packs the hidden
+    links into (the planner the adaptive drill-down uses), plus ``ceil(log2(C(k, 2) + k))``
+    binary reads per slow link (one of a probe's links or GPUs). A reference for the
+    sequential drill-down's search, not a proof of optimality."""
+    slow = {f.gpu for f in faults if isinstance(f, GpuFault)}
+    passed = [p for p in cover_probes if not slow.intersection(p)]
+    cleared = {e for p in passed for e in itertools.combinations(sorted(p), 2)}
+    pieces = [tuple(g for g in p if g not in slow) for p in cover_probes if slow.intersection(p)]
+    pieces = [q for q in pieces if len(q) >= 2]
+    links = {e for q in pieces for e in itertools.combinations(sorted(q), 2) if e not in cleared}
+    n_links = sum(not isinstance(f, GpuFault) for f in faults)
+    return len(plan_recheck(pieces, links, k)) + n_links * math.ceil(math.log2(math.comb(k, 2) + k))
+
+
 def cost(seeds: int, repeats: list[int]) -> list[str]:
     """The cost section: n = 300, k = 8, d = 4 noise-free, four slow GPUs and two GPUs plus
     two links, at each of ``repeats`` measurements a probe; markdown lines."""
@@ -153,15 +172,17 @@ def cost(seeds: int, repeats: list[int]) -> list[str]:
     cover = plan_cover(n, k, "best")
     pairs = n * (n - 1) // 2
     levels = [DEFAULT_ALPHA / (j * (j + 1)) for j in range(1, d + 1)]
+    claim_floor = {r: sum(2 * 2 * rounds_lower_bound(a, r) for a in levels) for r in repeats}
     rows = [
         "| faults | repeats | drill-down | exact | Phase 1 | Phase 2 mean (min-max) | Phase 2 per fault | "
-        "of it: rounds of claims with a verdict / the rest: search reads, cleared claims (probes, mean) | all pairs / total |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "of it: rounds of claims with a verdict / the rest: search reads, cleared claims (probes, mean) | all pairs / total | "
+        "floor: claims + reads (mean) | x the floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in repeats:
         for kind, label in (("gpu", "4 slow GPUs"), ("both", "2 slow GPUs + 2 slow links")):
             for method in METHODS:
-                p2, claims, exact, totals = [], [], 0, []
+                p2, claims, exact, totals, floors = [], [], 0, [], []
                 for seed in range(seeds):
                     rng = random.Random(zlib.crc32(f"{n},{k},{d},{kind},{seed}".encode()))
                     faults = make_faults(n, d, kind, rng, (1.3, 3.0))
@@ -171,11 +192,14 @@ def cost(seeds: int, repeats: list[int]) -> list[str]:
                     p2.append(loc.probes_phase2)
                     totals.append(loc.probes_phase1 + loc.probes_phase2)
                     claims.append(sum(v.probes_used for v in loc.verdicts) if method == "sequential" else 0)
+                    floors.append(claim_floor[r] + read_floor(cover.probes, faults, k))
                 mean = statistics.mean(p2)
                 split = f"{statistics.mean(claims):.1f} / {mean - statistics.mean(claims):.1f}" if method == "sequential" else "-"
+                floor = f"{claim_floor[r]} + {statistics.mean(floors) - claim_floor[r]:.1f}" if method == "sequential" else "-"
+                times = f"{mean / statistics.mean(floors):.2f}" if method == "sequential" else "-"
                 rows.append(
                     f"| {label} | {r} | {method} | {exact}/{seeds} | {len(cover.probes)} | {mean:.1f} ({min(p2)}-{max(p2)}) | "
-                    f"{mean / d:.1f} | {split} | {pairs / statistics.mean(totals):.1f}x |"
+                    f"{mean / d:.1f} | {split} | {pairs / statistics.mean(totals):.1f}x | {floor} | {times} |"
                 )
     need = pairs / 25 - len(cover.probes)
     lines = [
@@ -183,7 +207,10 @@ def cost(seeds: int, repeats: list[int]) -> list[str]:
         "",
         f"Targets: <= 47 Phase 2 probes per slow GPU; all pairs ({pairs:,}) / total >= 25x, i.e. at most "
         f"{pairs / 25:.0f} probes in all: Phase 1's {len(cover.probes)} leave {need:.0f} for Phase 2 (~{need / d:.0f} per fault). "
-        "A probe is one record (``repeats`` measurements; a round of a paired test is two).",
+        "A probe is one record (``repeats`` measurements; a round of a paired test is two). "
+        "Floor: what the guarantee allows the claims (below) plus what a binary drill-down must read "
+        "(one probe per re-check probe the adaptive drill-down's planner packs the hidden links into, "
+        "and ceil(log2(C(k, 2) + k)) reads per slow link).",
         "",
         *rows,
         "",

@@ -101,11 +101,11 @@ def test_a_claims_interval_agrees_with_its_status_and_min_slowdown(
     replica = SimulatedReplica(n, [GpuFault(5, slowdown)], noise_sigma=sigma, seed=seed)
     order = random.Random(seed)
 
-    def oracle(test, ref):
-        sides = [0, 1]
-        order.shuffle(sides)
-        got = {s: replica.run(test if s == 0 else ref).latencies_ms for s in sides}
-        return got[0], got[1]
+    def oracle(probes):
+        slots = list(range(len(probes)))
+        order.shuffle(slots)
+        got = {s: replica.run(probes[s]).latencies_ms for s in slots}
+        return tuple(got[s] for s in range(len(probes)))
 
     probes = plan_cover(n, k).probes
     lat = [replica.run(p).latencies_ms[0] for p in probes]

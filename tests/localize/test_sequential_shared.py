@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -41,8 +42,8 @@ class _Replica:
         spans = len({TOPO.node(g) for g in gpus})
         return 10.0 * s * (1 + self.gap) ** (spans - 1) * math.exp(self.sigma * self.rng.standard_t(3))
 
-    def round(self, test: tuple[int, ...], ref: tuple[int, ...], r: int = 3) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        return shuffled_round(self.latency, self.order, test, ref, r)
+    def round(self, probes: Sequence[tuple[int, ...]], r: int = 3) -> tuple[tuple[float, ...], ...]:
+        return shuffled_round(self.latency, self.order, probes, r)
 
 
 def _ctx(rep: _Replica, seed: int, budget: int = 400, k: int = 8) -> _Context:

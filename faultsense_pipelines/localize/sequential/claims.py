@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from ...replica.topology import Component
@@ -141,7 +141,7 @@ def _run(
         if not ctx.budget.take(2):
             reason = f"Phase 2 budget spent after {rounds} rounds"
             break
-        got = ctx.oracle(*pair)
+        got = ctx.oracle(pair)
         rounds += 1
         if got is None:
             errors += 1
@@ -259,11 +259,24 @@ def test_gpu(ctx: _Context, g: int, level: float, healthy: Sequence[int], linked
     return _run(ctx, ComponentKind.GPU, (g, None), level, draws)
 
 
-def test_link(ctx: _Context, a: int, b: int, level: float, healthy: Sequence[int]) -> ClaimResult:
+def test_link(
+    ctx: _Context, a: int, b: int, level: float, healthy: Sequence[int], cleared: Set[tuple[int, int]] = frozenset()
+) -> ClaimResult:
     """Test the claim "the path between GPUs ``a`` and ``b`` slows probes by at least
-    ``min_slowdown``" by swapping out each end in turn (two sub-tests)."""
+    ``min_slowdown``" by swapping out each end in turn (two sub-tests).
+
+    The GPU swapped in for one end is drawn, where two or more are left, from those whose
+    pair with the kept end is in ``cleared`` (sorted pairs Phase 1 found healthy): a
+    reference with a slow path to the kept end -- the other slow link of a GPU with two --
+    would read as slow as the test and mute it (power only: it can never make the test
+    side look slower)."""
     pads = [x for x in healthy if x not in (a, b)]
-    draws: list[_Draw] = [_EndSwap(a, b, pads, pads), _EndSwap(b, a, pads, pads)]
+
+    def references(keep: int) -> list[int]:
+        ok = [x for x in pads if (min(keep, x), max(keep, x)) in cleared]
+        return ok if len(ok) >= 2 else pads
+
+    draws: list[_Draw] = [_EndSwap(a, b, pads, references(a)), _EndSwap(b, a, pads, references(b))]
     lo, hi = min(a, b), max(a, b)
     return _run(ctx, ComponentKind.LINK, (lo, hi), level, draws)
 

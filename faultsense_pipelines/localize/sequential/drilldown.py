@@ -31,16 +31,18 @@ import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
 from ...replica.topology import Component, ReplicaTopology
 from ...replica.vocabulary import ComponentKind, Status
 from ..drilldown.adaptive import adaptive_drilldown
+from ..drilldown.recheck import plan_recheck
 from .budget import ErrorBudget, ProbeBudget
 from .claims import ClaimResult, _Context, shared_draws, test_gpu, test_link, test_shared
 from .eprocess import PairedTest, rounds_lower_bound
-from .pairing import Layout, RoundOracle, shaped_reference
+from .pairing import Layout, RoundOracle, shape, shaped_reference
 
 __all__ = [
     "MIN_CLAIM_ROUNDS",
@@ -268,6 +270,10 @@ def sequential_drilldown(
             if res.status is Status.CONFIRMED:
                 explained.append(c)
 
+    # Phase 1 probes that passed, and the GPU pairs they held (links Phase 1 found healthy)
+    passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
+    cleared = {pair for g in passed for pair in combinations(sorted(g), 2)}
+
     def claim(kind: ComponentKind, a: int, b: int | None, linked: set[int] | None = None) -> None:
         key = (a, b)
         if key in judged or probes.left < 4:
@@ -280,7 +286,7 @@ def sequential_drilldown(
             res = test_gpu(ctx, a, level, trusted, linked or set())
         else:
             assert b is not None
-            res = test_link(ctx, a, b, level, trusted)
+            res = test_link(ctx, a, b, level, trusted, cleared)
         results.append(res)
         if res.status is Status.CONFIRMED and kind is ComponentKind.GPU:
             faulty.add(a)
@@ -298,42 +304,78 @@ def sequential_drilldown(
     # 2c. search each suspect probe, the most excessive first, less the GPUs confirmed slow
     # (nothing if a confirmed link or shared component explains it), and claim what the
     # search proposes before the next probe's search spends the budget
-    passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
     order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
     unreached: list[tuple[int, ...]] = []
 
-    def search(unit: tuple[int, ...], read_first: bool = False) -> int:
+    def trusted_pool() -> list[int]:
+        """The most trusted GPUs, less those confirmed slow or under a confirmed component."""
+        avoid = faulty | {g for c in explained for g in c.members}
+        return unsuspected([g for g in healthy if g not in avoid])
+
+    def propose(proposals: Sequence[tuple[int, int | None]]) -> None:
+        """Claim GPUs ``(g, None)``, then links ``(a, b)`` whose ends were not confirmed slow;
+        a GPU's claim keeps the GPUs proposed as its link partners in one partner half."""
+        for g, peer in sorted(proposals, key=lambda p: (p[1] is not None, p)):
+            if peer is None:
+                linked = {b if a == g else a for a, b in proposals if b is not None and g in (a, b)}
+                claim(ComponentKind.GPU, g, None, {x for x in linked if x is not None})
+            elif not (g in faulty or peer in faulty):
+                claim(ComponentKind.LINK, g, peer)
+
+    def search(unit: tuple[int, ...]) -> int:
         """Search ``unit`` with quick reads and claim what the search proposes; return how
-        many components it proposed. With ``read_first`` (a set of GPUs that never read slow
-        on its own), one read of the whole set, padded to ``k``, first: not slow, nothing to
-        search."""
+        many components it proposed."""
         # references from trusted GPUs outside the probe under search where the replica has
         # room (two probes' worth): its other GPUs may hold the fault, and a shaped reference
         # first maps a node onto itself; from the whole trusted pool where that narrower one
         # holds no probe of a read's shape (a read that fills a node needs another whole node)
-        avoid = faulty | {g for c in explained for g in c.members}
-        wide = unsuspected([g for g in healthy if g not in avoid])
+        wide = trusted_pool()
         narrow = [g for g in wide if g not in unit]
-        pools = [narrow, wide] if len(narrow) >= 2 * k else [wide]
-        reads = _QuickReads(ctx, pools, quick, threshold)
-        if read_first and len(unit) <= k:
-            pads = [g for g in narrow if g not in unit][: k - len(unit)]
-            if len(unit) + len(pads) == k and reads((*unit, *pads)) is False:
-                return 0
+        reads = _QuickReads(ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold)
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
-        proposals = [f for f in found.findings if f.status is Status.CONFIRMED]
-        proposals.sort(key=lambda f: (f.kind is not ComponentKind.GPU, f.gpu, f.peer_gpu or -1))
-        for f in proposals:
-            if f.kind is ComponentKind.GPU:
-                linked = {
-                    p.peer_gpu if p.gpu == f.gpu else p.gpu
-                    for p in proposals
-                    if p.peer_gpu is not None and f.gpu in (p.gpu, p.peer_gpu)
-                }
-                claim(ComponentKind.GPU, f.gpu, None, {x for x in linked if x is not None})
-            elif f.peer_gpu is not None and not (f.gpu in faulty or f.peer_gpu in faulty):
-                claim(ComponentKind.LINK, f.gpu, f.peer_gpu)
+        proposals = [(f.gpu, f.peer_gpu) for f in found.findings if f.status is Status.CONFIRMED]
+        propose(proposals)
         return len(proposals)
+
+    def read_links(links: Sequence[tuple[int, int]]) -> list[tuple[int, int | None]]:
+        """Read each link on its own (a probe of its two GPUs, padded to the claims' size with
+        trusted GPUs whose pairs with both ends Phase 1 cleared, where it can), in batches
+        sharing a reference; propose each GPU whose every read link reads slow (two at
+        least), then each other link that reads slow."""
+        pool = trusted_pool()
+        tests = []
+        for a, b in links:
+            pads = _pads((a, b), pool, cleared, ctx.k - 2)
+            tests.append((a, b, *pads) if len(pads) == ctx.k - 2 else (a, b))
+        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim).batch(tests)
+        verdict = dict(zip(links, slow, strict=True))
+        out: list[tuple[int, int | None]] = []
+        for g in sorted({g for e in links for g in e}):
+            mine = [v for e, v in verdict.items() if g in e]
+            if len(mine) >= 2 and all(mine):
+                out.append((g, None))
+        gpus = {g for g, _ in out}
+        out += [e for e, v in verdict.items() if v and not gpus.intersection(e)]
+        return out
+
+    # direct reads: a suspect probe whose open links (pairs no passed Phase 1 probe held) are
+    # fewer than a search would spend -- about one probe a link read on its own in a batch,
+    # against two a read and at least log2 of its hypotheses (each link or GPU) reads for
+    # a binary search -- has every open link read on its own, the tiny replicas above all
+    hypotheses = math.comb(k, 2) + k
+    search_cost = 2 * math.ceil(math.log2(hypotheses))
+    direct: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    for i in order:
+        unit = tuple(phase1[i][0])
+        if covered(unit):
+            continue
+        open_links = [e for e in combinations(sorted(unit), 2) if e not in cleared]
+        if open_links and len(open_links) * (1 + 1 / _BATCH) <= search_cost:
+            direct[unit] = open_links
+    proposed: list[tuple[int, int | None]] = []
+    if direct and probes.left >= per_claim:
+        proposed = read_links(sorted({e for links in direct.values() for e in links}))
+        propose(proposed)
 
     hidden: list[tuple[int, ...]] = []
     again: list[tuple[int, ...]] = []  # at least min_slowdown slow, and its search proposed nothing
@@ -348,17 +390,33 @@ def sequential_drilldown(
             if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
                 unreached.append(unit)
             continue
+        if unit in direct:  # read link by link above; searched below if that proposed nothing
+            if (phase1[i][1] or 0.0) >= theta0 and not any(set(e) - {None} <= set(unit) for e in proposed):
+                again.append(unit)
+            continue
         if search(unit) == 0 and (phase1[i][1] or 0.0) >= theta0:
             again.append(unit)
 
     # 2d. with the budget left, the paths of suspect probes that a confirmed GPU explains: they
-    # were only ever probed beside it (its slowness told nothing about them), so each probe's
-    # other GPUs are searched without it -- a slow link hidden behind a slow GPU
-    for rest in hidden:
-        if probes.left < per_claim:
-            break
-        if not covered(rest):
-            search(rest, read_first=True)
+    # were only ever probed beside it (its slowness told nothing about them), so their open
+    # links are judged without it -- packed into as few probes of k GPUs as the re-check plan
+    # finds (at most one a probe), read in batches sharing a reference; one that reads slow
+    # is searched: a slow link hidden behind a slow GPU
+    pieces = [rest for rest in hidden if not covered(rest)]
+    if pieces and probes.left >= per_claim:
+        links = {e for rest in pieces for e in combinations(sorted(rest), 2) if e not in cleared}
+        pool = trusted_pool()
+        planned: list[tuple[int, ...]] = []
+        tests: list[tuple[int, ...]] = []
+        for piece in map(tuple, map(sorted, plan_recheck(pieces, links, k))):
+            pads = _pads(piece, pool, cleared, k - len(piece))
+            if len(piece) + len(pads) == k:
+                planned.append(piece)
+                tests.append((*piece, *pads))
+        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim).batch(tests)
+        for piece, read in zip(planned, slow, strict=True):
+            if read and probes.left >= per_claim and not covered(piece):
+                search(piece)
 
     # 2e. with the budget left, once more each probe at least min_slowdown slow whose search
     # proposed nothing: a search reads quickly and may miss under noise; its reads are fresh
@@ -495,38 +553,82 @@ def read_rounds(theta0: float, sigma: float, repeats: int) -> int:
     return max(1, math.ceil(min(need, _READ_MAX) / repeats))
 
 
-class _QuickReads:
-    """The search's oracle: ``quick_rounds`` paired rounds, slow when their estimate
-    exceeds ``threshold`` (:func:`read_threshold`). Spends the probe budget; ``None`` when
-    it is spent."""
+#: Search reads that share one reference probe in a batch, at most (:meth:`_QuickReads.batch`).
+_BATCH = 16
 
-    def __init__(self, ctx: _Context, pools: Sequence[list[int]], rounds: int, threshold: float) -> None:
-        self.ctx, self.pools, self.rounds, self.threshold = ctx, pools, rounds, threshold
+
+class _QuickReads:
+    """The search's oracle: ``rounds`` rounds of a probe against a reference of its shape,
+    slow when their Hodges-Lehmann estimate exceeds ``threshold`` (:func:`read_threshold`).
+    Spends the probe budget, never below ``reserve`` probes left; ``None`` when it would, or
+    when no reference exists.
+
+    :meth:`batch` reads up to :data:`_BATCH` probes of one shape against one reference: in
+    each round every test probe is measured once and the reference ``ceil(sqrt(m))`` times
+    for ``m`` tests (the many-to-one allocation of Dunnett's comparisons with a control), all
+    in one random order. A read's estimate then varies no more than a paired read's (its
+    variance ``sigma^2 (1 + 1 / ceil(sqrt(m)))`` against ``2 sigma^2``) at
+    ``(m + ceil(sqrt(m))) / (2 m)`` of the probes; what the reads share, the reference's own
+    error, is a ``1 / ceil(sqrt(m))`` part. What a read says decides only what is claimed,
+    never a claim's validity."""
+
+    def __init__(self, ctx: _Context, pools: Sequence[list[int]], rounds: int, threshold: float, reserve: int = 0) -> None:
+        self.ctx, self.pools, self.rounds, self.threshold, self.reserve = ctx, pools, rounds, threshold, reserve
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
-        ctx = self.ctx
-        test = tuple(sorted(gpus))
-        ref = self._reference(test)
-        if ref is None:
-            return None
-        t = PairedTest(ctx.theta0, 0.5)
-        for _ in range(self.rounds):
-            if not ctx.budget.take(2):
-                return None
-            got = ctx.oracle(test, ref)
-            if got is not None:
-                t.add(*got)
-        est = t.estimate()
-        return None if est is None else math.log(est) > self.threshold
+        return self.batch([gpus])[0]
 
-    def _reference(self, test: tuple[int, ...]) -> tuple[int, ...] | None:
-        """A probe of ``test``'s shape from the most trusted GPUs outside it: from the first
-        pool that holds one."""
-        for pool in self.pools:
-            ref = shaped_reference(test, pool, self.ctx.layout, self.ctx.rng)
+    def batch(self, probes: Sequence[Sequence[int]]) -> list[bool | None]:
+        """Read every probe of ``probes``: slow (``True``), not (``False``) or ``None``."""
+        ctx = self.ctx
+        tests = [tuple(sorted(p)) for p in probes]
+        out: list[bool | None] = [None] * len(tests)
+        groups: dict[object, list[int]] = {}
+        for i, t in enumerate(tests):
+            groups.setdefault(shape(t, ctx.layout), []).append(i)
+        for members in groups.values():
+            for start in range(0, len(members), _BATCH):
+                chunk = members[start : start + _BATCH]
+                ref = self._reference([tests[i] for i in chunk])
+                if ref is None:
+                    continue
+                copies = math.isqrt(len(chunk) - 1) + 1  # ceil(sqrt(m))
+                cost = len(chunk) + copies
+                diffs: list[list[float]] = [[] for _ in chunk]
+                for _ in range(self.rounds):
+                    if ctx.budget.left - cost < self.reserve or not ctx.budget.take(cost):
+                        return out
+                    got = ctx.oracle((*(tests[i] for i in chunk), *[ref] * copies))
+                    if got is None:
+                        continue
+                    base = np.log([x for lat in got[len(chunk) :] for x in lat])
+                    for d, lat in zip(diffs, got[: len(chunk)], strict=True):
+                        d.extend((np.log(lat)[:, None] - base[None, :]).ravel().tolist())
+                for i, d in zip(chunk, diffs, strict=True):
+                    out[i] = float(np.median(d)) > self.threshold if d else None
+        return out
+
+    def _reference(self, tests: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+        """A probe of the tests' shape from the most trusted GPUs outside all of them, from
+        the first pool that holds one; else (several tests) outside the first alone."""
+        inside = set().union(*tests)
+        tries = [[g for g in pool if g not in inside] for pool in self.pools]
+        if len(tests) > 1:
+            tries += list(self.pools)
+        for pool in tries:
+            ref = shaped_reference(tests[0], pool, self.ctx.layout, self.ctx.rng)
             if ref is not None:
                 return ref
         return None
+
+
+def _pads(gpus: tuple[int, ...], pool: Sequence[int], cleared: set[tuple[int, int]], need: int) -> list[int]:
+    """``need`` GPUs of ``pool`` (most trusted first) to pad ``gpus`` with: first those whose
+    pairs with every GPU of ``gpus`` Phase 1 cleared, then any other (fewer when ``pool``
+    runs out). A pad with a slow path into ``gpus`` would make a read slow for nothing."""
+    free = [g for g in pool if g not in gpus]
+    clean = [g for g in free if all((min(g, x), max(g, x)) in cleared for x in gpus)]
+    return (clean + [g for g in free if g not in clean])[: max(0, need)]
 
 
 def shared_read_cost(quick_rounds: int) -> int:
@@ -549,7 +651,7 @@ def _read_shared(ctx: _Context, c: Component, pool: list[int], rounds: int) -> f
             pair = draw(ctx)
             if pair is None or not ctx.budget.take(2):
                 return None
-            got = ctx.oracle(*pair)
+            got = ctx.oracle(pair)
             if got is not None:
                 t.add(*got)
         est = t.estimate()

@@ -22,10 +22,12 @@ from dataclasses import dataclass
 
 __all__ = ["Layout", "RoundOracle", "shape", "shaped_reference", "swap_partner"]
 
-#: ``round(test_gpus, reference_gpus) -> (test_ms, reference_ms)``: ``r`` latencies (ms) of
-#: each probe, all ``2r`` measured in a uniformly random order; ``None`` when a measurement
-#: failed (the round is then evidence of nothing).
-RoundOracle = Callable[[tuple[int, ...], tuple[int, ...]], "tuple[tuple[float, ...], tuple[float, ...]] | None"]
+#: ``round((test_1, ..., test_m, reference)) -> (test_1_ms, ..., test_m_ms, reference_ms)``: ``r``
+#: latencies (ms) of each probe, all ``(m + 1) r`` measured in one uniformly random order;
+#: ``None`` when a measurement failed (the round is then evidence of nothing). A claim's round
+#: is a pair (``m = 1``); a batch of search reads shares one reference (``m > 1``), which may
+#: be given more than once (measured ``r`` times for each time it is given).
+RoundOracle = Callable[[Sequence[tuple[int, ...]]], "tuple[tuple[float, ...], ...] | None"]
 
 
 @dataclass(frozen=True)

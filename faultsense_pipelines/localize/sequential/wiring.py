@@ -152,7 +152,7 @@ def run_sequential_phase2(
         topology: where the GPUs sit (references of the same shape); flat when ``None``.
 
     Returns:
-        The Phase 2 records (each round: the test probe, then its reference; the test's
+        The Phase 2 records (each round: its test probes, then its reference; a test's
         outcome ``"fail"`` when the round alone reads it ``min_slowdown`` slow: the median of
         its measurements above ``min_slowdown`` times its reference's) and the verdicts:
         confirmed and inconclusive GPUs and links, masked links.
@@ -193,25 +193,27 @@ def run_sequential_phase2(
     records: list[ProbeRecord] = []
     rng = random.Random(seed)
 
-    def round_oracle(test: tuple[int, ...], reference: tuple[int, ...]) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-        order = [0] * repeats + [1] * repeats
-        rng.shuffle(order)
-        got: tuple[list[float], list[float]] = ([], [])
+    def round_oracle(probes: Sequence[tuple[int, ...]]) -> tuple[tuple[float, ...], ...] | None:
+        slots = [i for i in range(len(probes)) for _ in range(repeats)]
+        rng.shuffle(slots)
+        got: list[list[float]] = [[] for _ in probes]
         error: str | None = None
-        for side in order:
-            m = measure(executor, test if side == 0 else reference, 1)  # an executor error: a row
+        for i in slots:
+            m = measure(executor, probes[i], 1)  # an executor error: a row
             if not m.ok:
                 error = m.error
                 break
-            got[side].append(m.latencies_ms[0])
+            got[i].append(m.latencies_ms[0])
         ok = error is None
-        slow = ok and statistics.median(got[0]) > min_slowdown * statistics.median(got[1])
-        for gpus, lat, is_test in ((test, got[0], True), (reference, got[1], False)):
-            outcome = Outcome.ERROR if not ok else (Outcome.FAIL if is_test and slow else Outcome.PASS)
+        is_ref = [gpus == probes[-1] for gpus in probes]  # the reference, measured once or more
+        ref = statistics.median(x for lat, r in zip(got, is_ref, strict=True) if r for x in lat) if ok else math.nan
+        for i, (gpus, lat) in enumerate(zip(probes, got, strict=True)):
+            slow = ok and not is_ref[i] and statistics.median(lat) > min_slowdown * ref
+            outcome = Outcome.ERROR if not ok else (Outcome.FAIL if slow else Outcome.PASS)
             records.append(
                 ProbeRecord(2, len(records), tuple(sorted(gpus)), tuple(lat) if ok else (), None if ok else error, outcome)
             )
-        return (tuple(got[0]), tuple(got[1])) if ok else None
+        return tuple(tuple(lat) for lat in got) if ok else None
 
     phase1_probes: Sequence[tuple[Sequence[int], float | None]] = list(zip(gpus, excess, strict=True))
     # the shared components Phase 1 points at (its suspects and the rule's, and the probes
