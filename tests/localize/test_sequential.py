@@ -21,12 +21,15 @@ from faultsense_pipelines.localize.sequential import (
     ErrorBudget,
     Layout,
     PairedTest,
+    claims,
     default_budget,
     rounds_lower_bound,
     sequential_drilldown,
     shape,
     shaped_reference,
 )
+from faultsense_pipelines.localize.sequential.budget import ProbeBudget
+from faultsense_pipelines.localize.sequential.claims import _Context
 from faultsense_pipelines.localize.sequential.drilldown import shared_read_cost
 from faultsense_pipelines.localize.sequential.eprocess import STRATEGIES, mann_whitney_null, round_factors
 from faultsense_pipelines.sim.scenario import parse_scenario
@@ -388,6 +391,50 @@ def test_a_tiny_replica_names_two_slow_links_at_one_gpu(seed: int) -> None:
     loc = localize(sc.replica(), plan_cover(8, 4), repeats=3, method="sequential", seed=seed)
     assert {v.component for v in loc.verdicts if v.status == "confirmed"} == {"link:0-3", "link:0-6"}
     assert loc.probes_phase2 <= 3 * 28
+
+
+def test_a_tiny_replica_reads_each_open_link_once_in_one_batch() -> None:
+    # noise-free, n = 8, k = 4, links 0-3 and 0-6 1.5x slow: the cover's probes (0,1,2,3) and
+    # (0,1,6,7) are slow; the four others pass and clear their pairs, which leaves 8 open
+    # links, (0|1) x (2|3) and (0|1) x (6|7). Each is read on its own (a two-GPU probe, as the
+    # claims of a replica this small), all in one round beside ceil(sqrt(8)) = 3 measurements
+    # of one reference of two GPUs outside them (4 and 5): 11 probes; then the two link
+    # claims, and nothing else
+    cover = plan_cover(8, 4)
+    assert sorted(cover.probes) == sorted([(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)])
+    sc = parse_scenario(
+        {"gpus": 8, "probe_size": 4, "faults": [{"link": [0, 3], "slowdown": 1.5}, {"link": [0, 6], "slowdown": 1.5}]}
+    )
+    loc = localize(sc.replica(), cover, repeats=3, method="sequential", seed=0)
+    first = [r.gpus for r in loc.phase2_records[:11]]
+    assert first[:8] == [(0, 2), (0, 3), (0, 6), (0, 7), (1, 2), (1, 3), (1, 6), (1, 7)]
+    assert first[8:] == [(4, 5)] * 3
+    assert [r.outcome for r in loc.phase2_records[:8]] == ["pass", "fail", "fail", "pass", "pass", "pass", "pass", "pass"]
+    claims = [v for v in loc.verdicts if v.probes_used]
+    assert {v.component for v in claims} == {"link:0-3", "link:0-6"} and {v.status for v in claims} == {"confirmed"}
+    assert loc.probes_phase2 == 11 + sum(v.probes_used for v in claims)
+
+
+def test_a_link_claim_swaps_in_gpus_whose_path_to_the_kept_end_phase1_cleared() -> None:
+    # noise-free, n = 8, claims of two GPUs: links 0-3 and 0-6 slow. The sub-test that keeps 0
+    # and swaps 3 out must not swap 6 in ({0, 6} is as slow as {0, 3}: no evidence, and a
+    # loss for the bet). Given the pairs the passing probes cleared, 0's references are 1, 4
+    # and 5, and the claim takes the rounds of a lone clean signal; without them, more
+    rep = _Replica({}, {(0, 3): 1.5, (0, 6): 1.5}, 0.0, 0)
+    passing = [(4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (2, 3, 4, 5)]
+    cleared = {e for p in passing for e in itertools.combinations(p, 2)}
+
+    def rounds(given: set[tuple[int, int]]) -> tuple[str | None, int]:
+        ctx = _Context(2, Layout.flat(8), rep.round, ProbeBudget(400), random.Random(1), math.log(1.2), 0.01, 64)
+        res = claims.test_link(ctx, 0, 3, 0.005, [1, 2, 4, 5, 6, 7], given)
+        return res.status, res.rounds
+
+    t = PairedTest(math.log(1.2), 0.005)
+    while not t.rejected:
+        t.add([1.5], [1.0])
+    assert rounds(cleared) == ("confirmed", 2 * t.rounds)
+    _, slower = rounds(set())
+    assert slower > 2 * t.rounds
 
 
 def test_a_gpu_no_claim_tested_is_inconclusive_without_a_confidence() -> None:
