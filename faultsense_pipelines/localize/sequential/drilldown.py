@@ -38,7 +38,7 @@ from ...replica.topology import Component, ReplicaTopology
 from ...replica.vocabulary import ComponentKind, Status
 from ..drilldown.adaptive import adaptive_drilldown
 from .budget import ErrorBudget, ProbeBudget
-from .claims import ClaimResult, _Context, shared_draws, test_gpu, test_link, test_shared
+from .claims import ClaimResult, _Context, rail_nic, shared_draws, test_gpu, test_link, test_rail_nic, test_shared
 from .eprocess import PairedTest, rounds_lower_bound
 from .pairing import Layout, RoundOracle, shaped_reference
 
@@ -237,12 +237,17 @@ def sequential_drilldown(
     faulty: set[int] = set()
     explained: list[Component] = []  # confirmed shared components
 
+    rail_gpus: set[int] = set()  # GPUs under a confirmed rail NIC
+
     def covered(unit: Sequence[int]) -> bool:
-        """A confirmed GPU, link or shared component on the probe's paths explains it."""
+        """A confirmed GPU, link or shared component on the probe's paths explains it (a
+        confirmed rail NIC: the probe runs its GPU and spans nodes)."""
         links = [
             (c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.gpu is not None and c.peer_gpu is not None
         ]
         if faulty.intersection(unit) or any(_holds(tuple(unit), link) for link in links):
+            return True
+        if rail_gpus.intersection(unit) and len({layout.node[g] for g in unit}) > 1:
             return True
         return topology is not None and any(topology.holds(c, unit) for c in explained)
 
@@ -282,6 +287,18 @@ def sequential_drilldown(
             assert b is not None
             res = test_link(ctx, a, b, level, trusted)
         results.append(res)
+        if res.status is Status.CONFIRMED and kind is ComponentKind.GPU and layout.rail:
+            # on a rail replica the claim swapped ``a`` and its rail NIC: a reverse test inside
+            # its node tells them apart (:func:`~.claims.test_rail_nic`)
+            nic = topology.nic(layout.node[a], layout.rail[a]) if topology is not None and topology.rails else rail_nic(layout, a)
+            name = topology.name(nic) if topology is not None and topology.rails else f"nic:node{nic.ids[0]}/rail{nic.ids[1]}"
+            gpu_row, nic_row = test_rail_nic(ctx, res, wallet, trusted, name, nic)
+            results[-1] = gpu_row
+            if nic_row is not None:
+                results.append(nic_row)
+                explained.append(nic)
+                rail_gpus.add(a)
+                return
         if res.status is Status.CONFIRMED and kind is ComponentKind.GPU:
             faulty.add(a)
 
@@ -340,7 +357,7 @@ def sequential_drilldown(
     for i in order:
         unit = tuple(phase1[i][0])
         if covered(unit):
-            rest = tuple(g for g in unit if g not in faulty)
+            rest = tuple(g for g in unit if g not in faulty and g not in rail_gpus)
             if rest != unit and len(rest) >= 2:
                 hidden.append(rest)  # explained by a confirmed GPU alone: see below
             continue
