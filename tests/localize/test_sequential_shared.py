@@ -260,3 +260,17 @@ def test_the_reverse_test_of_a_gpu_too_few_on_its_node_keeps_both_names() -> Non
     row, nic = claims.test_rail_nic(ctx, gpu, wallet, list(range(16)), "nic:node2/rail1")
     assert nic is None and row.status == "confirmed" and wallet.opened == 0
     assert row.reason is not None and row.reason.startswith("gpu:5 or its rail NIC nic:node2/rail1")
+
+
+def test_a_reverse_test_cut_short_by_the_budget_keeps_both_names() -> None:
+    # GPU 29 slow 1.5x everywhere, a confirmed GPU claim, two rounds of budget left: neither
+    # side of the reverse test decides, the GPU stays confirmed and names its rail NIC too
+    rep = _Replica({gpu_component(29): 1.5}, 0.02, 0, topo=RAIL)
+    ctx = _Context(8, RAIL_LAYOUT, rep.round, ProbeBudget(4), random.Random(0), math.log(1.2), 0.01, 64)
+    gpu = claims.ClaimResult(ComponentKind.GPU, 29, None, Status.CONFIRMED, 0.005, 300.0, 0.99, 1.5, (1.3, 1.7), 6, None, ())
+    wallet = ErrorBudget(0.01)
+    wallet.open()
+    row, nic = claims.test_rail_nic(ctx, gpu, wallet, list(range(64)), "nic:node3/rail5")
+    assert nic is None and row.status == "confirmed" and wallet.opened == 2 and ctx.budget.left == 0
+    assert row.reason is not None and row.reason.startswith("gpu:29 or its rail NIC nic:node3/rail5 (inside its node")
+    assert "Phase 2 budget spent after 2 rounds" in row.reason

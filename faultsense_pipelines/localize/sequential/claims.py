@@ -523,12 +523,13 @@ def test_rail_nic(
         test.add(*got)
         evidence.append(pair[1])
     lo, hi = test.interval()  # of h's probe / g's probe: g's inside slowdown is (1 / hi, 1 / lo)
-    inside = f"inside its node slow by {1 / hi:.2f}-{1 / lo:.2f}x"
     if test.cleared and not test.rejected:
         return gpu, None
     if not test.rejected:
         e = test.evalue()
+        inside = f"inside its node slow by {1 / hi:.2f}-{1 / lo:.2f}x"
         return replace(gpu, reason=f"{ambiguous} ({inside}; {why or 'undecided'}, e-value {e:.3g} of {1 / level:.3g})"), None
+    inside = f"inside its node at most {1 / lo:.2f}x slower"
     e2 = test.evalue()
     confidence = min(gpu.confidence, 1.0 - min(1.0, ctx.alpha / (level * e2)))
     nic_row = ClaimResult(

@@ -16,7 +16,11 @@ Phase 2 over a *round oracle* (:data:`~.pairing.RoundOracle`), pure: no executor
    that costs probes or power, never validity, because:
 3. **Claims.** Each proposal is opened as a claim with a level from the sweep's error
    budget (:class:`~.budget.ErrorBudget`) and decided on fresh rounds by its own test
-   (:mod:`.claims`). Only a test that reaches ``1/level`` blames.
+   (:mod:`.claims`). Only a test that reaches ``1/level`` blames. On a rail-optimized
+   replica a confirmed GPU claim shows "the GPU or its rail NIC"; a second claim at a fresh
+   level, a reverse test inside the GPU's node (:func:`~.claims.test_rail_nic`), names the
+   rail NIC when the GPU is not ``min_slowdown`` slow there (an error of at most the two
+   levels' sum); a confirmed rail NIC explains the probes that cross nodes from its GPU.
 
 Guarantee (proof sketch in :mod:`.eprocess` and :mod:`.budget`): if the two probes of every
 round are exchangeable whenever their differing parts are healthy, the expected number of
@@ -162,7 +166,9 @@ def sequential_drilldown(
             of this Phase 1); none when empty.
 
     Returns:
-        A :class:`SequentialResult`.
+        A :class:`SequentialResult`. On a rail-optimized ``layout`` a GPU whose slowdown the
+        reverse test puts on its inter-node paths is ``inconclusive`` ("slow only across
+        nodes") and its rail NIC a confirmed claim (kind ``nic``, ``shared`` the NIC).
 
     Raises:
         ValueError: ``k > n``, ``min_slowdown <= 1``, ``alpha`` outside (0, 1), a negative
