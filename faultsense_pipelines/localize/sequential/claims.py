@@ -373,7 +373,8 @@ def test_shared(ctx: _Context, c: Component, level: float, healthy: Sequence[int
     A NIC's references are GPUs of other nodes under its node's switch; an NVSwitch's, pairs
     of GPUs of one other node; a leaf switch's, GPUs under other switches. References and
     pads come from ``healthy`` (GPUs believed healthy). Rail NICs and rail switches are not
-    claims here (a rail NIC carries one GPU's paths: no halves).
+    claims here (a rail NIC carries one GPU's paths: no halves; it is told from the GPU above
+    it by :func:`test_rail_nic`).
 
     Raises:
         ValueError: as :func:`shared_draws`.

@@ -431,7 +431,8 @@ def shared_proposals(
     ``raw``, each probe's log latency before any shape correction: a slow NIC held by every
     cross-node probe moves the baseline, and only the few probes inside one node stand
     apart). Proposing decides only what is read, never a verdict. Rail-optimized replicas
-    propose none (a rail NIC carries one GPU's paths).
+    propose none (a rail NIC carries one GPU's paths: it is named after the GPU above it is
+    confirmed, by :func:`~.claims.test_rail_nic`).
 
     >>> t = ReplicaTopology(16, gpus_per_node=4)
     >>> lay = Layout(tuple(t.node(g) for g in range(16)))
