@@ -274,3 +274,20 @@ def test_a_reverse_test_cut_short_by_the_budget_keeps_both_names() -> None:
     assert nic is None and row.status == "confirmed" and wallet.opened == 2 and ctx.budget.left == 0
     assert row.reason is not None and row.reason.startswith("gpu:29 or its rail NIC nic:node3/rail5 (inside its node")
     assert "Phase 2 budget spent after 2 rounds" in row.reason
+
+
+def test_a_gpu_exactly_min_slowdown_slow_names_its_rail_nic_at_most_at_the_level() -> None:
+    # the reverse test's null on its boundary: GPU 29 1.2x slow in every probe, inside its
+    # node too, under heavy-tailed noise; a wrongly named NIC needs the reverse test to reject
+    # "29 is at least 1.2x slower than h inside node 3", which it does at most at its level
+    a, trials = 0.05, 300
+    named = 0
+    gpu = claims.ClaimResult(ComponentKind.GPU, 29, None, Status.CONFIRMED, 0.005, 300.0, 0.99, 1.2, (1.2, 1.3), 6, None, ())
+    for seed in range(trials):
+        rep = _Replica({gpu_component(29): 1.2}, 0.08, seed, topo=RAIL)
+        ctx = _Context(8, RAIL_LAYOUT, rep.round, ProbeBudget(2 * 40), random.Random(seed), math.log(1.2), 0.01, 40)
+        wallet = ErrorBudget(2 * a)  # the reverse test's level: 2a / 2 = a
+        _, nic = claims.test_rail_nic(ctx, gpu, wallet, list(range(64)), "nic:node3/rail5")
+        named += nic is not None
+    # 6 of 300 with these seeds; binomial(300, 0.05): mean 15, the bound checked with 3 sd of room
+    assert named <= trials * a + 3 * math.sqrt(trials * a * (1 - a))
