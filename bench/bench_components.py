@@ -10,13 +10,17 @@ sigma 0.03, Student-t tails, 2% stalls, +-15% drift, load bursts.
 Per family it reports sweeps named exactly (the faulty components and nothing else),
 recall, precision, wrong blames, verdicts left inconclusive, Phase 2 probes per sweep and
 their ratio to the ``gpu`` family at the same n (the issue's target: shared kinds at most
-1.5x). ``mixed`` is a shared fault plus an unrelated slow GPU on another node. Rail-optimized
-replicas have no shared-component claims (docs/verdicts.md): a slow rail NIC shows as the GPU
-above it. That GPU is still counted a wrong blame (the rail NIC is the truth) and also shown in
-its own column, ``GPU above rail NIC``.
+1.5x). ``mixed`` is a shared fault plus an unrelated slow GPU on another node. On a
+rail-optimized replica a confirmed GPU claim proves "the GPU or its rail NIC"; a reverse test
+inside the GPU's node tells them apart (docs/verdicts.md, ``claims.test_rail_nic``): a slow
+rail NIC is named ``nic:nodeV/railR`` and the GPU above it is then not confirmed. A GPU above a
+faulty rail NIC that is confirmed all the same is counted a wrong blame (the rail NIC is the
+truth) and also shown in its own column, ``GPU above rail NIC``. ``gpu_rail`` and
+``healthy_rail`` are the ``gpu`` and ``healthy`` families on the rail-optimized topology: a
+slow GPU there must stay a GPU.
 
 Usage: ``python -m bench.bench_components [--seeds 4] [--sizes 64,128,256,512]
-[--out bench/results/components.md]``
+[--families nic_rail,gpu_rail,healthy_rail,gpu] [--out bench/results/components.md]``
 """
 
 from __future__ import annotations
@@ -35,13 +39,14 @@ from faultsense_pipelines.localize import run_phase1, run_phase2
 from faultsense_pipelines.replica.topology import Component, ReplicaTopology, gpu_component, link_component
 from faultsense_pipelines.sim.latency import LatencyModel, NoiseModel
 
-FAMILIES = ("nic", "nic_rail", "nvswitch", "switch", "mixed", "gpu", "link", "healthy")
+FAMILIES = ("nic", "nic_rail", "nvswitch", "switch", "mixed", "gpu", "link", "healthy", "gpu_rail", "healthy_rail")
 SHARED = ("nic", "nic_rail", "nvswitch", "switch")
+RAIL = ("nic_rail", "gpu_rail", "healthy_rail")
 
 
 def topology_for(n: int, family: str) -> ReplicaTopology:
-    """The replica's topology: rail-optimized for the rail family, leaf switches otherwise."""
-    if family == "nic_rail":
+    """The replica's topology: rail-optimized for the rail families, leaf switches otherwise."""
+    if family in RAIL:
         return ReplicaTopology(n, gpus_per_node=8, rails=True)
     return ReplicaTopology(n, gpus_per_node=8, nodes_per_switch=2 if n <= 64 else 4)
 
@@ -58,7 +63,7 @@ def draw(family: str, t: ReplicaTopology, rng: random.Random) -> list[tuple[Comp
         return [(t.nvswitch(v), slow)]
     if family == "switch":
         return [(t.switch(rng.randrange(t.switches)), slow)]
-    if family == "gpu":
+    if family in ("gpu", "gpu_rail"):
         return [(gpu_component(rng.randrange(t.gpus)), slow)]
     if family == "link":
         a, b = rng.sample(range(t.gpus), 2)
@@ -91,16 +96,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--sizes", default="64,128,256,512")
+    ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated subset of " + ", ".join(FAMILIES))
     ap.add_argument("--out", type=Path, default=Path("bench/results/components.md"))
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
+    families = [f for f in args.families.split(",") if f]
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        ap.error(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}")
     stats: dict[tuple[int, str], Counter] = defaultdict(Counter)
     probes: dict[tuple[int, str], list[int]] = defaultdict(list)
     t0 = time.time()
     commit = code_commit("bench/bench_components.py")  # the code this process imported
     for n in sizes:
         cover = plan_cover(n, 8)
-        for family in FAMILIES:
+        for family in families:
             for seed in range(args.seeds):
                 truth, found, used, unsettled, above = sweep(n, family, seed, cover)
                 s = stats[(n, family)]
@@ -117,7 +127,9 @@ def main() -> None:
     lines = [
         "# Shared components (NIC, rail NIC, NVSwitch, switch) under production-like noise",
         "",
-        f"`python -m bench.bench_components --seeds {args.seeds} --sizes {args.sizes}` ({time.time() - t0:.0f} s on this machine).",
+        f"`python -m bench.bench_components --seeds {args.seeds} --sizes {args.sizes}"
+        + (f" --families {args.families}" if families != list(FAMILIES) else "")
+        + f"` ({time.time() - t0:.0f} s on this machine).",
         f"Sequential drill-down (alpha 0.01, default budget) with the replica's topology, 3 repeats, k = 8, 8 GPUs per node; "
         f"on {commit}.",
         "",
@@ -128,7 +140,7 @@ def main() -> None:
     totals: Counter = Counter()
     for n in sizes:
         gpu_cost = statistics.median(probes[(n, "gpu")]) if probes[(n, "gpu")] else None
-        for family in FAMILIES:
+        for family in families:
             s = stats[(n, family)]
             med = statistics.median(probes[(n, family)])
             recall = f"{s['found'] / s['truth']:.3f}" if s["truth"] else "-"

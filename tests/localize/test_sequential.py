@@ -93,6 +93,41 @@ def test_healthy_pairs_are_blamed_at_most_at_the_level_under_wild_noise(r: int) 
     assert blamed <= trials * a + 3 * math.sqrt(trials * a * (1 - a))
 
 
+@pytest.mark.parametrize("r", [1, 3])
+def test_a_negative_theta_tests_the_reverse_null_at_its_level_under_wild_noise(r: int) -> None:
+    # theta0 = -log 1.2: the null "T is at least 1.2x faster than R", on its boundary (T
+    # exactly 1/1.2 of R, wild exchangeable noise): rejected at most at the level
+    rng = np.random.default_rng(7)
+    a, trials = 0.05, 400
+    rejected = 0
+    for _ in range(trials):
+        t = PairedTest(-math.log(1.2), a)
+        for _ in range(60):
+            t.add(*_symmetric_round(rng, r, 1 / 1.2))
+            if t.rejected:
+                rejected += 1
+                break
+    assert rejected <= trials * a + 3 * math.sqrt(trials * a * (1 - a))
+
+
+def test_a_negative_theta_rejects_equal_probes_and_clears_a_slower_reference() -> None:
+    rng = np.random.default_rng(8)
+    same, slower = PairedTest(-math.log(1.2), 0.001), PairedTest(-math.log(1.2), 0.001)
+    for _ in range(30):
+        z = rng.normal(0, 0.02, size=12)
+        same.add(np.exp(z[:3]), np.exp(z[3:6]))  # T no faster than R: not 1.2x faster
+        slower.add(np.exp(z[6:9]), 1.5 * np.exp(z[9:]))  # R 1.5x slower: the null holds
+    assert same.rejected and not same.cleared
+    assert slower.cleared and not slower.rejected and slower.evalue_now() < 1e-6
+    # the datum divides T's latencies by exp(theta0): here multiplies them by 1.2
+    t = PairedTest(-math.log(1.2), 0.01)
+    t.add([1.0], [1.1])  # 1.2 > 1.1: the count is 1, a shift bet's win
+    assert t.evalue() > 1.0
+    for bad in (0.0, math.inf, math.nan):
+        with pytest.raises(ValueError):
+            PairedTest(bad, 0.01)
+
+
 def test_a_slowdown_below_min_slowdown_is_not_confirmed_but_its_interval_says_so() -> None:
     rng = np.random.default_rng(2)
     t = PairedTest(math.log(1.2), 0.001)

@@ -25,6 +25,11 @@ sub-test is a valid test of a true null).
   ``{a'} | Q``, ``a`` under ``s``, ``a'`` under another switch, ``Q`` under neither. A slow GPU
   or link sits in one half only, so the other half's sub-test stays a test of a true null.
 
+* **Rail NIC** (:func:`test_rail_nic`): on a rail-optimized replica a GPU claim's two sides
+  differ in ``g`` *and* ``g``'s rail NIC, so a confirmed GPU claim there proves "``g`` or its
+  rail NIC is slow". A second, reverse test inside ``g``'s node, where no probe crosses a
+  NIC, tells them apart.
+
 What breaks attribution (not the noise guarantee): a healthy GPU with slow links into both
 halves of its partners, a healthy link whose two ends are both slow GPUs (such a link is
 reported ``masked`` once both GPUs are confirmed), or a healthy shared component with a slow
@@ -37,15 +42,25 @@ import math
 import random
 import statistics
 from collections.abc import Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...replica.topology import Component
 from ...replica.vocabulary import ComponentKind, Status
-from .budget import ProbeBudget
+from .budget import ErrorBudget, ProbeBudget
 from .eprocess import PairedTest
 from .pairing import Layout, RoundOracle, shape, swap_partner
 
-__all__ = ["ClaimResult", "shared_draws", "shared_halves", "test_gpu", "test_link", "test_shared"]
+__all__ = [
+    "ClaimResult",
+    "inside_pool",
+    "rail_nic",
+    "shared_draws",
+    "shared_halves",
+    "test_gpu",
+    "test_link",
+    "test_rail_nic",
+    "test_shared",
+]
 
 
 @dataclass(frozen=True)
@@ -371,7 +386,8 @@ def test_shared(ctx: _Context, c: Component, level: float, healthy: Sequence[int
     A NIC's references are GPUs of other nodes under its node's switch; an NVSwitch's, pairs
     of GPUs of one other node; a leaf switch's, GPUs under other switches. References and
     pads come from ``healthy`` (GPUs believed healthy). Rail NICs and rail switches are not
-    claims here (a rail NIC carries one GPU's paths: no halves).
+    claims here (a rail NIC carries one GPU's paths: no halves; it is told from the GPU above
+    it by :func:`test_rail_nic`).
 
     Raises:
         ValueError: as :func:`shared_draws`.
@@ -382,3 +398,170 @@ def test_shared(ctx: _Context, c: Component, level: float, healthy: Sequence[int
             ctx, c.kind, (None, None), level, [PairedTest(ctx.theta0, level)], 0, "too few GPUs under it for two halves", (), c
         )
     return _run(ctx, c.kind, (None, None), level, draws, c)
+
+
+def rail_nic(layout: Layout, g: int) -> Component:
+    """The rail NIC above GPU ``g`` of a rail-optimized layout: ``nic`` ``(node, rail)``, whose
+    one member is ``g`` (as :meth:`~faultsense_pipelines.replica.topology.ReplicaTopology.nic`).
+
+    Raises:
+        ValueError: the layout has no rails.
+    """
+    if not layout.rail:
+        raise ValueError("a rail NIC needs a rail-optimized layout")
+    return Component(ComponentKind.NIC, (layout.node[g], layout.rail[g]), frozenset((g,)))
+
+
+def inside_pool(layout: Layout, g: int, healthy: Sequence[int]) -> list[int]:
+    """The GPUs of ``g``'s node, other than ``g``, among ``healthy`` (in its order): the
+    partners of :func:`test_rail_nic`'s inside-the-node probes."""
+    return [h for h in healthy if h != g and layout.node[h] == layout.node[g]]
+
+
+@dataclass
+class _InsideSwap(_Draw):
+    """One round of the reverse test: ``T = {h} | Q`` against ``R = {g} | Q``, ``h`` and ``Q``
+    drawn afresh each round from ``pool`` (other GPUs of ``g``'s node), ``size`` GPUs a side."""
+
+    g: int
+    pool: list[int]
+    size: int
+
+    def __call__(self, ctx: _Context) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        if self.size < 2 or len(self.pool) < self.size:
+            return None
+        h = ctx.rng.choice(self.pool)
+        q = ctx.rng.sample([x for x in self.pool if x != h], self.size - 1)
+        return tuple(sorted([h, *q])), tuple(sorted([self.g, *q]))
+
+
+def test_rail_nic(
+    ctx: _Context,
+    gpu: ClaimResult,
+    wallet: ErrorBudget,
+    healthy: Sequence[int],
+    name: str,
+    nic: Component | None = None,
+) -> tuple[ClaimResult, ClaimResult | None]:
+    """Tell a confirmed GPU claim on a rail-optimized replica from its rail NIC, by a test.
+
+    On a rail replica GPU ``g``'s inter-node paths all cross its rail NIC, and nothing else's
+    do; a GPU claim (:func:`test_gpu`) swaps ``g`` for a partner of another node on its rail,
+    so its two sides differ in ``g`` and in ``g``'s NIC: its rejection shows "``g`` or its rail
+    NIC slows probes by at least ``s = min_slowdown``". This opens a second claim, at a fresh
+    level ``a2`` from ``wallet``, whose rounds lie inside ``g``'s node (no probe crosses a NIC):
+    ``T = {h} | Q`` against ``R = {g} | Q``, ``h`` and ``Q`` other GPUs of the node from
+    ``healthy`` (``h`` drawn afresh each round), ``min(k, GPUs available)`` GPUs a side, at
+    least two; a :class:`~.eprocess.PairedTest` at ``theta0 = -log s``. Its null is "inside
+    its node, ``g`` is at least ``s`` times slower than ``h``" (``T`` no larger than
+    ``R / s`` in law).
+
+    * It **rejects**: ``g`` is not ``s`` slow inside its node, so the slowdown the GPU claim
+      confirmed lies on its inter-node paths: the rail NIC is confirmed, and the GPU's row
+      becomes ``inconclusive``, "slow only across nodes".
+    * Its upper side rejects (``g`` shown at least ``s`` slow inside its node): the GPU stays
+      confirmed, no ambiguity.
+    * Neither within the claim cap or the probe budget, or the node has too few GPUs in
+      ``healthy`` for a probe of two (then no level is opened): the GPU stays confirmed, its
+      reason "``gpu:g`` or its rail NIC ``name``".
+
+    Proof sketch (the NIC verdict's error). Assume a slow GPU is slow alike in every probe
+    that runs it, inside its node as across nodes (:mod:`.eprocess`'s exchangeability for both
+    tests). Let the NIC be healthy. If ``g`` is not ``s`` slow, neither ``g`` nor its NIC is:
+    the GPU claim's null is true, and it rejected with probability at most its level ``a1``.
+    If ``g`` is ``s`` slow, it is ``s`` slow inside its node too: the reverse test's null is
+    true, and it rejected with probability at most ``a2``. So a healthy rail NIC is confirmed
+    with probability at most ``a1 + a2``; both levels come from the sweep's one wallet, and
+    the GPU is then not confirmed, so the sweep's expected number of healthy components
+    confirmed stays at most ``alpha``. The NIC's ``level`` is ``a1 + a2`` and its
+    ``confidence`` the smaller of the two tests' (``1 - min(1, alpha / (a_i e_i))``): stated
+    at ``1 - b``, both tests reject at ``a_i b / alpha``, an error of at most
+    ``(a1 + a2) b / alpha``.
+
+    What breaks attribution (not the bound on the tests): a second slow GPU, or a slow
+    intra-node link, among ``h`` and ``Q`` (it hides ``g``'s slowness inside the node); a GPU
+    fault that only shows on its inter-node traffic (its PCIe path to the NIC: that is its
+    NIC's path too, and is reported as the NIC).
+
+    Args:
+        ctx: the drill-down's context (oracle, probe budget, layout with rails, seeded draws).
+        gpu: the GPU claim, confirmed, on a rail-optimized layout.
+        wallet: the sweep's error budget (a level is opened only when the test can run).
+        healthy: GPUs believed healthy, most trusted first (the inside-node partners).
+        name: the NIC's name for the reasons (``nic:node3/rail5``).
+        nic: the rail NIC (default :func:`rail_nic` of the layout).
+
+    Returns:
+        ``(gpu_row, nic_row)``: the GPU claim as it stands now, and the rail NIC's confirmed
+        claim (kind ``nic``, ``shared`` the NIC) or ``None``.
+
+    Raises:
+        ValueError: ``gpu`` is not a confirmed GPU claim, or the layout has no rails.
+    """
+    if gpu.kind != ComponentKind.GPU or gpu.gpu is None or gpu.status != Status.CONFIRMED:
+        raise ValueError("the rail NIC test follows a confirmed GPU claim")
+    g = gpu.gpu
+    nic = nic or rail_nic(ctx.layout, g)
+    ambiguous = f"gpu:{g} or its rail NIC {name}"
+    pool = inside_pool(ctx.layout, g, healthy)
+    size = min(ctx.k, len(pool))
+    if size < 2:
+        return replace(gpu, reason=f"{ambiguous} (too few GPUs on its node for a probe inside it)"), None
+    if ctx.budget.left < 4:
+        return replace(gpu, reason=f"{ambiguous} (Phase 2 budget spent before a probe inside its node)"), None
+    level = wallet.open()
+    test = PairedTest(-ctx.theta0, level)
+    draw = _InsideSwap(g, pool, size)
+    rounds = errors = 0
+    why: str | None = None
+    evidence: list[tuple[int, ...]] = []
+    while not (test.rejected or test.cleared):
+        if rounds >= ctx.max_rounds:
+            why = f"undecided after {rounds} rounds (claim cap)"
+            break
+        pair = draw(ctx)
+        if pair is None:
+            why = "no probe inside its node"
+            break
+        if not ctx.budget.take(2):
+            why = f"Phase 2 budget spent after {rounds} rounds"
+            break
+        got = ctx.oracle(pair)
+        rounds += 1
+        if got is None:
+            errors += 1
+            if errors > ctx.max_errors:
+                why = f"{errors} rounds could not be measured"
+                break
+            continue
+        test.add(*got)
+        evidence.append(pair[1])
+    lo, hi = test.interval()  # of h's probe / g's probe: g's inside slowdown is (1 / hi, 1 / lo)
+    if test.cleared and not test.rejected:
+        return gpu, None
+    if not test.rejected:
+        e = test.evalue()
+        inside = f"inside its node slow by {1 / hi:.2f}-{1 / lo:.2f}x"
+        return replace(gpu, reason=f"{ambiguous} ({inside}; {why or 'undecided'}, e-value {e:.3g} of {1 / level:.3g})"), None
+    inside = f"inside its node at most {1 / lo:.2f}x slower"
+    e2 = test.evalue()
+    confidence = min(gpu.confidence, 1.0 - min(1.0, ctx.alpha / (level * e2)))
+    nic_row = ClaimResult(
+        ComponentKind.NIC,
+        None,
+        None,
+        Status.CONFIRMED,
+        gpu.level + level,
+        min(gpu.evalue, e2),
+        confidence,
+        gpu.slowdown,
+        gpu.interval,
+        gpu.rounds + rounds,
+        None,
+        gpu.evidence,
+        nic,
+    )
+    gpu_row = replace(
+        gpu, status=Status.INCONCLUSIVE, reason=f"slow only across nodes: its rail NIC {name} is confirmed ({inside})"
+    )
+    return gpu_row, nic_row

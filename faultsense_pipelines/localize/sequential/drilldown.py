@@ -16,7 +16,11 @@ Phase 2 over a *round oracle* (:data:`~.pairing.RoundOracle`), pure: no executor
    that costs probes or power, never validity, because:
 3. **Claims.** Each proposal is opened as a claim with a level from the sweep's error
    budget (:class:`~.budget.ErrorBudget`) and decided on fresh rounds by its own test
-   (:mod:`.claims`). Only a test that reaches ``1/level`` blames.
+   (:mod:`.claims`). Only a test that reaches ``1/level`` blames. On a rail-optimized
+   replica a confirmed GPU claim shows "the GPU or its rail NIC"; a second claim at a fresh
+   level, a reverse test inside the GPU's node (:func:`~.claims.test_rail_nic`), names the
+   rail NIC when the GPU is not ``min_slowdown`` slow there (an error of at most the two
+   levels' sum); a confirmed rail NIC explains the probes that cross nodes from its GPU.
 
 Guarantee (proof sketch in :mod:`.eprocess` and :mod:`.budget`): if the two probes of every
 round are exchangeable whenever their differing parts are healthy, the expected number of
@@ -40,7 +44,7 @@ from ...replica.vocabulary import ComponentKind, Status
 from ..drilldown.adaptive import adaptive_drilldown
 from ..drilldown.recheck import plan_recheck
 from .budget import ErrorBudget, ProbeBudget
-from .claims import ClaimResult, _Context, shared_draws, test_gpu, test_link, test_shared
+from .claims import ClaimResult, _Context, rail_nic, shared_draws, test_gpu, test_link, test_rail_nic, test_shared
 from .eprocess import PairedTest, rounds_lower_bound
 from .pairing import Layout, RoundOracle, shape, shaped_reference
 
@@ -164,7 +168,9 @@ def sequential_drilldown(
             of this Phase 1); none when empty.
 
     Returns:
-        A :class:`SequentialResult`.
+        A :class:`SequentialResult`. On a rail-optimized ``layout`` a GPU whose slowdown the
+        reverse test puts on its inter-node paths is ``inconclusive`` ("slow only across
+        nodes") and its rail NIC a confirmed claim (kind ``nic``, ``shared`` the NIC).
 
     Raises:
         ValueError: ``k > n``, ``min_slowdown <= 1``, ``alpha`` outside (0, 1), a negative
@@ -239,12 +245,17 @@ def sequential_drilldown(
     faulty: set[int] = set()
     explained: list[Component] = []  # confirmed shared components
 
+    rail_gpus: set[int] = set()  # GPUs under a confirmed rail NIC
+
     def covered(unit: Sequence[int]) -> bool:
-        """A confirmed GPU, link or shared component on the probe's paths explains it."""
+        """A confirmed GPU, link or shared component on the probe's paths explains it (a
+        confirmed rail NIC: the probe runs its GPU and spans nodes)."""
         links = [
             (c.gpu, c.peer_gpu) for c in results if c.status is Status.CONFIRMED and c.gpu is not None and c.peer_gpu is not None
         ]
         if faulty.intersection(unit) or any(_holds(tuple(unit), link) for link in links):
+            return True
+        if rail_gpus.intersection(unit) and len({layout.node[g] for g in unit}) > 1:
             return True
         return topology is not None and any(topology.holds(c, unit) for c in explained)
 
@@ -288,6 +299,18 @@ def sequential_drilldown(
             assert b is not None
             res = test_link(ctx, a, b, level, trusted, cleared)
         results.append(res)
+        if res.status is Status.CONFIRMED and kind is ComponentKind.GPU and layout.rail:
+            # on a rail replica the claim swapped ``a`` and its rail NIC: a reverse test inside
+            # its node tells them apart (:func:`~.claims.test_rail_nic`)
+            nic = topology.nic(layout.node[a], layout.rail[a]) if topology is not None and topology.rails else rail_nic(layout, a)
+            name = topology.name(nic) if topology is not None and topology.rails else f"nic:node{nic.ids[0]}/rail{nic.ids[1]}"
+            gpu_row, nic_row = test_rail_nic(ctx, res, wallet, trusted, name, nic)
+            results[-1] = gpu_row
+            if nic_row is not None:
+                results.append(nic_row)
+                explained.append(nic)
+                rail_gpus.add(a)
+                return
         if res.status is Status.CONFIRMED and kind is ComponentKind.GPU:
             faulty.add(a)
 
@@ -382,7 +405,7 @@ def sequential_drilldown(
     for i in order:
         unit = tuple(phase1[i][0])
         if covered(unit):
-            rest = tuple(g for g in unit if g not in faulty)
+            rest = tuple(g for g in unit if g not in faulty and g not in rail_gpus)
             if rest != unit and len(rest) >= 2:
                 hidden.append(rest)  # explained by a confirmed GPU alone: see below
             continue
@@ -466,7 +489,8 @@ def shared_proposals(
     ``raw``, each probe's log latency before any shape correction: a slow NIC held by every
     cross-node probe moves the baseline, and only the few probes inside one node stand
     apart). Proposing decides only what is read, never a verdict. Rail-optimized replicas
-    propose none (a rail NIC carries one GPU's paths).
+    propose none (a rail NIC carries one GPU's paths: it is named after the GPU above it is
+    confirmed, by :func:`~.claims.test_rail_nic`).
 
     >>> t = ReplicaTopology(16, gpus_per_node=4)
     >>> lay = Layout(tuple(t.node(g) for g in range(16)))

@@ -188,9 +188,21 @@ class PairedTest:
     martingale (``T`` slower than ``exp(theta)`` times ``R``) and the upper-side one, as
     uniform mixtures over :data:`STRATEGIES`, and their running maxima.
 
+    ``theta0`` may be negative: the datum divides ``T``'s latencies by ``exp(theta0)``
+    whatever its sign, so with ``theta0 = -log(s)`` the null ``H0(theta0)`` reads "``T`` is at
+    least ``s`` times *faster* than ``R``" (``T * s`` no larger than ``R`` in law), and the
+    test rejects it once ``T`` is shown less than ``s`` times faster. The proof above never
+    uses the sign of ``theta``; :attr:`detected` (``theta = 0``) then asks more than the
+    rejection does.
+
     Args:
-        theta0: log of the smallest slowdown that is a fault (``log(min_slowdown)``), > 0.
+        theta0: the log slowdown under test: ``log(min_slowdown)`` (> 0) for a claim that a
+            part is slow; ``-log(min_slowdown)`` for the reverse test of a part already shown
+            slow (:func:`~.claims.test_rail_nic`). Finite and non-zero.
         level: the test's level ``a`` in (0, 1): it rejects when the mixture reaches ``1/a``.
+
+    Raises:
+        ValueError: ``theta0`` not finite or zero; ``level`` outside (0, 1).
 
     Attributes:
         rounds: rounds added (rounds with a missing measurement are not added).
@@ -208,8 +220,8 @@ class PairedTest:
     _hi_max: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.theta0) and self.theta0 > 0):
-            raise ValueError(f"theta0 must be a finite log slowdown > 0, got {self.theta0!r}")
+        if not (math.isfinite(self.theta0) and self.theta0 != 0):
+            raise ValueError(f"theta0 must be a finite non-zero log slowdown, got {self.theta0!r}")
         if not 0 < self.level < 1:
             raise ValueError(f"level must be in (0, 1), got {self.level!r}")
         self._grid = np.unique(np.concatenate([_THETA_GRID, [0.0, self.theta0]]))
