@@ -472,6 +472,23 @@ def test_a_link_claim_swaps_in_gpus_whose_path_to_the_kept_end_phase1_cleared() 
     assert slower > 2 * t.rounds
 
 
+def test_suspects_that_do_not_read_slow_again_yield_the_budget_to_one_that_does() -> None:
+    # n = 16, k = 4, link 2-9 1.8x slow; eight healthy Phase 1 probes stalled 3x (slower than
+    # the link's) make nine suspects, more than 100 probes can search (a search: a claim of
+    # ~40 probes and its reads). One fresh read of each (nine probes beside three measurements
+    # of a reference) puts the link's probe first: it is confirmed; the stalled ones read
+    # healthy again, the budget does not reach them, and they get no verdict at all (GPUs
+    # the stalls put in most suspect probes are claimed first and cleared: no verdict either)
+    rep = _Replica({}, {(2, 9): 1.8}, 0.01, 0)
+    phase1 = _phase1(rep, 16, 4)
+    (slow,) = [i for i, (p, _) in enumerate(phase1) if {2, 9} <= set(p)]
+    stalled = [i for i, (p, _) in enumerate(phase1) if not {2, 9} & set(p)][:8]
+    for i in stalled:
+        phase1[i] = (phase1[i][0], math.log(3.0))
+    res = sequential_drilldown(16, 4, phase1, [slow, *stalled], rep.round, sigma=0.01, budget=100, seed=0)
+    assert [(c.gpu, c.peer_gpu, c.status) for c in res.claims if c.status is not None] == [(2, 9, "confirmed")]
+
+
 def test_a_gpu_no_claim_tested_is_inconclusive_without_a_confidence() -> None:
     # a Phase 2 budget of 0: the gate names the GPUs of the suspect probes inconclusive, and a
     # verdict no test stood behind states no confidence (not 0.0)
@@ -523,12 +540,13 @@ def test_two_slow_gpus_are_both_confirmed_when_each_could_pad_the_others_claim()
     assert loc.probes_phase2 <= default_budget(loc.probes_phase1, 0.01, 1)
 
 
-def test_the_paths_a_slow_gpu_hid_are_read_in_one_batch_sharing_a_reference() -> None:
+def test_the_paths_a_slow_gpu_hid_are_read_once_each_in_batches_sharing_a_reference() -> None:
     # noise-free, GPU 5 of 16 2x slow, k = 4: its claim spends what its verdict says, and the
     # five Phase 1 probes it explains (every probe holding it; the affine plane's lines
-    # through a point) each have their other three GPUs read once, padded, in one batch
-    # beside ceil(sqrt(5)) = 3 measurements of one reference: 5 + 3 probes, nothing more
-    # (paired reads would spend 2 x 5)
+    # through a point, whose other GPUs split the other 15 in five threes) each have their
+    # other three GPUs read once, padded to four, beside ceil(sqrt(m)) measurements of one
+    # reference outside the m reads of a batch: fewer probes than a paired read each (2 x 5),
+    # and more than the five reads alone
     from faultsense_pipelines.replica.faults import GpuFault
     from faultsense_pipelines.sim.simulator import SimulatedReplica
 
@@ -536,5 +554,9 @@ def test_the_paths_a_slow_gpu_hid_are_read_in_one_batch_sharing_a_reference() ->
     loc = localize(SimulatedReplica(16, [GpuFault(5, 2.0)], noise_sigma=0.0, seed=0), cover, repeats=1, method="sequential")
     (gpu,) = loc.verdicts
     assert (gpu.component, gpu.status) == ("gpu:5", "confirmed")
-    assert sum(5 in p for p in cover.probes) == 5
-    assert loc.probes_phase2 == gpu.probes_used + 5 + 3
+    pieces = [tuple(g for g in p if g != 5) for p in cover.probes if 5 in p]
+    assert len(pieces) == 5 and sorted(g for p in pieces for g in p) == [g for g in range(16) if g != 5]
+    reads = [set(r.gpus) for r in loc.phase2_records[gpu.probes_used :]]
+    assert all(any(set(p) <= r for r in reads) for p in pieces)  # every piece read
+    assert 5 not in set().union(*reads) and {r.outcome for r in loc.phase2_records[gpu.probes_used :]} == {"pass"}
+    assert 5 < len(reads) == loc.probes_phase2 - gpu.probes_used < 2 * 5

@@ -200,22 +200,13 @@ def sequential_drilldown(
     large = n - 1 >= 4 * (k - 1)
     ctx = _Context(k if large else min(k, 2), layout, oracle, probes, rng, theta0, alpha, claim_rounds)
 
-    # suspicion share of each GPU: suspect probes holding it / measured probes holding it
-    held = np.zeros(n)
-    bad = np.zeros(n)
     suspect_set = set(suspects)
-    for i, (gpus, x) in enumerate(phase1):
-        if x is None:
-            continue
-        for g in gpus:
-            held[g] += 1
-            bad[g] += i in suspect_set
-    share = np.divide(bad, held, out=np.zeros(n), where=held > 0)
+    share, bad, suspected = _suspicion(n, phase1, suspect_set)
+    held = np.zeros(n)
+    for gpus, x in phase1:
+        if x is not None:
+            held[list(gpus)] += 1
     healthy = sorted(range(n), key=lambda g: (share[g], -held[g], g))  # most trusted first
-    # GPUs Phase 1 points at (most of their probes suspect, two at least): never a pad or a
-    # partner while a pool of four probes' worth remains without them -- a slow GPU on both
-    # sides of a round hides the component under test (power only: pads are common to both)
-    suspected = {g for g in range(n) if share[g] >= 0.5 and bad[g] >= 2}
 
     def unsuspected(pool: list[int]) -> list[int]:
         kept = [g for g in pool if g not in suspected]
@@ -314,6 +305,36 @@ def sequential_drilldown(
         if res.status is Status.CONFIRMED and kind is ComponentKind.GPU:
             faulty.add(a)
 
+    def trusted_pool() -> list[int]:
+        """The most trusted GPUs, less those confirmed slow or under a confirmed component."""
+        avoid = faulty | {g for c in explained for g in c.members}
+        return unsuspected([g for g in healthy if g not in avoid])
+
+    # a screen, where the budget cannot handle every suspect probe Phase 1 left (a GPU it
+    # points at costs a claim and one batched read of each of its probes; any other suspect
+    # probe a search: a claim and a binary search's paired reads): each is read once more,
+    # in batches sharing a reference. Under stalls and load bursts most suspects are noise
+    # that a fresh read does not repeat: one that reads healthy again counts as passed for
+    # the GPUs' suspicion below and is not searched (no verdict); the rest are searched, the
+    # slowest on the fresh read first. The screen decides what is claimed, never a verdict
+    hypotheses = math.comb(k, 2) + k
+    search_cost = per_claim + 2 * quick * math.ceil(math.log2(hypotheses))
+    pending = [tuple(phase1[i][0]) for i in sorted(suspect_set)]
+    pending = [u for u in dict.fromkeys(pending) if not covered(u)]
+    pointed = {g for g in suspected if g not in {m for c in explained for m in c.members}} if large else set()
+    cost = len(pointed) * per_claim + sum((1 + 1 / _BATCH) if pointed.intersection(u) else search_cost for u in pending)
+    fresh: dict[tuple[int, ...], float | None] = {}
+    screened: dict[tuple[int, ...], bool | None] = {}
+    if cost > probes.left:
+        line = read_threshold(theta0, sigma, repeats)
+        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=passed)
+        fresh = dict(zip(pending, reads.estimates(pending), strict=True))
+        screened = {u: None if x is None else x > line for u, x in fresh.items()}
+        quiet = {i for i in suspect_set if screened.get(tuple(phase1[i][0])) is False}
+        suspect_set -= quiet
+        share, bad, suspected = _suspicion(n, phase1, suspect_set)
+        healthy = sorted(range(n), key=lambda g: (share[g], -held[g], g))
+
     # 2b. GPUs that Phase 1 already points at -- where the replica is large enough that a
     # GPU claim's partner halves each hold several probes' worth of GPUs; in a smaller one
     # every probe of a half holds the same partners, a healthy GPU with slow links into both
@@ -327,13 +348,13 @@ def sequential_drilldown(
     # 2c. search each suspect probe, the most excessive first, less the GPUs confirmed slow
     # (nothing if a confirmed link or shared component explains it), and claim what the
     # search proposes before the next probe's search spends the budget
-    order = sorted(set(suspects), key=lambda i: (-(phase1[i][1] or 0.0), i))
-    unreached: list[tuple[int, ...]] = []
+    def slowest(i: int) -> tuple[float, int]:
+        x = fresh.get(tuple(phase1[i][0]))
+        return (-(x if x is not None else phase1[i][1] or 0.0), i)
 
-    def trusted_pool() -> list[int]:
-        """The most trusted GPUs, less those confirmed slow or under a confirmed component."""
-        avoid = faulty | {g for c in explained for g in c.members}
-        return unsuspected([g for g in healthy if g not in avoid])
+    # the fresh read's estimate where the screen read, else Phase 1's excess
+    order = sorted(suspect_set, key=slowest)
+    unreached: list[tuple[int, ...]] = []
 
     def propose(proposals: Sequence[tuple[int, int | None]]) -> None:
         """Claim GPUs ``(g, None)``, then links ``(a, b)`` whose ends were not confirmed slow;
@@ -354,7 +375,7 @@ def sequential_drilldown(
         # holds no probe of a read's shape (a read that fills a node needs another whole node)
         wide = trusted_pool()
         narrow = [g for g in wide if g not in unit]
-        reads = _QuickReads(ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold)
+        reads = _QuickReads(ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=passed)
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [(f.gpu, f.peer_gpu) for f in found.findings if f.status is Status.CONFIRMED]
         propose(proposals)
@@ -370,7 +391,7 @@ def sequential_drilldown(
         for a, b in links:
             pads = _pads((a, b), pool, cleared, ctx.k - 2)
             tests.append((a, b, *pads) if len(pads) == ctx.k - 2 else (a, b))
-        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim).batch(tests)
+        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed).batch(tests)
         verdict = dict(zip(links, slow, strict=True))
         out: list[tuple[int, int | None]] = []
         for g in sorted({g for e in links for g in e}):
@@ -385,20 +406,21 @@ def sequential_drilldown(
     # fewer than a search would spend -- about one probe a link read on its own in a batch,
     # against two a read and at least log2 of its hypotheses (each link or GPU) reads for
     # a binary search -- has every open link read on its own, the tiny replicas above all
-    hypotheses = math.comb(k, 2) + k
-    search_cost = 2 * math.ceil(math.log2(hypotheses))
+    read_cost = 2 * math.ceil(math.log2(hypotheses))
     direct: dict[tuple[int, ...], list[tuple[int, int]]] = {}
     for i in order:
         unit = tuple(phase1[i][0])
         if covered(unit):
             continue
         open_links = [e for e in combinations(sorted(unit), 2) if e not in cleared]
-        if open_links and len(open_links) * (1 + 1 / _BATCH) <= search_cost:
+        if open_links and len(open_links) * (1 + 1 / _BATCH) <= read_cost:
             direct[unit] = open_links
     proposed: list[tuple[int, int | None]] = []
     if direct and probes.left >= per_claim:
         proposed = read_links(sorted({e for links in direct.values() for e in links}))
         propose(proposed)
+    else:
+        direct = {}  # not read: searched, or left unreached, as any other
 
     hidden: list[tuple[int, ...]] = []
     again: list[tuple[int, ...]] = []  # at least min_slowdown slow, and its search proposed nothing
@@ -409,13 +431,13 @@ def sequential_drilldown(
             if rest != unit and len(rest) >= 2:
                 hidden.append(rest)  # explained by a confirmed GPU alone: see below
             continue
-        if probes.left < per_claim:
-            if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
-                unreached.append(unit)
-            continue
         if unit in direct:  # read link by link above; searched below if that proposed nothing
             if (phase1[i][1] or 0.0) >= theta0 and not any(set(e) - {None} <= set(unit) for e in proposed):
                 again.append(unit)
+            continue
+        if probes.left < per_claim:
+            if (phase1[i][1] or 0.0) >= theta0:  # slow by min_slowdown or more: a fault left unexamined
+                unreached.append(unit)
             continue
         if search(unit) == 0 and (phase1[i][1] or 0.0) >= theta0:
             again.append(unit)
@@ -436,7 +458,7 @@ def sequential_drilldown(
             if len(piece) + len(pads) == k:
                 planned.append(piece)
                 tests.append((*piece, *pads))
-        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim).batch(tests)
+        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed).batch(tests)
         for piece, read in zip(planned, slow, strict=True):
             if read and probes.left >= per_claim and not covered(piece):
                 search(piece)
@@ -539,6 +561,27 @@ def shared_proposals(
     return [c for _, _, c in candidates]
 
 
+def _suspicion(
+    n: int, phase1: Sequence[tuple[Sequence[int], float | None]], suspects: set[int]
+) -> tuple[np.ndarray, np.ndarray, set[int]]:
+    """Each GPU's suspicion: the share of its measured Phase 1 probes that are suspect, how
+    many are, and the GPUs Phase 1 points at (a share of at least a half, two probes at least).
+
+    A GPU Phase 1 points at is never a pad or a partner of another claim while a pool of four
+    probes' worth remains without it: a slow GPU on both sides of a round hides the component
+    under test (power only: pads are common to both sides)."""
+    held = np.zeros(n)
+    bad = np.zeros(n)
+    for i, (gpus, x) in enumerate(phase1):
+        if x is None:
+            continue
+        for g in gpus:
+            held[g] += 1
+            bad[g] += i in suspects
+    share = np.divide(bad, held, out=np.zeros(n), where=held > 0)
+    return share, bad, {g for g in range(n) if share[g] >= 0.5 and bad[g] >= 2}
+
+
 def _holds(unit: tuple[int, ...], link: tuple[int, int | None]) -> bool:
     """The probe ``unit`` holds both ends of ``link`` (a link claim already explains it)."""
     return link[0] in unit and link[1] in unit
@@ -596,26 +639,36 @@ class _QuickReads:
     error, is a ``1 / ceil(sqrt(m))`` part. What a read says decides only what is claimed,
     never a claim's validity."""
 
-    def __init__(self, ctx: _Context, pools: Sequence[list[int]], rounds: int, threshold: float, reserve: int = 0) -> None:
+    def __init__(
+        self,
+        ctx: _Context,
+        pools: Sequence[list[int]],
+        rounds: int,
+        threshold: float,
+        reserve: int = 0,
+        passed: Sequence[tuple[int, ...]] = (),
+    ) -> None:
         self.ctx, self.pools, self.rounds, self.threshold, self.reserve = ctx, pools, rounds, threshold, reserve
+        self.passed = passed
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
         return self.batch([gpus])[0]
 
     def batch(self, probes: Sequence[Sequence[int]]) -> list[bool | None]:
         """Read every probe of ``probes``: slow (``True``), not (``False``) or ``None``."""
+        return [None if x is None else x > self.threshold for x in self.estimates(probes)]
+
+    def estimates(self, probes: Sequence[Sequence[int]]) -> list[float | None]:
+        """Each probe's log slowdown against its batch's reference (Hodges-Lehmann), or
+        ``None`` where it was not read."""
         ctx = self.ctx
         tests = [tuple(sorted(p)) for p in probes]
-        out: list[bool | None] = [None] * len(tests)
+        out: list[float | None] = [None] * len(tests)
         groups: dict[object, list[int]] = {}
         for i, t in enumerate(tests):
             groups.setdefault(shape(t, ctx.layout), []).append(i)
         for members in groups.values():
-            for start in range(0, len(members), _BATCH):
-                chunk = members[start : start + _BATCH]
-                ref = self._reference([tests[i] for i in chunk])
-                if ref is None:
-                    continue
+            for chunk, ref in self._chunks(tests, members):
                 copies = math.isqrt(len(chunk) - 1) + 1  # ceil(sqrt(m))
                 cost = len(chunk) + copies
                 diffs: list[list[float]] = [[] for _ in chunk]
@@ -629,30 +682,61 @@ class _QuickReads:
                     for d, lat in zip(diffs, got[: len(chunk)], strict=True):
                         d.extend((np.log(lat)[:, None] - base[None, :]).ravel().tolist())
                 for i, d in zip(chunk, diffs, strict=True):
-                    out[i] = float(np.median(d)) > self.threshold if d else None
+                    out[i] = float(np.median(d)) if d else None
+        return out
+
+    def _chunks(self, tests: Sequence[tuple[int, ...]], members: Sequence[int]) -> list[tuple[list[int], tuple[int, ...]]]:
+        """``members`` (indices into ``tests``, one shape) in batches of at most
+        :data:`_BATCH`, each with a reference outside all of its tests: a test is added to
+        the open batch while one remains. A test that has no reference alone is left out."""
+        out: list[tuple[list[int], tuple[int, ...]]] = []
+        chunk: list[int] = []
+        ref: tuple[int, ...] | None = None
+        for i in members:
+            grown = self._reference([tests[j] for j in (*chunk, i)]) if len(chunk) < _BATCH else None
+            if grown is not None:
+                chunk, ref = [*chunk, i], grown
+                continue
+            if chunk and ref is not None:
+                out.append((chunk, ref))
+            alone = self._reference([tests[i]])
+            chunk, ref = ([i], alone) if alone is not None else ([], None)
+        if chunk and ref is not None:
+            out.append((chunk, ref))
         return out
 
     def _reference(self, tests: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
-        """A probe of the tests' shape from the most trusted GPUs outside all of them, from
-        the first pool that holds one; else (several tests) outside the first alone."""
+        """A reference outside all of ``tests``, of their shape: a Phase 1 probe that passed
+        (every path in it was measured healthy together) made of GPUs of the first pool,
+        drawn at random; else a probe from the most trusted GPUs of the first pool that
+        holds one."""
         inside = set().union(*tests)
-        tries = [[g for g in pool if g not in inside] for pool in self.pools]
-        if len(tests) > 1:
-            tries += list(self.pools)
-        for pool in tries:
-            ref = shaped_reference(tests[0], pool, self.ctx.layout, self.ctx.rng)
+        target = shape(tests[0], self.ctx.layout)
+        allowed = set(self.pools[0]) if self.pools else set()
+        whole = [p for p in self.passed if allowed.issuperset(p) and not inside.intersection(p)]
+        whole = [p for p in whole if len(p) == len(tests[0]) and shape(p, self.ctx.layout) == target]
+        if whole:
+            return tuple(sorted(self.ctx.rng.choice(whole)))
+        for pool in self.pools:
+            ref = shaped_reference(tests[0], [g for g in pool if g not in inside], self.ctx.layout, self.ctx.rng)
             if ref is not None:
                 return ref
         return None
 
 
 def _pads(gpus: tuple[int, ...], pool: Sequence[int], cleared: set[tuple[int, int]], need: int) -> list[int]:
-    """``need`` GPUs of ``pool`` (most trusted first) to pad ``gpus`` with: first those whose
-    pairs with every GPU of ``gpus`` Phase 1 cleared, then any other (fewer when ``pool``
-    runs out). A pad with a slow path into ``gpus`` would make a read slow for nothing."""
+    """``need`` GPUs of ``pool`` (most trusted first) to pad ``gpus`` with: first, one by one,
+    those whose pairs with every GPU of ``gpus`` and every pad chosen so far Phase 1 cleared,
+    then any other (fewer when ``pool`` runs out). A pad with a slow path into the probe
+    would make a read slow for nothing."""
     free = [g for g in pool if g not in gpus]
-    clean = [g for g in free if all((min(g, x), max(g, x)) in cleared for x in gpus)]
-    return (clean + [g for g in free if g not in clean])[: max(0, need)]
+    chosen: list[int] = []
+    for g in free:
+        if len(chosen) >= need:
+            break
+        if all((min(g, x), max(g, x)) in cleared for x in (*gpus, *chosen)):
+            chosen.append(g)
+    return (chosen + [g for g in free if g not in chosen])[: max(0, need)]
 
 
 def shared_read_cost(quick_rounds: int) -> int:
