@@ -428,26 +428,28 @@ def test_a_tiny_replica_names_two_slow_links_at_one_gpu(seed: int) -> None:
     assert loc.probes_phase2 <= 3 * 28
 
 
-def test_a_tiny_replica_reads_each_open_link_once_in_one_batch() -> None:
+def test_a_tiny_replica_reads_each_open_link_on_its_own_and_the_slow_ones_twice() -> None:
     # noise-free, n = 8, k = 4, links 0-3 and 0-6 1.5x slow: the cover's probes (0,1,2,3) and
     # (0,1,6,7) are slow; the four others pass and clear their pairs, which leaves 8 open
     # links, (0|1) x (2|3) and (0|1) x (6|7). Each is read on its own (a two-GPU probe, as the
-    # claims of a replica this small), all in one round beside ceil(sqrt(8)) = 3 measurements
-    # of one reference of two GPUs outside them (4 and 5): 11 probes; then the two link
-    # claims, and nothing else
+    # claims of a replica this small), in two groups of four beside one measurement each of a
+    # reference of two GPUs outside them (4 and 5); the two that read slow are read once more
+    # beside it: 5 + 5 + 3 probes; then the two link claims, and nothing else
     cover = plan_cover(8, 4)
     assert sorted(cover.probes) == sorted([(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)])
     sc = parse_scenario(
         {"gpus": 8, "probe_size": 4, "faults": [{"link": [0, 3], "slowdown": 1.5}, {"link": [0, 6], "slowdown": 1.5}]}
     )
     loc = localize(sc.replica(), cover, repeats=3, method="sequential", seed=0)
-    first = [r.gpus for r in loc.phase2_records[:11]]
-    assert first[:8] == [(0, 2), (0, 3), (0, 6), (0, 7), (1, 2), (1, 3), (1, 6), (1, 7)]
-    assert first[8:] == [(4, 5)] * 3
-    assert [r.outcome for r in loc.phase2_records[:8]] == ["pass", "fail", "fail", "pass", "pass", "pass", "pass", "pass"]
+    reads = [(r.gpus, r.outcome) for r in loc.phase2_records[:13]]
+    assert reads == [
+        *[((0, 2), "pass"), ((0, 3), "fail"), ((0, 6), "fail"), ((0, 7), "pass"), ((4, 5), "pass")],
+        *[((1, 2), "pass"), ((1, 3), "pass"), ((1, 6), "pass"), ((1, 7), "pass"), ((4, 5), "pass")],
+        *[((0, 3), "fail"), ((0, 6), "fail"), ((4, 5), "pass")],
+    ]
     claims = [v for v in loc.verdicts if v.probes_used]
     assert {v.component for v in claims} == {"link:0-3", "link:0-6"} and {v.status for v in claims} == {"confirmed"}
-    assert loc.probes_phase2 == 11 + sum(v.probes_used for v in claims)
+    assert loc.probes_phase2 == 13 + sum(v.probes_used for v in claims)
 
 
 def test_a_link_claim_swaps_in_gpus_whose_path_to_the_kept_end_phase1_cleared() -> None:
@@ -544,9 +546,9 @@ def test_the_paths_a_slow_gpu_hid_are_read_once_each_in_batches_sharing_a_refere
     # noise-free, GPU 5 of 16 2x slow, k = 4: its claim spends what its verdict says, and the
     # five Phase 1 probes it explains (every probe holding it; the affine plane's lines
     # through a point, whose other GPUs split the other 15 in five threes) each have their
-    # other three GPUs read once, padded to four, beside ceil(sqrt(m)) measurements of one
-    # reference outside the m reads of a batch: fewer probes than a paired read each (2 x 5),
-    # and more than the five reads alone
+    # other three GPUs read once, padded to four, in groups of up to four beside one
+    # measurement of a reference outside the batch: fewer probes than a paired read each
+    # (2 x 5), and more than the five reads alone
     from faultsense_pipelines.replica.faults import GpuFault
     from faultsense_pipelines.sim.simulator import SimulatedReplica
 

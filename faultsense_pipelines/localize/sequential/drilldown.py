@@ -322,7 +322,7 @@ def sequential_drilldown(
     pending = [tuple(phase1[i][0]) for i in sorted(suspect_set)]
     pending = [u for u in dict.fromkeys(pending) if not covered(u)]
     pointed = {g for g in suspected if g not in {m for c in explained for m in c.members}} if large else set()
-    cost = len(pointed) * per_claim + sum((1 + 1 / _BATCH) if pointed.intersection(u) else search_cost for u in pending)
+    cost = len(pointed) * per_claim + sum((1 + 1 / _GROUP) if pointed.intersection(u) else search_cost for u in pending)
     fresh: dict[tuple[int, ...], float | None] = {}
     screened: dict[tuple[int, ...], bool | None] = {}
     if cost > probes.left:
@@ -384,15 +384,18 @@ def sequential_drilldown(
     def read_links(links: Sequence[tuple[int, int]]) -> list[tuple[int, int | None]]:
         """Read each link on its own (a probe of its two GPUs, padded to the claims' size with
         trusted GPUs whose pairs with both ends Phase 1 cleared, where it can), in batches
-        sharing a reference; propose each GPU whose every read link reads slow (two at
-        least), then each other link that reads slow."""
+        sharing a reference, and those that read slow once more (as the search confirms what
+        it finds with a second probe); propose each GPU whose every read link reads slow
+        twice (two links at least), then each other link that reads slow twice."""
         pool = trusted_pool()
-        tests = []
+        tests = {}
         for a, b in links:
             pads = _pads((a, b), pool, cleared, ctx.k - 2)
-            tests.append((a, b, *pads) if len(pads) == ctx.k - 2 else (a, b))
-        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed).batch(tests)
-        verdict = dict(zip(links, slow, strict=True))
+            tests[a, b] = (a, b, *pads) if len(pads) == ctx.k - 2 else (a, b)
+        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed)
+        verdict = dict(zip(links, reads.batch([tests[e] for e in links]), strict=True))
+        slow = [e for e in links if verdict[e]]
+        verdict.update(zip(slow, reads.batch([tests[e] for e in slow]), strict=True))
         out: list[tuple[int, int | None]] = []
         for g in sorted({g for e in links for g in e}):
             mine = [v for e, v in verdict.items() if g in e]
@@ -402,10 +405,11 @@ def sequential_drilldown(
         out += [e for e, v in verdict.items() if v and not gpus.intersection(e)]
         return out
 
-    # direct reads: a suspect probe whose open links (pairs no passed Phase 1 probe held) are
-    # fewer than a search would spend -- about one probe a link read on its own in a batch,
-    # against two a read and at least log2 of its hypotheses (each link or GPU) reads for
-    # a binary search -- has every open link read on its own, the tiny replicas above all
+    # direct reads: a suspect probe whose open links (pairs no passed Phase 1 probe held) cost
+    # no more to read one by one than a search would spend -- 1 + 1 / _GROUP probes a link
+    # read on its own, against two a paired read and at least log2 of the probe's hypotheses
+    # (each link or GPU) reads for a binary search -- has every open link read on its own,
+    # the tiny replicas above all
     read_cost = 2 * math.ceil(math.log2(hypotheses))
     direct: dict[tuple[int, ...], list[tuple[int, int]]] = {}
     for i in order:
@@ -413,7 +417,7 @@ def sequential_drilldown(
         if covered(unit):
             continue
         open_links = [e for e in combinations(sorted(unit), 2) if e not in cleared]
-        if open_links and len(open_links) * (1 + 1 / _BATCH) <= read_cost:
+        if open_links and len(open_links) * (1 + 1 / _GROUP) <= read_cost:
             direct[unit] = open_links
     proposed: list[tuple[int, int | None]] = []
     if direct and probes.left >= per_claim:
@@ -620,8 +624,10 @@ def read_rounds(theta0: float, sigma: float, repeats: int) -> int:
     return max(1, math.ceil(min(need, _READ_MAX) / repeats))
 
 
-#: Search reads that share one reference probe in a batch, at most (:meth:`_QuickReads.batch`).
+#: Search reads that share one reference probe, at most (:meth:`_QuickReads.batch`).
 _BATCH = 16
+#: Search reads measured beside one measurement of their reference in one random order.
+_GROUP = 4
 
 
 class _QuickReads:
@@ -630,14 +636,14 @@ class _QuickReads:
     Spends the probe budget, never below ``reserve`` probes left; ``None`` when it would, or
     when no reference exists.
 
-    :meth:`batch` reads up to :data:`_BATCH` probes of one shape against one reference: in
-    each round every test probe is measured once and the reference ``ceil(sqrt(m))`` times
-    for ``m`` tests (the many-to-one allocation of Dunnett's comparisons with a control), all
-    in one random order. A read's estimate then varies no more than a paired read's (its
-    variance ``sigma^2 (1 + 1 / ceil(sqrt(m)))`` against ``2 sigma^2``) at
-    ``(m + ceil(sqrt(m))) / (2 m)`` of the probes; what the reads share, the reference's own
-    error, is a ``1 / ceil(sqrt(m))`` part. What a read says decides only what is claimed,
-    never a claim's validity."""
+    :meth:`batch` reads up to :data:`_BATCH` probes of one shape against one reference: a
+    round measures them in groups of up to :data:`_GROUP`, each group beside one measurement
+    of the reference, all in one random order, and compares each probe with the reference
+    measured in its own group. Each read then has the law of a paired read (its test and
+    reference measured equally often, close in time: a load burst that lifts one lifts the
+    other), at ``(g + 1) / (2 g)`` of its probes for groups of ``g``; the reads of a group
+    share the reference's error. What a read says decides only what is claimed, never a
+    claim's validity."""
 
     def __init__(
         self,
@@ -659,30 +665,30 @@ class _QuickReads:
         return [None if x is None else x > self.threshold for x in self.estimates(probes)]
 
     def estimates(self, probes: Sequence[Sequence[int]]) -> list[float | None]:
-        """Each probe's log slowdown against its batch's reference (Hodges-Lehmann), or
-        ``None`` where it was not read."""
+        """Each probe's log slowdown against its reference (Hodges-Lehmann over its rounds),
+        or ``None`` where it was not read."""
         ctx = self.ctx
         tests = [tuple(sorted(p)) for p in probes]
         out: list[float | None] = [None] * len(tests)
-        groups: dict[object, list[int]] = {}
+        shapes: dict[object, list[int]] = {}
         for i, t in enumerate(tests):
-            groups.setdefault(shape(t, ctx.layout), []).append(i)
-        for members in groups.values():
+            shapes.setdefault(shape(t, ctx.layout), []).append(i)
+        for members in shapes.values():
             for chunk, ref in self._chunks(tests, members):
-                copies = math.isqrt(len(chunk) - 1) + 1  # ceil(sqrt(m))
-                cost = len(chunk) + copies
-                diffs: list[list[float]] = [[] for _ in chunk]
+                diffs: dict[int, list[float]] = {i: [] for i in chunk}
                 for _ in range(self.rounds):
-                    if ctx.budget.left - cost < self.reserve or not ctx.budget.take(cost):
-                        return out
-                    got = ctx.oracle((*(tests[i] for i in chunk), *[ref] * copies))
-                    if got is None:
-                        continue
-                    base = np.log([x for lat in got[len(chunk) :] for x in lat])
-                    for d, lat in zip(diffs, got[: len(chunk)], strict=True):
-                        d.extend((np.log(lat)[:, None] - base[None, :]).ravel().tolist())
-                for i, d in zip(chunk, diffs, strict=True):
-                    out[i] = float(np.median(d)) if d else None
+                    for start in range(0, len(chunk), _GROUP):
+                        group = chunk[start : start + _GROUP]
+                        cost = len(group) + 1
+                        if ctx.budget.left - cost < self.reserve or not ctx.budget.take(cost):
+                            return _medians(diffs, out)
+                        got = ctx.oracle((*(tests[i] for i in group), ref))
+                        if got is None:
+                            continue
+                        base = np.log(got[-1])
+                        for i, lat in zip(group, got[:-1], strict=True):
+                            diffs[i].extend((np.log(lat)[:, None] - base[None, :]).ravel().tolist())
+                _medians(diffs, out)
         return out
 
     def _chunks(self, tests: Sequence[tuple[int, ...]], members: Sequence[int]) -> list[tuple[list[int], tuple[int, ...]]]:
@@ -722,6 +728,14 @@ class _QuickReads:
             if ref is not None:
                 return ref
         return None
+
+
+def _medians(diffs: dict[int, list[float]], out: list[float | None]) -> list[float | None]:
+    """Write each read's median difference into ``out`` (where it has any); return ``out``."""
+    for i, d in diffs.items():
+        if d:
+            out[i] = float(np.median(d))
+    return out
 
 
 def _pads(gpus: tuple[int, ...], pool: Sequence[int], cleared: set[tuple[int, int]], need: int) -> list[int]:

@@ -25,8 +25,7 @@ __all__ = ["Layout", "RoundOracle", "shape", "shaped_reference", "swap_partner"]
 #: ``round((test_1, ..., test_m, reference)) -> (test_1_ms, ..., test_m_ms, reference_ms)``: ``r``
 #: latencies (ms) of each probe, all ``(m + 1) r`` measured in one uniformly random order;
 #: ``None`` when a measurement failed (the round is then evidence of nothing). A claim's round
-#: is a pair (``m = 1``); a batch of search reads shares one reference (``m > 1``), which may
-#: be given more than once (measured ``r`` times for each time it is given).
+#: is a pair (``m = 1``); a group of search reads shares one reference (``m > 1``).
 RoundOracle = Callable[[Sequence[tuple[int, ...]]], "tuple[tuple[float, ...], ...] | None"]
 
 

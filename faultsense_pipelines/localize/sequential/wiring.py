@@ -205,10 +205,9 @@ def run_sequential_phase2(
                 break
             got[i].append(m.latencies_ms[0])
         ok = error is None
-        is_ref = [gpus == probes[-1] for gpus in probes]  # the reference, measured once or more
-        ref = statistics.median(x for lat, r in zip(got, is_ref, strict=True) if r for x in lat) if ok else math.nan
+        ref = statistics.median(got[-1]) if ok else math.nan
         for i, (gpus, lat) in enumerate(zip(probes, got, strict=True)):
-            slow = ok and not is_ref[i] and statistics.median(lat) > min_slowdown * ref
+            slow = ok and i < len(probes) - 1 and statistics.median(lat) > min_slowdown * ref
             outcome = Outcome.ERROR if not ok else (Outcome.FAIL if slow else Outcome.PASS)
             records.append(
                 ProbeRecord(2, len(records), tuple(sorted(gpus)), tuple(lat) if ok else (), None if ok else error, outcome)
