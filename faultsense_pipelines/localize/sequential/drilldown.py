@@ -6,14 +6,18 @@ Phase 2 over a *round oracle* (:data:`~.pairing.RoundOracle`), pure: no executor
    (:func:`rounds_needed`); when the budget cannot reach one verdict, stop before spending
    anything and say so.
 2. **Proposals.** A shared component (NIC, NVSwitch, leaf switch) most of whose Phase 1
-   probes are suspect is proposed first (:func:`shared_proposals`), then a GPU most of whose
-   Phase 1 probes are suspect and that no confirmed shared component explains. The
-   suspect probes no confirmed GPU explains are searched for their minimal slow sets (a GPU
-   or a link) by adaptive group testing (:func:`~..drilldown.adaptive.adaptive_drilldown`)
-   over *quick reads*: a few paired rounds read by their Hodges-Lehmann estimate; then, with
-   the budget left, the paths a confirmed GPU hid, and once more each probe at least
-   ``min_slowdown`` slow whose search proposed nothing. The search may err under noise;
-   that costs probes or power, never validity, because:
+   probes are suspect is proposed first (:func:`shared_proposals`); where the budget cannot
+   handle every suspect probe, each is read once more (the *screen*) and those that read
+   healthy again are dropped; then a GPU most of whose Phase 1 probes are suspect and that
+   no confirmed shared component explains. The suspect probes no confirmed GPU explains
+   are searched for their minimal slow sets (a GPU or a link) by adaptive group testing
+   (:func:`~..drilldown.adaptive.adaptive_drilldown`) over *quick reads* (a few rounds
+   against a reference of the probe's shape, read by their Hodges-Lehmann estimate), or,
+   where that is cheaper, read link by link; then, with the budget left, the paths a
+   confirmed GPU hid, and once more each probe at least ``min_slowdown`` slow whose search
+   proposed nothing. Reads that need not wait for each other share a reference
+   (:meth:`_QuickReads.batch`). The search may err under noise; that costs probes or
+   power, never validity, because:
 3. **Claims.** Each proposal is opened as a claim with a level from the sweep's error
    budget (:class:`~.budget.ErrorBudget`) and decided on fresh rounds by its own test
    (:mod:`.claims`). Only a test that reaches ``1/level`` blames. On a rail-optimized
@@ -345,14 +349,14 @@ def sequential_drilldown(
             if share[g] >= 0.5 and bad[g] >= 2 and g not in under:
                 claim(ComponentKind.GPU, g, None)
 
-    # 2c. search each suspect probe, the most excessive first, less the GPUs confirmed slow
-    # (nothing if a confirmed link or shared component explains it), and claim what the
-    # search proposes before the next probe's search spends the budget
+    # 2c. search each suspect probe, the slowest first (on the screen's fresh read where there
+    # was one, else in Phase 1), less the GPUs confirmed slow (nothing if a confirmed link or
+    # shared component explains it), and claim what the search proposes before the next
+    # probe's search spends the budget; read link by link where that is cheaper (below)
     def slowest(i: int) -> tuple[float, int]:
         x = fresh.get(tuple(phase1[i][0]))
         return (-(x if x is not None else phase1[i][1] or 0.0), i)
 
-    # the fresh read's estimate where the screen read, else Phase 1's excess
     order = sorted(suspect_set, key=slowest)
     unreached: list[tuple[int, ...]] = []
 
