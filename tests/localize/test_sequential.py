@@ -432,8 +432,9 @@ def test_a_tiny_replica_reads_each_open_link_on_its_own_and_the_slow_ones_twice(
     # noise-free, n = 8, k = 4, links 0-3 and 0-6 1.5x slow: the cover's probes (0,1,2,3) and
     # (0,1,6,7) are slow; the four others pass and clear their pairs, which leaves 8 open
     # links, (0|1) x (2|3) and (0|1) x (6|7). Each is read on its own (a two-GPU probe, as the
-    # claims of a replica this small), in two groups of four beside one measurement each of a
-    # reference of two GPUs outside them (4 and 5); the two that read slow are read once more
+    # claims of a replica this small), a probe's links together, in two groups of four beside
+    # one measurement each of a clean reference outside them (4 and 5, cleared together by
+    # the passing probe (0,1,4,5)); the two that read slow are read once more
     # beside it: 5 + 5 + 3 probes; then the two link claims, and nothing else
     cover = plan_cover(8, 4)
     assert sorted(cover.probes) == sorted([(0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 4, 5), (2, 3, 6, 7), (0, 1, 6, 7), (2, 3, 4, 5)])
@@ -443,8 +444,8 @@ def test_a_tiny_replica_reads_each_open_link_on_its_own_and_the_slow_ones_twice(
     loc = localize(sc.replica(), cover, repeats=3, method="sequential", seed=0)
     reads = [(r.gpus, r.outcome) for r in loc.phase2_records[:13]]
     assert reads == [
-        *[((0, 2), "pass"), ((0, 3), "fail"), ((0, 6), "fail"), ((0, 7), "pass"), ((4, 5), "pass")],
-        *[((1, 2), "pass"), ((1, 3), "pass"), ((1, 6), "pass"), ((1, 7), "pass"), ((4, 5), "pass")],
+        *[((0, 2), "pass"), ((0, 3), "fail"), ((1, 2), "pass"), ((1, 3), "pass"), ((4, 5), "pass")],
+        *[((0, 6), "fail"), ((0, 7), "pass"), ((1, 6), "pass"), ((1, 7), "pass"), ((4, 5), "pass")],
         *[((0, 3), "fail"), ((0, 6), "fail"), ((4, 5), "pass")],
     ]
     claims = [v for v in loc.verdicts if v.probes_used]
@@ -542,23 +543,25 @@ def test_two_slow_gpus_are_both_confirmed_when_each_could_pad_the_others_claim()
     assert loc.probes_phase2 <= default_budget(loc.probes_phase1, 0.01, 1)
 
 
-def test_the_paths_a_slow_gpu_hid_are_read_once_each_in_batches_sharing_a_reference() -> None:
-    # noise-free, GPU 5 of 16 2x slow, k = 4: its claim spends what its verdict says, and the
-    # five Phase 1 probes it explains (every probe holding it; the affine plane's lines
-    # through a point, whose other GPUs split the other 15 in five threes) each have their
-    # other three GPUs read once, padded to four, in groups of up to four beside one
-    # measurement of a reference outside the batch: fewer probes than a paired read each
-    # (2 x 5), and more than the five reads alone
+def test_the_paths_a_slow_gpu_hid_are_read_once_each_in_groups_sharing_a_reference() -> None:
+    # noise-free, GPU 5 of 300 2x slow, k = 8, three measurements a probe: its claim spends
+    # what its verdict says; the other seven GPUs of each of its 45 Phase 1 probes are read,
+    # padded to eight, in batches of 16, 16 and 13 against one reference each, measured in
+    # groups of four beside one measurement of it: 45 reads and 4 + 4 + 4 reference
+    # measurements, where paired reads would spend 90. Every reference is clean: each pair
+    # of its GPUs was in a Phase 1 probe that passed
     from faultsense_pipelines.replica.faults import GpuFault
     from faultsense_pipelines.sim.simulator import SimulatedReplica
 
-    cover = plan_cover(16, 4)
-    loc = localize(SimulatedReplica(16, [GpuFault(5, 2.0)], noise_sigma=0.0, seed=0), cover, repeats=1, method="sequential")
+    cover = plan_cover(300, 8)
+    loc = localize(SimulatedReplica(300, [GpuFault(5, 2.0)], noise_sigma=0.0, seed=0), cover, repeats=3, method="sequential")
     (gpu,) = loc.verdicts
     assert (gpu.component, gpu.status) == ("gpu:5", "confirmed")
-    pieces = [tuple(g for g in p if g != 5) for p in cover.probes if 5 in p]
-    assert len(pieces) == 5 and sorted(g for p in pieces for g in p) == [g for g in range(16) if g != 5]
+    pieces = [set(p) - {5} for p in cover.probes if 5 in p]
+    assert len(pieces) == 45
     reads = [set(r.gpus) for r in loc.phase2_records[gpu.probes_used :]]
-    assert all(any(set(p) <= r for r in reads) for p in pieces)  # every piece read
-    assert 5 not in set().union(*reads) and {r.outcome for r in loc.phase2_records[gpu.probes_used :]} == {"pass"}
-    assert 5 < len(reads) == loc.probes_phase2 - gpu.probes_used < 2 * 5
+    assert all(any(p <= r for r in reads) for p in pieces) and 5 not in set().union(*reads)
+    cleared = {e for p in cover.probes if 5 not in p for e in itertools.combinations(sorted(p), 2)}
+    references = [r for r in reads if not any(p <= r for p in pieces)]
+    assert all(e in cleared for r in references for e in itertools.combinations(sorted(r), 2))
+    assert (len(reads), len(references)) == (45 + 12, 12) == (loc.probes_phase2 - gpu.probes_used, 12)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -316,26 +316,31 @@ def sequential_drilldown(
 
     # a screen, where the budget cannot handle every suspect probe Phase 1 left (a GPU it
     # points at costs a claim and one batched read of each of its probes; any other suspect
-    # probe a search: a claim and a binary search's paired reads): each is read once more,
-    # in batches sharing a reference. Under stalls and load bursts most suspects are noise
-    # that a fresh read does not repeat: one that reads healthy again counts as passed for
-    # the GPUs' suspicion below and is not searched (no verdict); the rest are searched, the
-    # slowest on the fresh read first. The screen decides what is claimed, never a verdict
+    # probe a search: a claim and a binary search's paired reads): the other suspect probes,
+    # and two of each pointed-at GPU's (its slowest), are read once more, in batches sharing
+    # a reference; then the rest of the probes of each pointed-at GPU whose two read healthy.
+    # Under stalls and load bursts most suspects are noise that a fresh read does not repeat:
+    # a probe that reads healthy again counts as passed for the GPUs' suspicion below and is
+    # not searched (no verdict); the rest are searched, the slowest on the fresh read first.
+    # The screen decides what is claimed, never a verdict
     hypotheses = math.comb(k, 2) + k
     search_cost = per_claim + 2 * quick * math.ceil(math.log2(hypotheses))
-    pending = [tuple(phase1[i][0]) for i in sorted(suspect_set)]
+    pending = [tuple(phase1[i][0]) for i in sorted(suspect_set, key=lambda i: (-(phase1[i][1] or 0.0), i))]
     pending = [u for u in dict.fromkeys(pending) if not covered(u)]
     pointed = {g for g in suspected if g not in {m for c in explained for m in c.members}} if large else set()
     cost = len(pointed) * per_claim + sum((1 + 1 / _GROUP) if pointed.intersection(u) else search_cost for u in pending)
     fresh: dict[tuple[int, ...], float | None] = {}
-    screened: dict[tuple[int, ...], bool | None] = {}
     if cost > probes.left:
+        sample = {g: [u for u in pending if g in u][:2] for g in sorted(pointed)}
+        chosen = [u for u in pending if not pointed.intersection(u) or any(u in s for s in sample.values())]
         line = read_threshold(theta0, sigma, repeats)
-        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=passed)
-        fresh = dict(zip(pending, reads.estimates(pending), strict=True))
-        screened = {u: None if x is None else x > line for u, x in fresh.items()}
-        quiet = {i for i in suspect_set if screened.get(tuple(phase1[i][0])) is False}
-        suspect_set -= quiet
+        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=passed, cleared=cleared)
+        fresh = dict(zip(chosen, reads.estimates(chosen), strict=True))
+        cleared_gpus = {g for g, mine in sample.items() if mine and all((x := fresh[u]) is not None and x <= line for u in mine)}
+        others = [u for u in pending if cleared_gpus.intersection(u) and u not in fresh]
+        fresh.update(zip(others, reads.estimates(others), strict=True))
+        quiet = {u for u, x in fresh.items() if x is not None and x <= line}
+        suspect_set -= {i for i in suspect_set if tuple(phase1[i][0]) in quiet}
         share, bad, suspected = _suspicion(n, phase1, suspect_set)
         healthy = sorted(range(n), key=lambda g: (share[g], -held[g], g))
 
@@ -379,7 +384,9 @@ def sequential_drilldown(
         # holds no probe of a read's shape (a read that fills a node needs another whole node)
         wide = trusted_pool()
         narrow = [g for g in wide if g not in unit]
-        reads = _QuickReads(ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=passed)
+        reads = _QuickReads(
+            ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=passed, cleared=cleared
+        )
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [(f.gpu, f.peer_gpu) for f in found.findings if f.status is Status.CONFIRMED]
         propose(proposals)
@@ -396,7 +403,7 @@ def sequential_drilldown(
         for a, b in links:
             pads = _pads((a, b), pool, cleared, ctx.k - 2)
             tests[a, b] = (a, b, *pads) if len(pads) == ctx.k - 2 else (a, b)
-        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed)
+        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared)
         verdict = dict(zip(links, reads.batch([tests[e] for e in links]), strict=True))
         slow = [e for e in links if verdict[e]]
         verdict.update(zip(slow, reads.batch([tests[e] for e in slow]), strict=True))
@@ -423,12 +430,32 @@ def sequential_drilldown(
         open_links = [e for e in combinations(sorted(unit), 2) if e not in cleared]
         if open_links and len(open_links) * (1 + 1 / _GROUP) <= read_cost:
             direct[unit] = open_links
+    # the slowest probes' links first, a batch at a time, each batch's proposals claimed
+    # before the next is read (a confirmed GPU or link may explain later probes)
     proposed: list[tuple[int, int | None]] = []
-    if direct and probes.left >= per_claim:
-        proposed = read_links(sorted({e for links in direct.values() for e in links}))
-        propose(proposed)
-    else:
-        direct = {}  # not read: searched, or left unreached, as any other
+    done: set[tuple[int, int]] = set()
+    batch: list[tuple[int, int]] = []
+    waiting: list[tuple[int, ...]] = []  # units whose links are in the batch
+    read_units: set[tuple[int, ...]] = set()  # units whose links were all read (or that are explained)
+    units = [u for u in dict.fromkeys(tuple(phase1[i][0]) for i in order) if u in direct]
+    for j, unit in enumerate(units):
+        if covered(unit):
+            read_units.add(unit)
+            continue
+        batch += [e for e in direct[unit] if e not in done and e not in batch]
+        waiting.append(unit)
+        if batch and (len(batch) >= _BATCH or j == len(units) - 1):
+            if probes.left < per_claim:
+                break
+            found = read_links(batch)
+            propose(found)
+            proposed += found
+            done.update(batch)
+            batch = []
+        if not batch:
+            read_units.update(waiting)
+            waiting = []
+    direct = {u: links for u, links in direct.items() if u in read_units}  # the rest: as any other
 
     hidden: list[tuple[int, ...]] = []
     again: list[tuple[int, ...]] = []  # at least min_slowdown slow, and its search proposed nothing
@@ -466,7 +493,7 @@ def sequential_drilldown(
             if len(piece) + len(pads) == k:
                 planned.append(piece)
                 tests.append((*piece, *pads))
-        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed).batch(tests)
+        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared).batch(tests)
         for piece, read in zip(planned, slow, strict=True):
             if read and probes.left >= per_claim and not covered(piece):
                 search(piece)
@@ -657,9 +684,10 @@ class _QuickReads:
         threshold: float,
         reserve: int = 0,
         passed: Sequence[tuple[int, ...]] = (),
+        cleared: Set[tuple[int, int]] = frozenset(),
     ) -> None:
         self.ctx, self.pools, self.rounds, self.threshold, self.reserve = ctx, pools, rounds, threshold, reserve
-        self.passed = passed
+        self.passed, self.cleared = passed, cleared  # Phase 1 probes that passed, and their pairs
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
         return self.batch([gpus])[0]
@@ -693,6 +721,12 @@ class _QuickReads:
                         for i, lat in zip(group, got[:-1], strict=True):
                             diffs[i].extend((np.log(lat)[:, None] - base[None, :]).ravel().tolist())
                 _medians(diffs, out)
+                # most reads of a batch (three at least) far below their reference: the
+                # reference is the slow one (a slow path among its GPUs); the batch says nothing
+                read = [x for i in chunk if (x := out[i]) is not None]
+                if len(read) >= 3 and statistics.median(read) < -self.threshold:
+                    for i in chunk:
+                        out[i] = None
         return out
 
     def _chunks(self, tests: Sequence[tuple[int, ...]], members: Sequence[int]) -> list[tuple[list[int], tuple[int, ...]]]:
@@ -716,22 +750,32 @@ class _QuickReads:
         return out
 
     def _reference(self, tests: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
-        """A reference outside all of ``tests``, of their shape: a Phase 1 probe that passed
-        (every path in it was measured healthy together) made of GPUs of the first pool,
-        drawn at random; else a probe from the most trusted GPUs of the first pool that
-        holds one."""
+        """A reference outside all of ``tests``, of their shape: a Phase 1 probe that passed,
+        made of GPUs of the first pool, drawn at random; else a *clean* probe (every pair of
+        its GPUs held by a passing Phase 1 probe) from the most trusted GPUs of the first pool
+        that holds one; else any such probe. A slow path inside a reference mutes the reads
+        of its batch (:meth:`estimates` then reports none where it can tell)."""
         inside = set().union(*tests)
-        target = shape(tests[0], self.ctx.layout)
+        lay = self.ctx.layout
+        target = shape(tests[0], lay)
         allowed = set(self.pools[0]) if self.pools else set()
         whole = [p for p in self.passed if allowed.issuperset(p) and not inside.intersection(p)]
-        whole = [p for p in whole if len(p) == len(tests[0]) and shape(p, self.ctx.layout) == target]
+        whole = [p for p in whole if len(p) == len(tests[0]) and shape(p, lay) == target]
         if whole:
             return tuple(sorted(self.ctx.rng.choice(whole)))
         for pool in self.pools:
-            ref = shaped_reference(tests[0], [g for g in pool if g not in inside], self.ctx.layout, self.ctx.rng)
-            if ref is not None:
+            free = [g for g in pool if g not in inside]
+            clique = _pads((), free, self.cleared, len(tests[0]))
+            if self._clean(clique) and len(clique) == len(tests[0]) and shape(clique, lay) == target:
+                return tuple(sorted(clique))
+            ref = shaped_reference(tests[0], free, lay, self.ctx.rng)
+            if ref is not None and (len(tests) == 1 or self._clean(ref)):
                 return ref
         return None
+
+    def _clean(self, gpus: Sequence[int]) -> bool:
+        """Every pair of ``gpus`` was held by a Phase 1 probe that passed."""
+        return all((min(a, b), max(a, b)) in self.cleared for a, b in combinations(gpus, 2))
 
 
 def _medians(diffs: dict[int, list[float]], out: list[float | None]) -> list[float | None]:
@@ -742,7 +786,7 @@ def _medians(diffs: dict[int, list[float]], out: list[float | None]) -> list[flo
     return out
 
 
-def _pads(gpus: tuple[int, ...], pool: Sequence[int], cleared: set[tuple[int, int]], need: int) -> list[int]:
+def _pads(gpus: tuple[int, ...], pool: Sequence[int], cleared: Set[tuple[int, int]], need: int) -> list[int]:
     """``need`` GPUs of ``pool`` (most trusted first) to pad ``gpus`` with: first, one by one,
     those whose pairs with every GPU of ``gpus`` and every pad chosen so far Phase 1 cleared,
     then any other (fewer when ``pool`` runs out). A pad with a slow path into the probe
