@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 __all__ = [
     "MAX_MIN_SLOWDOWN",
+    "MIN_ERROR_BUDGET",
     "MAX_PATH_CHARS",
     "MAX_REPEATS",
     "MAX_SEED",
@@ -58,6 +59,11 @@ MAX_SEED = 2**32 - 1
 MAX_REPEATS = 100
 #: Largest ``min_slowdown`` any input accepts (a fleet's, a scenario's, ``--min-slowdown``).
 MAX_MIN_SLOWDOWN = 100.0
+#: Smallest error budget of the sequential drill-down any input accepts (a fleet's
+#: ``phase2.alpha``, a scenario's ``alpha``, ``--error-budget``): the first claim is tested
+#: at ``alpha / 2``, an e-value of 2 million or more, at least 21 rounds a sub-test at one
+#: measurement a probe; a smaller budget leaves every claim inconclusive.
+MIN_ERROR_BUDGET = 1e-6
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 

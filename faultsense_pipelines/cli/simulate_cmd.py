@@ -17,7 +17,7 @@ from ..localize.suspects import MedianRatioRule, default_rule
 from ..replica.vocabulary import DEFAULT_DRILLDOWN, DrilldownMethod
 from ..sim.scenario import MAX_SCENARIO_BYTES, parse_scenario
 from ..textfile import TextFileError, load_json, read_text
-from ..validation import MAX_MIN_SLOWDOWN, shown
+from ..validation import MAX_MIN_SLOWDOWN, MIN_ERROR_BUDGET, shown
 from .errors import check_drilldown_option, check_repeats_option, cover_too_large, fail
 from .options import DrilldownOption, JsonOption, RecheckOption
 
@@ -48,7 +48,7 @@ def simulate(
         float | None,
         typer.Option(
             "--error-budget",
-            help="Sequential drill-down: expected healthy components confirmed per sweep, at most, in (0, 0.5]; "
+            help="Sequential drill-down: expected healthy components confirmed per sweep, at most, in [1e-06, 0.5]; "
             "default: the scenario's alpha, else 0.01.",
         ),
     ] = None,
@@ -83,8 +83,8 @@ def simulate(
             fail(f"{flag} is an option of --drilldown sequential, got --drilldown {method}")
     if min_slowdown is not None and not (math.isfinite(min_slowdown) and 1.0 < min_slowdown <= MAX_MIN_SLOWDOWN):
         fail(f"--min-slowdown must be a finite number in (1, {MAX_MIN_SLOWDOWN:g}], got {shown(min_slowdown)}")
-    if error_budget is not None and not (math.isfinite(error_budget) and 0.0 < error_budget <= 0.5):
-        fail(f"--error-budget must be a finite number in (0, 0.5], got {shown(error_budget)}")
+    if error_budget is not None and not (math.isfinite(error_budget) and MIN_ERROR_BUDGET <= error_budget <= 0.5):
+        fail(f"--error-budget must be a finite number in [{MIN_ERROR_BUDGET:g}, 0.5], got {shown(error_budget)}")
     if phase2_budget is not None and not 0 <= phase2_budget <= 10_000_000:
         fail(f"--phase2-budget must be an integer in [0, 10000000], got {shown(phase2_budget)}")
     if problem := cover_too_large(sc.n_gpus, sc.probe_size):

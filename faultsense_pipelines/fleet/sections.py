@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..replica.faults import FaultSpec, InjectionSpec
 from ..replica.vocabulary import Engine
 from ..sim.simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA
-from ..validation import USERINFO, redact_url, shown
+from ..validation import MIN_ERROR_BUDGET, USERINFO, redact_url, shown
 
 __all__ = [
     "Float",
@@ -102,7 +102,7 @@ class Phase2Options(StrictModel):
     """``phase2:`` of a replica: the sequential drill-down's error budget and probe budget
     (``--drilldown sequential``; docs/verdicts.md). The others ignore it.
 
-    * ``alpha`` in (0, 0.5]: the expected number of healthy components a sweep of this replica
+    * ``alpha`` in [1e-6, 0.5]: the expected number of healthy components a sweep of this replica
       confirms, at most, whatever the noise (default 0.01);
     * ``budget`` >= 0: Phase 2 probes a sweep spends, at most (default: as many as Phase 1,
       or the fewest that can settle one claim at ``alpha``, whichever is more).
@@ -111,7 +111,7 @@ class Phase2Options(StrictModel):
     Not to be confused with the replica's ``alpha``, the paper's suspect-rule ratio.
     """
 
-    alpha: Annotated[Float, Field(gt=0.0, le=0.5)] | None = None
+    alpha: Annotated[Float, Field(ge=MIN_ERROR_BUDGET, le=0.5)] | None = None
     budget: Annotated[Int, Field(ge=0, le=MAX_PHASE2_BUDGET)] | None = None
 
 

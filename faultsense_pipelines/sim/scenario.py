@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ..cover import validate_cover_args
 from ..replica.faults import Fault, parse_faults
 from ..replica.topology import ReplicaTopology
-from ..validation import MAX_MIN_SLOWDOWN, MAX_REPEATS, shown
+from ..validation import MAX_MIN_SLOWDOWN, MAX_REPEATS, MIN_ERROR_BUDGET, shown
 from ..validation import MAX_SEED as _MAX_SEED
 from .latency import NoiseModel, parse_noise
 from .simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA, SimulatedReplica
@@ -67,7 +67,7 @@ class Scenario:
         topology: where the GPUs sit (``None``: GPUs and links only).
         repeats: measurements per probe (the median is used), 1..100.
         alpha: ``--drilldown sequential``: expected healthy components confirmed per sweep,
-            at most, in (0, 0.5]; ``None``: the default (docs/verdicts.md).
+            at most, in [1e-6, 0.5]; ``None``: the default (docs/verdicts.md).
         min_slowdown: ``--drilldown sequential``: smallest slowdown a verdict claims, in
             (1, 100]; ``None``: the default.
         phase2_budget: ``--drilldown sequential``: Phase 2 probes, at most (>= 0); ``None``:
@@ -141,6 +141,8 @@ def parse_scenario(obj: object) -> Scenario:
     if noise is not None and noise.node_gap and (topology is None or topology.gpus_per_node is None):
         raise ValueError("noise.node_gap needs a topology with gpus_per_node (the nodes a probe spans)")
     alpha = _number(obj["alpha"], "alpha", 0.0, 0.5) if "alpha" in obj else None
+    if alpha is not None and alpha < MIN_ERROR_BUDGET:
+        raise ValueError(f"alpha must be a finite number in [{MIN_ERROR_BUDGET:g}, 0.5], got {shown(obj['alpha'])}")
     min_slowdown = _number(obj["min_slowdown"], "min_slowdown", 1.0, MAX_MIN_SLOWDOWN) if "min_slowdown" in obj else None
     budget = _int(obj["phase2_budget"], "phase2_budget", 0, 10_000_000) if "phase2_budget" in obj else None
     return Scenario(

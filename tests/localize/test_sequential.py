@@ -565,3 +565,32 @@ def test_the_paths_a_slow_gpu_hid_are_read_once_each_in_groups_sharing_a_referen
     references = [r for r in reads if not any(p <= r for p in pieces)]
     assert all(e in cleared for r in references for e in itertools.combinations(sorted(r), 2))
     assert (len(reads), len(references)) == (45 + 12, 12) == (loc.probes_phase2 - gpu.probes_used, 12)
+
+
+def test_a_slow_probe_left_when_the_budget_runs_out_names_its_gpus_inconclusive() -> None:
+    # n = 8, k = 4, links 2-5 and 2-6 1.6x, a Phase 2 budget of 50: the claim on 2-6 takes it
+    # all; the slow probe (2, 3, 4, 5) that holds the other link was read link by link but
+    # never searched again: its GPUs are inconclusive, "did not reach", never silently healthy
+    sc = parse_scenario(
+        {
+            "gpus": 8,
+            "probe_size": 4,
+            "faults": [{"link": [2, 5], "slowdown": 1.6}, {"link": [2, 6], "slowdown": 1.6}],
+            "noise": {"sigma": 0.02},
+        }
+    )
+    loc = localize(sc.replica(), plan_cover(8, 4), repeats=1, method="sequential", seed=0, phase2_budget=50)
+    assert loc.probes_phase2 <= 50 and not [v for v in loc.verdicts if v.status == "confirmed"]
+    left = {v.component for v in loc.verdicts if v.reason and "Phase 2 budget (50 probes) did not reach" in v.reason}
+    assert {"gpu:2", "gpu:5"} <= left
+
+
+def test_a_slow_probe_phase2_cannot_read_names_its_gpus_inconclusive() -> None:
+    # three GPUs, k = 2, link 0-1 2x slow: the slow probe (0, 1) has no reference of two GPUs
+    # outside it (only GPU 2 is left): nothing can be read, nothing is claimed, and its GPUs
+    # are inconclusive with the reason, never silently healthy
+    sc = parse_scenario({"gpus": 3, "probe_size": 2, "faults": [{"link": [0, 1], "slowdown": 2.0}]})
+    loc = localize(sc.replica(), plan_cover(3, 2), repeats=1, method="sequential", seed=0)
+    assert loc.probes_phase2 == 0
+    assert {(v.component, v.status) for v in loc.verdicts} == {("gpu:0", "inconclusive"), ("gpu:1", "inconclusive")}
+    assert all(v.reason and "could not read" in v.reason for v in loc.verdicts)

@@ -390,6 +390,10 @@ def sequential_drilldown(
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [(f.gpu, f.peer_gpu) for f in found.findings if f.status is Status.CONFIRMED]
         propose(proposals)
+        if reads.missed and not proposals:
+            unread.add(unit)
+        else:
+            unread.discard(unit)
         return len(proposals)
 
     def read_links(links: Sequence[tuple[int, int]]) -> list[tuple[int, int | None]]:
@@ -459,6 +463,7 @@ def sequential_drilldown(
 
     hidden: list[tuple[int, ...]] = []
     again: list[tuple[int, ...]] = []  # at least min_slowdown slow, and its search proposed nothing
+    unread: set[tuple[int, ...]] = set()  # searched, nothing proposed, and some reads not made
     for i in order:
         unit = tuple(phase1[i][0])
         if covered(unit):
@@ -500,20 +505,25 @@ def sequential_drilldown(
 
     # 2e. with the budget left, once more each probe at least min_slowdown slow whose search
     # proposed nothing: a search reads quickly and may miss under noise; its reads are fresh
-    for unit in again:
+    for j, unit in enumerate(again):
         if probes.left < per_claim:
+            unreached += [u for u in again[j:] if not covered(u)]
             break
         if not covered(unit):
             search(unit)
 
-    # suspect probes at least min_slowdown slow that the budget did not reach: their GPUs are
-    # inconclusive, never silently healthy (slighter ones, often noise, count among the links
-    # the sweep left unjudged)
+    # suspect probes at least min_slowdown slow that the budget did not reach, or whose search
+    # could not read them and proposed nothing: their GPUs are inconclusive, never silently
+    # healthy (slighter ones, often noise, count among the links the sweep left unjudged)
     claimed = {c.gpu for c in results if c.kind is ComponentKind.GPU}
     why = f"in a slow Phase 1 probe that the Phase 2 budget ({probes.total} probes) did not reach; raise phase2.budget"
-    for g in dict.fromkeys(g for u in unreached for g in u):
-        if g not in claimed and g not in faulty:
-            results.append(_gated(g, why))
+    unreadable = "in a slow Phase 1 probe that Phase 2 could not read (no reference probe of its shape, or failed measurements)"
+    blocked = [u for u in again if u in unread and not covered(u) and u not in unreached]
+    for units_, reason in ((unreached, why), (blocked, unreadable)):
+        for g in dict.fromkeys(g for u in units_ for g in u):
+            if g not in claimed and g not in faulty:
+                claimed.add(g)
+                results.append(_gated(g, reason))
 
     # links between two confirmed GPUs cannot be judged: masked
     for u in units:
@@ -688,9 +698,12 @@ class _QuickReads:
     ) -> None:
         self.ctx, self.pools, self.rounds, self.threshold, self.reserve = ctx, pools, rounds, threshold, reserve
         self.passed, self.cleared = passed, cleared  # Phase 1 probes that passed, and their pairs
+        self.missed = 0  # single reads that could not be made (no reference, budget, errors)
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
-        return self.batch([gpus])[0]
+        got = self.batch([gpus])[0]
+        self.missed += got is None
+        return got
 
     def batch(self, probes: Sequence[Sequence[int]]) -> list[bool | None]:
         """Read every probe of ``probes``: slow (``True``), not (``False``) or ``None``."""
