@@ -197,6 +197,14 @@ class StrictLoader(_Base):  # the base is chosen at import
 
 
 StrictLoader.add_constructor(_YAML_INT_TAG, StrictLoader.construct_yaml_int)
+# YAML 1.1 (PyYAML's) reads ``1e-3`` and ``1e9`` as text (its floats need a dot); YAML 1.2
+# reads them as numbers, as a user writing ``alpha: 1e-3`` means: the 1.2 forms are floats
+# too (PyYAML's own float resolver, which needs the dot, still comes first)
+StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 # a date or timestamp stays the text written (``since: 2026-12-01`` is the string
 # "2026-12-01"): the field that reads it checks it and names itself in the error, where
 # PyYAML's own conversion would turn it into a date or fail with no field named

@@ -21,11 +21,11 @@ from pydantic import ValidationError
 
 __all__ = [
     "MAX_MIN_SLOWDOWN",
-    "MIN_ERROR_BUDGET",
     "MAX_PATH_CHARS",
     "MAX_REPEATS",
     "MAX_SEED",
     "MAX_STRING_CHARS",
+    "MIN_ERROR_BUDGET",
     "SHOWN_VALUE_CHARS",
     "USERINFO",
     "check_path_text",

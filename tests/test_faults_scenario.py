@@ -137,8 +137,11 @@ def test_a_scenario_has_defaults_for_noise_and_seed():
             r"faults\[0\].nic: node 2 is outside 0\.\.1",
         ),
         ({"gpus": 8, "probe_size": 4, "faults": [], "seed": -3}, r"seed must be an integer in 0\.\.4294967295, got -3"),
-        ({"gpus": 8, "probe_size": 4, "faults": [], "alpha": 5e-324}, r"alpha must be a finite number in \[1e-06, 0\.5\], got 5e-324"),
-        ({"gpus": 8, "probe_size": 4, "faults": [], "alpha": 0.6}, r"alpha must be a finite number in \(0, 0\.5\], got 0\.6"),
+        (
+            {"gpus": 8, "probe_size": 4, "faults": [], "alpha": 5e-324},
+            r"alpha must be a finite number in \[1e-06, 0\.5\], got 5e-324",
+        ),
+        ({"gpus": 8, "probe_size": 4, "faults": [], "alpha": 0.6}, r"alpha must be a finite number in \[1e-06, 0\.5\], got 0\.6"),
         (
             {"gpus": 8, "probe_size": 4, "faults": [], "seed": 2**32},
             r"seed must be an integer in 0\.\.4294967295, got 4294967296",

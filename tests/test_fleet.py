@@ -392,3 +392,18 @@ def test_since_written_as_a_bare_yaml_date_is_read_as_written(tmp_path: Path) ->
     path.write_text(f"since: 2026-13-01\nledger: {tmp_path / 'l'}\nreplicas:\n{replica}")
     with pytest.raises(FleetError, match=r"since: must be a UTC day YYYY-MM-DD or hour YYYY-MM-DD-HH:00 .*got '2026-13-01'$"):
         load_fleet(path)
+
+
+def test_yaml_exponent_numbers_are_numbers(tmp_path: Path) -> None:
+    # YAML 1.1 (PyYAML) reads 1e-3 as the text '1e-3'; the fleet file reads it as YAML 1.2
+    # does, a number, with and without a dot
+    text = (
+        f"ledger: {tmp_path / 'ledger'}\n"
+        "replicas:\n"
+        "  - {name: a, gpus: 8, probe_size: 4, executor: simulated, phase2: {alpha: 1e-3}, min_slowdown: 15e-1}\n"
+        "  - {name: b, gpus: 8, probe_size: 4, executor: simulated, phase2: {alpha: 2.5E-2}}\n"
+    )
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    a, b = load_fleet(path).replicas
+    assert (a.phase2.alpha, a.min_slowdown, b.phase2.alpha) == (0.001, 1.5, 0.025)

@@ -140,9 +140,12 @@ def parse_scenario(obj: object) -> Scenario:
     repeats = _int(obj.get("repeats", 1), "repeats", 1, MAX_REPEATS)
     if noise is not None and noise.node_gap and (topology is None or topology.gpus_per_node is None):
         raise ValueError("noise.node_gap needs a topology with gpus_per_node (the nodes a probe spans)")
-    alpha = _number(obj["alpha"], "alpha", 0.0, 0.5) if "alpha" in obj else None
-    if alpha is not None and alpha < MIN_ERROR_BUDGET:
-        raise ValueError(f"alpha must be a finite number in [{MIN_ERROR_BUDGET:g}, 0.5], got {shown(obj['alpha'])}")
+    alpha = None
+    if "alpha" in obj:
+        v = obj["alpha"]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (math.isfinite(v) and MIN_ERROR_BUDGET <= v <= 0.5):
+            raise ValueError(f"alpha must be a finite number in [{MIN_ERROR_BUDGET:g}, 0.5], got {shown(v)}")
+        alpha = float(v)
     min_slowdown = _number(obj["min_slowdown"], "min_slowdown", 1.0, MAX_MIN_SLOWDOWN) if "min_slowdown" in obj else None
     budget = _int(obj["phase2_budget"], "phase2_budget", 0, 10_000_000) if "phase2_budget" in obj else None
     return Scenario(

@@ -72,6 +72,9 @@ FLEETS = [
     ("5000-digit-gpus", _fleet(replica=_with(1, "    gpus: " + "9" * 5000)), ["replicas[0].gpus", "5000-digit integer"]),
     ("seed-2^32", _fleet(replica=_with(4, f"    simulated: {{seed: {2**32}}}")), ["replicas[0].simulated.seed", "0..4294967295"]),
     ("negative-seed", _fleet(replica=_with(4, "    simulated: {seed: -1}")), ["replicas[0].simulated.seed"]),
+    # YAML 1.2 exponent forms are numbers, so the field's own range is what refuses them
+    ("gpus-1e9", _fleet(replica=_with(1, "    gpus: 1e9")), ["replicas[0].gpus", "1000000000.0"]),
+    ("error-budget-1e-9", _fleet(replica=_with(4, "    phase2: {alpha: 1e-9}")), ["replicas[0].phase2.alpha", "0.000001"]),
     ("200kb-name", _fleet(replica=_with(0, "  - name: " + "A" * HUGE)), ["replicas[0].name: at most 4096 characters"]),
     ("3000-character-name", _fleet(replica=_with(0, "  - name: " + "A" * 3000)), ["replicas[0].name: must be 1-64", "…"]),
     (

@@ -130,7 +130,10 @@ def test_a_scenario_s_error_budget_out_of_range_names_the_scenario_not_the_rule_
         (("--repeats", "2.5"), "--repeats must be an integer in 1..100, got '2.5'"),
         (("--alpha", "0.9"), "--alpha: "),
         (("--drilldown", "sequential", "--error-budget", "0"), "--error-budget must be a finite number in [1e-06, 0.5], got 0.0"),
-        (("--drilldown", "sequential", "--error-budget", "nan"), "--error-budget must be a finite number in [1e-06, 0.5], got nan"),
+        (
+            ("--drilldown", "sequential", "--error-budget", "nan"),
+            "--error-budget must be a finite number in [1e-06, 0.5], got nan",
+        ),
         # in (0, 0.5] but too small to settle any claim: it overflowed the rounds bound
         (("--error-budget", "5e-324"), "--error-budget must be a finite number in [1e-06, 0.5], got 5e-324"),
         (("--error-budget", "1e-310"), "--error-budget must be a finite number in [1e-06, 0.5], got 1e-310"),

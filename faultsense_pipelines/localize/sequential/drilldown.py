@@ -229,7 +229,8 @@ def sequential_drilldown(
             )
         else:
             gate = (
-                f"a Phase 2 budget of {probes.total} probes cannot settle one claim (~{per_claim} probes at noise "
+                f"a Phase 2 budget of {probes.total} probe{'s' if probes.total != 1 else ''} cannot settle one claim "
+                f"(~{per_claim} probes at noise "
                 f"{sigma:.3f}, {repeats} repeat(s)); raise phase2.budget"
             )
         claims = tuple(_gated(g, gate) for g in dict.fromkeys(g for u in units for g in u))
