@@ -397,6 +397,8 @@ def sequential_drilldown(
             unread.discard(unit)
         return len(proposals)
 
+    unread: set[tuple[int, ...]] = set()  # examined, nothing proposed, and some reads not made
+
     def read_links(links: Sequence[tuple[int, int]]) -> list[tuple[int, int | None]]:
         """Read each link on its own (a probe of its two GPUs, padded to the claims' size with
         trusted GPUs whose pairs with both ends Phase 1 cleared, where it can), in batches
@@ -419,6 +421,7 @@ def sequential_drilldown(
                 out.append((g, None))
         gpus = {g for g, _ in out}
         out += [e for e, v in verdict.items() if v and not gpus.intersection(e)]
+        missed.update(e for e, v in verdict.items() if v is None)
         return out
 
     # direct reads: a suspect probe whose open links (pairs no passed Phase 1 probe held) cost
@@ -438,6 +441,7 @@ def sequential_drilldown(
     # the slowest probes' links first, a batch at a time, each batch's proposals claimed
     # before the next is read (a confirmed GPU or link may explain later probes)
     proposed: list[tuple[int, int | None]] = []
+    missed: set[tuple[int, int]] = set()  # links whose read could not be made
     done: set[tuple[int, int]] = set()
     batch: list[tuple[int, int]] = []
     waiting: list[tuple[int, ...]] = []  # units whose links are in the batch
@@ -459,12 +463,12 @@ def sequential_drilldown(
             batch = []
         if not batch:
             read_units.update(waiting)
+            unread.update(u for u in waiting if missed.intersection(direct[u]))
             waiting = []
     direct = {u: links for u, links in direct.items() if u in read_units}  # the rest: as any other
 
     hidden: list[tuple[int, ...]] = []
     again: list[tuple[int, ...]] = []  # at least min_slowdown slow, and its search proposed nothing
-    unread: set[tuple[int, ...]] = set()  # searched, nothing proposed, and some reads not made
     for i in order:
         unit = tuple(phase1[i][0])
         if covered(unit):
@@ -507,15 +511,16 @@ def sequential_drilldown(
     # 2e. with the budget left, once more each probe at least min_slowdown slow whose search
     # proposed nothing: a search reads quickly and may miss under noise; its reads are fresh
     for j, unit in enumerate(again):
-        if probes.left < per_claim:
-            unreached += [u for u in again[j:] if not covered(u)]
+        if probes.left < per_claim:  # examined already: left without a verdict unless not fully read
+            unreached += [u for u in again[j:] if u in unread and not covered(u)]
             break
         if not covered(unit):
             search(unit)
 
-    # suspect probes at least min_slowdown slow that the budget did not reach, or whose search
-    # could not read them and proposed nothing: their GPUs are inconclusive, never silently
-    # healthy (slighter ones, often noise, count among the links the sweep left unjudged)
+    # suspect probes at least min_slowdown slow that the budget did not reach, or that Phase 2
+    # could not read in full and that proposed nothing: their GPUs are inconclusive, never
+    # silently healthy (a probe read in full that proposed nothing read healthy again: noise;
+    # slighter ones, often noise, count among the links the sweep left unjudged)
     claimed = {c.gpu for c in results if c.kind is ComponentKind.GPU}
     why = f"in a slow Phase 1 probe that the Phase 2 budget ({probes.total} probes) did not reach; raise phase2.budget"
     unreadable = "in a slow Phase 1 probe that Phase 2 could not read (no reference probe of its shape, or failed measurements)"
