@@ -250,6 +250,7 @@ def phase2_drilldown(
         topology=topology,
         alpha=replica.phase2.alpha if replica.phase2 else None,
         phase2_budget=replica.phase2.budget if replica.phase2 else None,
+        min_slowdown=replica.phase2.min_slowdown if replica.phase2 else None,
         seed=_sweep_seed(key.replica, key.hour),
     ).placed(topology)
     errors = [r for r in loc.phase2_records if r.outcome == Outcome.ERROR]

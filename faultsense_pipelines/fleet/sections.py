@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..replica.faults import FaultSpec, InjectionSpec
 from ..replica.vocabulary import Engine
 from ..sim.simulator import DEFAULT_BASE_MS, MAX_NOISE_SIGMA
-from ..validation import MIN_ERROR_BUDGET, USERINFO, redact_url, shown
+from ..validation import MAX_MIN_SLOWDOWN, MIN_ERROR_BUDGET, USERINFO, redact_url, shown
 
 __all__ = [
     "Float",
@@ -105,14 +105,18 @@ class Phase2Options(StrictModel):
     * ``alpha`` in [1e-6, 0.5]: the expected number of healthy components a sweep of this replica
       confirms, at most, whatever the noise (default 0.01);
     * ``budget`` >= 0: Phase 2 probes a sweep spends, at most (default: as many as Phase 1,
-      or the fewest that can settle one claim at ``alpha``, whichever is more).
+      or the fewest that can settle one claim at ``alpha``, whichever is more);
+    * ``min_slowdown`` in (1, 100]: the smallest slowdown a verdict claims (default: the
+      replica's ``min_slowdown``, the suspect rule's floor, and at least 1.2). A downtrained
+      NVLink lane slows its paths ~1.1x: claim it with ``min_slowdown: 1.05`` where the
+      replica is quiet enough to measure it.
 
-    The smallest slowdown a verdict claims is the replica's ``min_slowdown`` (at least 1.2).
-    Not to be confused with the replica's ``alpha``, the paper's suspect-rule ratio.
+    Not to be confused with the replica's ``alpha`` and ``min_slowdown``, the suspect rules'.
     """
 
     alpha: Annotated[Float, Field(ge=MIN_ERROR_BUDGET, le=0.5)] | None = None
     budget: Annotated[Int, Field(ge=0, le=MAX_PHASE2_BUDGET)] | None = None
+    min_slowdown: Annotated[Float, Field(gt=1.0, le=MAX_MIN_SLOWDOWN)] | None = None
 
 
 class ScheduleOptions(StrictModel):
