@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -280,6 +280,9 @@ def sequential_drilldown(
     # Phase 1 probes that passed, and the GPU pairs they held (links Phase 1 found healthy)
     passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
     cleared = {pair for g in passed for pair in combinations(sorted(g), 2)}
+    by_shape: dict[object, list[tuple[int, ...]]] = {}
+    for probe in passed:
+        by_shape.setdefault(shape(probe, layout), []).append(tuple(sorted(probe)))
 
     def claim(kind: ComponentKind, a: int, b: int | None, linked: set[int] | None = None) -> None:
         key = (a, b)
@@ -335,7 +338,7 @@ def sequential_drilldown(
         sample = {g: [u for u in pending if g in u][:2] for g in sorted(pointed)}
         chosen = [u for u in pending if not pointed.intersection(u) or any(u in s for s in sample.values())]
         line = read_threshold(theta0, sigma, repeats)
-        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=passed, cleared=cleared)
+        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=by_shape, cleared=cleared)
         fresh = dict(zip(chosen, reads.estimates(chosen), strict=True))
         cleared_gpus = {g for g, mine in sample.items() if mine and all((x := fresh[u]) is not None and x <= line for u in mine)}
         others = [u for u in pending if cleared_gpus.intersection(u) and u not in fresh]
@@ -386,7 +389,7 @@ def sequential_drilldown(
         wide = trusted_pool()
         narrow = [g for g in wide if g not in unit]
         reads = _QuickReads(
-            ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=passed, cleared=cleared
+            ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=by_shape, cleared=cleared
         )
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [(f.gpu, f.peer_gpu) for f in found.findings if f.status is Status.CONFIRMED]
@@ -410,7 +413,7 @@ def sequential_drilldown(
         for a, b in links:
             pads = _pads((a, b), pool, cleared, ctx.k - 2)
             tests[a, b] = (a, b, *pads) if len(pads) == ctx.k - 2 else (a, b)
-        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared)
+        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=by_shape, cleared=cleared)
         verdict = dict(zip(links, reads.batch([tests[e] for e in links]), strict=True))
         slow = [e for e in links if verdict[e]]
         verdict.update(zip(slow, reads.batch([tests[e] for e in slow]), strict=True))
@@ -503,7 +506,7 @@ def sequential_drilldown(
             if len(piece) + len(pads) == k:
                 planned.append(piece)
                 tests.append((*piece, *pads))
-        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared).batch(tests)
+        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=by_shape, cleared=cleared).batch(tests)
         for piece, read in zip(planned, slow, strict=True):
             if read and probes.left >= per_claim and not covered(piece):
                 search(piece)
@@ -675,6 +678,8 @@ def read_rounds(theta0: float, sigma: float, repeats: int) -> int:
 _BATCH = 16
 #: Search reads measured beside one measurement of their reference in one random order.
 _GROUP = 4
+#: Passing Phase 1 probes tried, at most, as a batch's reference.
+_DRAWS = 64
 
 
 class _QuickReads:
@@ -699,11 +704,12 @@ class _QuickReads:
         rounds: int,
         threshold: float,
         reserve: int = 0,
-        passed: Sequence[tuple[int, ...]] = (),
+        passed: Mapping[object, Sequence[tuple[int, ...]]] | None = None,
         cleared: Set[tuple[int, int]] = frozenset(),
     ) -> None:
         self.ctx, self.pools, self.rounds, self.threshold, self.reserve = ctx, pools, rounds, threshold, reserve
-        self.passed, self.cleared = passed, cleared  # Phase 1 probes that passed, and their pairs
+        # Phase 1 probes that passed (sorted GPUs, by shape), and the GPU pairs they held
+        self.passed, self.cleared = passed or {}, cleared
         self.missed = 0  # single reads that could not be made (no reference, budget, errors)
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
@@ -770,18 +776,19 @@ class _QuickReads:
 
     def _reference(self, tests: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
         """A reference outside all of ``tests``, of their shape: a Phase 1 probe that passed,
-        made of GPUs of the first pool, drawn at random; else a *clean* probe (every pair of
-        its GPUs held by a passing Phase 1 probe) from the most trusted GPUs of the first pool
-        that holds one; else any such probe. A slow path inside a reference mutes the reads
-        of its batch (:meth:`estimates` then reports none where it can tell)."""
+        made of GPUs of the first pool, the first fit among up to :data:`_DRAWS` drawn at
+        random; else a *clean* probe (every pair of its GPUs held by a passing Phase 1 probe)
+        from the most trusted GPUs of the first pool that holds one; else, for one test alone,
+        any such probe. A slow path inside a reference mutes the reads of its batch
+        (:meth:`estimates` then reports none where it can tell)."""
         inside = set().union(*tests)
         lay = self.ctx.layout
         target = shape(tests[0], lay)
         allowed = set(self.pools[0]) if self.pools else set()
-        whole = [p for p in self.passed if allowed.issuperset(p) and not inside.intersection(p)]
-        whole = [p for p in whole if len(p) == len(tests[0]) and shape(p, lay) == target]
-        if whole:
-            return tuple(sorted(self.ctx.rng.choice(whole)))
+        same = self.passed.get(target, ())
+        for p in self.ctx.rng.sample(same, min(len(same), _DRAWS)):
+            if allowed.issuperset(p) and not inside.intersection(p):
+                return p
         for pool in self.pools:
             free = [g for g in pool if g not in inside]
             clique = _pads((), free, self.cleared, len(tests[0]))
