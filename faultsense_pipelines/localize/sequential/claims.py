@@ -114,6 +114,38 @@ class _Context:
     max_errors: int = 4
 
 
+@dataclass
+class _Rounds:
+    """A test's rounds so far: measured, failed, and why the test must stop (``None`` while
+    it may go on)."""
+
+    done: int = 0
+    errors: int = 0
+    why: str | None = None
+
+    def play(
+        self, ctx: _Context, draw: _Draw, missing: str
+    ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[tuple[float, ...], ...]] | None:
+        """Draw and measure one round: its pair and latencies, or ``None`` (a failed
+        measurement; or a stop, with :attr:`why` set: no pair to draw (``missing``), the
+        probe budget spent, or more than ``ctx.max_errors`` failed rounds)."""
+        pair = draw(ctx)
+        if pair is None:
+            self.why = missing
+            return None
+        if not ctx.budget.take(2):
+            self.why = f"Phase 2 budget spent after {self.done} rounds"
+            return None
+        got = ctx.oracle(pair)
+        self.done += 1
+        if got is None:
+            self.errors += 1
+            if self.errors > ctx.max_errors:
+                self.why = f"{self.errors} rounds could not be measured"
+            return None
+        return pair, got
+
+
 def _run(
     ctx: _Context,
     kind: ComponentKind,
@@ -131,8 +163,7 @@ def _run(
     """
     tests = [PairedTest(ctx.theta0, level) for _ in draw]
     evidence: list[tuple[int, ...]] = []
-    errors = 0
-    rounds = 0
+    rounds = _Rounds()
     reason: str | None = None
     turn = 0
     cleared_at: int | None = None
@@ -140,33 +171,23 @@ def _run(
         if all(t.rejected for t in tests):
             break
         if cleared_at is None and any(t.cleared for t in tests):
-            cleared_at = rounds
-        if cleared_at is not None and (all(t.detected for t in tests) or rounds >= 2 * cleared_at or not _reads_slow(tests)):
+            cleared_at = rounds.done
+        if cleared_at is not None and (all(t.detected for t in tests) or rounds.done >= 2 * cleared_at or not _reads_slow(tests)):
             break
-        if rounds >= ctx.max_rounds:
-            reason = f"undecided after {rounds} rounds (claim cap)"
+        if rounds.done >= ctx.max_rounds:
+            reason = f"undecided after {rounds.done} rounds (claim cap)"
             break
         open_tests = [i for i, t in enumerate(tests) if not (t.detected if cleared_at is not None else t.rejected)]
         i = open_tests[turn % len(open_tests)]
         turn += 1
-        pair = draw[i](ctx)
-        if pair is None:
-            reason = "no reference probe of the same shape"
+        step = rounds.play(ctx, draw[i], "no reference probe of the same shape")
+        if rounds.why is not None:
+            reason = rounds.why
             break
-        if not ctx.budget.take(2):
-            reason = f"Phase 2 budget spent after {rounds} rounds"
-            break
-        got = ctx.oracle(pair)
-        rounds += 1
-        if got is None:
-            errors += 1
-            if errors > ctx.max_errors:
-                reason = f"{errors} rounds could not be measured"
-                break
-            continue
-        tests[i].add(*got)
-        evidence.append(pair[0])
-    return _result(ctx, kind, ids, level, tests, rounds, reason, tuple(evidence), shared)
+        if step is not None:
+            tests[i].add(*step[1])
+            evidence.append(step[0][0])
+    return _result(ctx, kind, ids, level, tests, rounds.done, reason, tuple(evidence), shared)
 
 
 def _result(
@@ -512,30 +533,21 @@ def test_rail_nic(
     level = wallet.open()
     test = PairedTest(-ctx.theta0, level)
     draw = _InsideSwap(g, pool, size)
-    rounds = errors = 0
+    played = _Rounds()
     why: str | None = None
     evidence: list[tuple[int, ...]] = []
     while not (test.rejected or test.cleared):
-        if rounds >= ctx.max_rounds:
-            why = f"undecided after {rounds} rounds (claim cap)"
+        if played.done >= ctx.max_rounds:
+            why = f"undecided after {played.done} rounds (claim cap)"
             break
-        pair = draw(ctx)
-        if pair is None:
-            why = "no probe inside its node"
+        step = played.play(ctx, draw, "no probe inside its node")
+        if played.why is not None:
+            why = played.why
             break
-        if not ctx.budget.take(2):
-            why = f"Phase 2 budget spent after {rounds} rounds"
-            break
-        got = ctx.oracle(pair)
-        rounds += 1
-        if got is None:
-            errors += 1
-            if errors > ctx.max_errors:
-                why = f"{errors} rounds could not be measured"
-                break
-            continue
-        test.add(*got)
-        evidence.append(pair[1])
+        if step is not None:
+            test.add(*step[1])
+            evidence.append(step[0][1])
+    rounds = played.done
     lo, hi = test.interval()  # of h's probe / g's probe: g's inside slowdown is (1 / hi, 1 / lo)
     if test.cleared and not test.rejected:
         return gpu, None
