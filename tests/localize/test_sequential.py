@@ -594,3 +594,21 @@ def test_a_slow_probe_phase2_cannot_read_names_its_gpus_inconclusive() -> None:
     assert loc.probes_phase2 == 0
     assert {(v.component, v.status) for v in loc.verdicts} == {("gpu:0", "inconclusive"), ("gpu:1", "inconclusive")}
     assert all(v.reason and "could not read" in v.reason for v in loc.verdicts)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cleared_pairs_answer_as_the_set_of_pairs_passing_probes_held(seed: int) -> None:
+    # brute force: list every pair of every passing probe; the lookup must agree on every
+    # pair of the replica (a cover of 64 GPUs, a random third of its probes suspect or unmeasured)
+    from faultsense_pipelines.localize.sequential.drilldown import ClearedPairs
+
+    rng = random.Random(seed)
+    probes = plan_cover(64, 8).probes
+    phase1 = [(tuple(p), None if rng.random() < 0.1 else 0.0) for p in probes]
+    suspects = {i for i in range(len(probes)) if rng.random() < 0.25}
+    listed = {
+        e for i, (p, x) in enumerate(phase1) if x is not None and i not in suspects for e in itertools.combinations(sorted(p), 2)
+    }
+    cleared = ClearedPairs(phase1, suspects)
+    assert all((e in cleared) == (e in listed) for e in itertools.combinations(range(64), 2))
+    assert len(listed) < 64 * 63 // 2  # some pairs are open: the check is not vacuous

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence, Set
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, replace
 
 from ...replica.topology import Component
@@ -296,7 +296,7 @@ def test_gpu(ctx: _Context, g: int, level: float, healthy: Sequence[int], linked
 
 
 def test_link(
-    ctx: _Context, a: int, b: int, level: float, healthy: Sequence[int], cleared: Set[tuple[int, int]] = frozenset()
+    ctx: _Context, a: int, b: int, level: float, healthy: Sequence[int], cleared: Container[tuple[int, int]] = frozenset()
 ) -> ClaimResult:
     """Test the claim "the path between GPUs ``a`` and ``b`` slows probes by at least
     ``min_slowdown``" by swapping out each end in turn (two sub-tests).

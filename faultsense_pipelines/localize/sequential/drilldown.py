@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Container, Sequence, Set
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -279,10 +279,7 @@ def sequential_drilldown(
 
     # Phase 1 probes that passed, and the GPU pairs they held (links Phase 1 found healthy)
     passed = [tuple(g) for i, (g, x) in enumerate(phase1) if x is not None and i not in suspect_set]
-    cleared = {pair for g in passed for pair in combinations(sorted(g), 2)}
-    by_shape: dict[object, list[tuple[int, ...]]] = {}
-    for probe in passed:
-        by_shape.setdefault(shape(probe, layout), []).append(tuple(sorted(probe)))
+    cleared = ClearedPairs(phase1, suspect_set)
 
     def claim(kind: ComponentKind, a: int, b: int | None, linked: set[int] | None = None) -> None:
         key = (a, b)
@@ -338,7 +335,7 @@ def sequential_drilldown(
         sample = {g: [u for u in pending if g in u][:2] for g in sorted(pointed)}
         chosen = [u for u in pending if not pointed.intersection(u) or any(u in s for s in sample.values())]
         line = read_threshold(theta0, sigma, repeats)
-        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=by_shape, cleared=cleared)
+        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=passed, cleared=cleared)
         fresh = dict(zip(chosen, reads.estimates(chosen), strict=True))
         cleared_gpus = {g for g, mine in sample.items() if mine and all((x := fresh[u]) is not None and x <= line for u in mine)}
         others = [u for u in pending if cleared_gpus.intersection(u) and u not in fresh]
@@ -389,7 +386,7 @@ def sequential_drilldown(
         wide = trusted_pool()
         narrow = [g for g in wide if g not in unit]
         reads = _QuickReads(
-            ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=by_shape, cleared=cleared
+            ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=passed, cleared=cleared
         )
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [(f.gpu, f.peer_gpu) for f in found.findings if f.status is Status.CONFIRMED]
@@ -413,7 +410,7 @@ def sequential_drilldown(
         for a, b in links:
             pads = _pads((a, b), pool, cleared, ctx.k - 2)
             tests[a, b] = (a, b, *pads) if len(pads) == ctx.k - 2 else (a, b)
-        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=by_shape, cleared=cleared)
+        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared)
         verdict = dict(zip(links, reads.batch([tests[e] for e in links]), strict=True))
         slow = [e for e in links if verdict[e]]
         verdict.update(zip(slow, reads.batch([tests[e] for e in slow]), strict=True))
@@ -506,7 +503,7 @@ def sequential_drilldown(
             if len(piece) + len(pads) == k:
                 planned.append(piece)
                 tests.append((*piece, *pads))
-        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=by_shape, cleared=cleared).batch(tests)
+        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared).batch(tests)
         for piece, read in zip(planned, slow, strict=True):
             if read and probes.left >= per_claim and not covered(piece):
                 search(piece)
@@ -704,12 +701,11 @@ class _QuickReads:
         rounds: int,
         threshold: float,
         reserve: int = 0,
-        passed: Mapping[object, Sequence[tuple[int, ...]]] | None = None,
-        cleared: Set[tuple[int, int]] = frozenset(),
+        passed: Sequence[tuple[int, ...]] = (),
+        cleared: Container[tuple[int, int]] = frozenset(),
     ) -> None:
         self.ctx, self.pools, self.rounds, self.threshold, self.reserve = ctx, pools, rounds, threshold, reserve
-        # Phase 1 probes that passed (sorted GPUs, by shape), and the GPU pairs they held
-        self.passed, self.cleared = passed or {}, cleared
+        self.passed, self.cleared = passed, cleared  # Phase 1 probes that passed, and their pairs
         self.missed = 0  # single reads that could not be made (no reference, budget, errors)
 
     def __call__(self, gpus: Sequence[int]) -> bool | None:
@@ -776,8 +772,8 @@ class _QuickReads:
 
     def _reference(self, tests: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
         """A reference outside all of ``tests``, of their shape: a Phase 1 probe that passed,
-        made of GPUs of the first pool, the first fit among up to :data:`_DRAWS` drawn at
-        random; else a *clean* probe (every pair of its GPUs held by a passing Phase 1 probe)
+        made of GPUs of the first pool, the first fit among :data:`_DRAWS` drawn at random;
+        else a *clean* probe (every pair of its GPUs held by a passing Phase 1 probe)
         from the most trusted GPUs of the first pool that holds one; else, for one test alone,
         any such probe. A slow path inside a reference mutes the reads of its batch
         (:meth:`estimates` then reports none where it can tell)."""
@@ -785,10 +781,10 @@ class _QuickReads:
         lay = self.ctx.layout
         target = shape(tests[0], lay)
         allowed = set(self.pools[0]) if self.pools else set()
-        same = self.passed.get(target, ())
-        for p in self.ctx.rng.sample(same, min(len(same), _DRAWS)):
-            if allowed.issuperset(p) and not inside.intersection(p):
-                return p
+        for _ in range(_DRAWS if self.passed else 0):
+            p = self.ctx.rng.choice(self.passed)
+            if len(p) == len(tests[0]) and allowed.issuperset(p) and not inside.intersection(p) and shape(p, lay) == target:
+                return tuple(sorted(p))
         for pool in self.pools:
             free = [g for g in pool if g not in inside]
             clique = _pads((), free, self.cleared, len(tests[0]))
@@ -812,7 +808,37 @@ def _medians(diffs: dict[int, list[float]], out: list[float | None]) -> list[flo
     return out
 
 
-def _pads(gpus: tuple[int, ...], pool: Sequence[int], cleared: Set[tuple[int, int]], need: int) -> list[int]:
+class ClearedPairs:
+    """The GPU pairs a passing Phase 1 probe held, answered pair by pair (``(a, b) in
+    cleared``, ``a < b``) without listing them: a replica of 8,192 GPUs holds ~33 million
+    pairs in its probes. A Phase 1 cover holds every pair, so a pair is cleared unless every
+    probe holding it is suspect or unmeasured: only the pairs of those probes are looked up,
+    against the passing probes that hold their GPUs. Phase 1 probes that hold no pair at all
+    answer "cleared" (they decide pads and references, never a verdict).
+
+    Args:
+        phase1: per Phase 1 probe, its GPUs and its excess (``None``: not measured).
+        suspects: indices of the suspect probes.
+    """
+
+    def __init__(self, phase1: Sequence[tuple[Sequence[int], float | None]], suspects: Set[int]) -> None:
+        failed = [i for i, (_, x) in enumerate(phase1) if x is None or i in suspects]
+        pairs = {e for i in failed for e in combinations(sorted(phase1[i][0]), 2)}
+        gpus = {g for e in pairs for g in e}
+        held: dict[int, set[int]] = {g: set() for g in gpus}  # passing probes holding each GPU
+        bad = set(failed)
+        for i, (probe, _) in enumerate(phase1):
+            if i not in bad:
+                for g in probe:
+                    if g in held:
+                        held[g].add(i)
+        self._open = {(a, b) for a, b in pairs if not held[a] & held[b]}
+
+    def __contains__(self, pair: object) -> bool:
+        return pair not in self._open
+
+
+def _pads(gpus: tuple[int, ...], pool: Sequence[int], cleared: Container[tuple[int, int]], need: int) -> list[int]:
     """``need`` GPUs of ``pool`` (most trusted first) to pad ``gpus`` with: first, one by one,
     those whose pairs with every GPU of ``gpus`` and every pad chosen so far Phase 1 cleared,
     then any other (fewer when ``pool`` runs out). A pad with a slow path into the probe
