@@ -612,3 +612,19 @@ def test_cleared_pairs_answer_as_the_set_of_pairs_passing_probes_held(seed: int)
     cleared = ClearedPairs(phase1, suspects)
     assert all((e in cleared) == (e in listed) for e in itertools.combinations(range(64), 2))
     assert len(listed) < 64 * 63 // 2  # some pairs are open: the check is not vacuous
+
+
+def test_the_link_between_two_slow_gpus_of_one_small_probe_is_masked() -> None:
+    # noise-free, n = 16, k = 4 (the probes read link by link), GPUs 5 and 6 2x slow: the
+    # cover holds the pair (5, 6) in one probe; both GPUs are confirmed, and their link, which
+    # no probe can judge without a slow GPU in it, is reported masked
+    from faultsense_pipelines.replica.faults import GpuFault
+    from faultsense_pipelines.sim.simulator import SimulatedReplica
+
+    replica = SimulatedReplica(16, [GpuFault(5, 2.0), GpuFault(6, 2.0)], noise_sigma=0.0, seed=0)
+    loc = localize(replica, plan_cover(16, 4), repeats=3, method="sequential")
+    assert {(v.component, v.status) for v in loc.verdicts} >= {
+        ("gpu:5", "confirmed"),
+        ("gpu:6", "confirmed"),
+        ("link:5-6", "masked"),
+    }

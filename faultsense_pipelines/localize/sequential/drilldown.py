@@ -446,14 +446,14 @@ def sequential_drilldown(
     batch: list[tuple[int, int]] = []
     waiting: list[tuple[int, ...]] = []  # units whose links are in the batch
     read_units: set[tuple[int, ...]] = set()  # units whose links were all read (or that are explained)
-    units = [u for u in dict.fromkeys(tuple(phase1[i][0]) for i in order) if u in direct]
-    for j, unit in enumerate(units):
+    direct_units = [u for u in dict.fromkeys(tuple(phase1[i][0]) for i in order) if u in direct]
+    for j, unit in enumerate(direct_units):
         if covered(unit):
             read_units.add(unit)
             continue
         batch += [e for e in direct[unit] if e not in done and e not in batch]
         waiting.append(unit)
-        if batch and (len(batch) >= _BATCH or j == len(units) - 1):
+        if batch and (len(batch) >= _BATCH or j == len(direct_units) - 1):
             if probes.left < per_claim:
                 break
             found = read_links(batch)
