@@ -48,7 +48,7 @@ from ...replica.vocabulary import ComponentKind, Status
 from ..drilldown.adaptive import adaptive_drilldown
 from ..drilldown.recheck import plan_recheck
 from .budget import ErrorBudget, ProbeBudget
-from .claims import ClaimResult, _Context, rail_nic, shared_draws, test_gpu, test_link, test_rail_nic, test_shared
+from .claims import ClaimResult, _Context, _Rounds, rail_nic, shared_draws, test_gpu, test_link, test_rail_nic, test_shared
 from .eprocess import PairedTest, rounds_lower_bound
 from .pairing import Layout, RoundOracle, shape, shaped_reference
 
@@ -324,8 +324,14 @@ def sequential_drilldown(
     # a probe that reads healthy again counts as passed for the GPUs' suspicion below and is
     # not searched (no verdict); the rest are searched, the slowest on the fresh read first.
     # The screen decides what is claimed, never a verdict
-    hypotheses = math.comb(k, 2) + k
-    search_cost = per_claim + 2 * quick * math.ceil(math.log2(hypotheses))
+    # reads a binary search needs at the least to pin one of a probe's links or GPUs
+    binary_reads = math.ceil(math.log2(math.comb(k, 2) + k))
+    search_cost = per_claim + 2 * quick * binary_reads
+
+    def reader(pools: Sequence[list[int]], rounds: int = quick, line: float = threshold, reserve: int = per_claim) -> _QuickReads:
+        """Reads against references of the Phase 1 probes that passed, from ``pools``."""
+        return _QuickReads(ctx, pools, rounds, line, reserve=reserve, passed=passed, cleared=cleared)
+
     pending = [tuple(phase1[i][0]) for i in sorted(suspect_set, key=lambda i: (-(phase1[i][1] or 0.0), i))]
     pending = [u for u in dict.fromkeys(pending) if not covered(u)]
     pointed = {g for g in suspected if g not in {m for c in explained for m in c.members}} if large else set()
@@ -335,7 +341,7 @@ def sequential_drilldown(
         sample = {g: [u for u in pending if g in u][:2] for g in sorted(pointed)}
         chosen = [u for u in pending if not pointed.intersection(u) or any(u in s for s in sample.values())]
         line = read_threshold(theta0, sigma, repeats)
-        reads = _QuickReads(ctx, [trusted_pool()], 1, line, reserve=per_claim, passed=passed, cleared=cleared)
+        reads = reader([trusted_pool()], rounds=1, line=line)
         fresh = dict(zip(chosen, reads.estimates(chosen), strict=True))
         cleared_gpus = {g for g, mine in sample.items() if mine and all((x := fresh[u]) is not None and x <= line for u in mine)}
         others = [u for u in pending if cleared_gpus.intersection(u) and u not in fresh]
@@ -385,9 +391,7 @@ def sequential_drilldown(
         # holds no probe of a read's shape (a read that fills a node needs another whole node)
         wide = trusted_pool()
         narrow = [g for g in wide if g not in unit]
-        reads = _QuickReads(
-            ctx, [narrow, wide] if len(narrow) >= 2 * k else [wide], quick, threshold, passed=passed, cleared=cleared
-        )
+        reads = reader([narrow, wide] if len(narrow) >= 2 * k else [wide], reserve=0)
         found = adaptive_drilldown(n, k, passed, [unit], reads, recheck_explained=False)
         proposals = [(f.gpu, f.peer_gpu) for f in found.findings if f.status is Status.CONFIRMED]
         propose(proposals)
@@ -410,7 +414,7 @@ def sequential_drilldown(
         for a, b in links:
             pads = _pads((a, b), pool, cleared, ctx.k - 2)
             tests[a, b] = (a, b, *pads) if len(pads) == ctx.k - 2 else (a, b)
-        reads = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared)
+        reads = reader([pool])
         verdict = dict(zip(links, reads.batch([tests[e] for e in links]), strict=True))
         slow = [e for e in links if verdict[e]]
         verdict.update(zip(slow, reads.batch([tests[e] for e in slow]), strict=True))
@@ -429,7 +433,7 @@ def sequential_drilldown(
     # read on its own, against two a paired read and at least log2 of the probe's hypotheses
     # (each link or GPU) reads for a binary search -- has every open link read on its own,
     # the tiny replicas above all
-    read_cost = 2 * math.ceil(math.log2(hypotheses))
+    read_cost = 2 * binary_reads
     direct: dict[tuple[int, ...], list[tuple[int, int]]] = {}
     for i in order:
         unit = tuple(phase1[i][0])
@@ -503,7 +507,7 @@ def sequential_drilldown(
             if len(piece) + len(pads) == k:
                 planned.append(piece)
                 tests.append((*piece, *pads))
-        slow = _QuickReads(ctx, [pool], quick, threshold, reserve=per_claim, passed=passed, cleared=cleared).batch(tests)
+        slow = reader([pool]).batch(tests)
         for piece, read in zip(planned, slow, strict=True):
             if read and probes.left >= per_claim and not covered(piece):
                 search(piece)
@@ -869,13 +873,13 @@ def _read_shared(ctx: _Context, c: Component, pool: list[int], rounds: int) -> f
     estimates = []
     for draw in draws:
         t = PairedTest(ctx.theta0, 0.5)
+        played = _Rounds()
         for _ in range(max(1, rounds // 2)):
-            pair = draw(ctx)
-            if pair is None or not ctx.budget.take(2):
+            step = played.play(ctx, draw, "no pair to draw")
+            if played.why is not None:
                 return None
-            got = ctx.oracle(pair)
-            if got is not None:
-                t.add(*got)
+            if step is not None:
+                t.add(*step[1])
         est = t.estimate()
         if est is None:
             return None
