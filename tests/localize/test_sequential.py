@@ -77,18 +77,27 @@ def _symmetric_round(rng: np.random.Generator, r: int, slowdown: float = 1.0) ->
     return slowdown * slots[order[:r]], slots[order[r:]]
 
 
+def _stopped(seed: int, r: int, theta0: float, slowdown: float, stop: str, a: float, trials: int) -> int:
+    """Of ``trials`` tests at ``theta0`` and level ``a``, each fed up to 60 wild rounds of
+    ``_symmetric_round`` with the test side scaled by ``slowdown``, how many ever had the
+    property ``stop`` (``"detected"`` or ``"rejected"``)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(trials):
+        t = PairedTest(theta0, a)
+        for _ in range(60):
+            t.add(*_symmetric_round(rng, r, slowdown))
+            if getattr(t, stop):
+                hits += 1
+                break
+    return hits
+
+
 @pytest.mark.parametrize("r", [1, 3])
 def test_healthy_pairs_are_blamed_at_most_at_the_level_under_wild_noise(r: int) -> None:
-    rng = np.random.default_rng(1)
+    # theta = 0: even "slower at all" is never shown for a healthy pair
     a, trials = 0.05, 400
-    blamed = 0
-    for _ in range(trials):
-        t = PairedTest(math.log(1.2), a)
-        for _ in range(60):
-            t.add(*_symmetric_round(rng, r, 1.0))
-            if t.detected:  # theta = 0: even "slower at all" is never shown for a healthy pair
-                blamed += 1
-                break
+    blamed = _stopped(1, r, math.log(1.2), 1.0, "detected", a, trials)
     # binomial(400, 0.05): mean 20, sd 4.4; the design bound is a, checked with 3 sd of room
     assert blamed <= trials * a + 3 * math.sqrt(trials * a * (1 - a))
 
@@ -97,16 +106,8 @@ def test_healthy_pairs_are_blamed_at_most_at_the_level_under_wild_noise(r: int) 
 def test_a_negative_theta_tests_the_reverse_null_at_its_level_under_wild_noise(r: int) -> None:
     # theta0 = -log 1.2: the null "T is at least 1.2x faster than R", on its boundary (T
     # exactly 1/1.2 of R, wild exchangeable noise): rejected at most at the level
-    rng = np.random.default_rng(7)
     a, trials = 0.05, 400
-    rejected = 0
-    for _ in range(trials):
-        t = PairedTest(-math.log(1.2), a)
-        for _ in range(60):
-            t.add(*_symmetric_round(rng, r, 1 / 1.2))
-            if t.rejected:
-                rejected += 1
-                break
+    rejected = _stopped(7, r, -math.log(1.2), 1 / 1.2, "rejected", a, trials)
     assert rejected <= trials * a + 3 * math.sqrt(trials * a * (1 - a))
 
 
